@@ -1,0 +1,189 @@
+//! The single walk over a file's syntax tree, and the context rules see.
+//!
+//! One iterative `TreeCursor` walk per file feeds the semantic model builder and records the
+//! nodes that enabled rules asked for (by node-kind id). Rules then run over those nodes in
+//! document order with the complete semantic model, so a rule can ask about a function defined
+//! further down the file without walking the tree again.
+
+use crate::diagnostic::{Diagnostic, Span};
+use crate::lang::Lang;
+use crate::registry::RuleTable;
+use crate::rule::{Rule, RuleMeta};
+use crate::semantic::{cuda::CudaModel, python::PythonModel, Model};
+use crate::settings::Settings;
+use crate::source::SourceFile;
+use tree_sitter::{Node, Tree};
+
+/// What a rule sees while it checks a file.
+pub struct Context<'a> {
+    pub file: &'a SourceFile,
+    pub tree: &'a Tree,
+    pub lang: Lang,
+    pub model: &'a Model<'a>,
+    pub settings: &'a Settings,
+    rule: &'static RuleMeta,
+    diagnostics: &'a mut Vec<Diagnostic>,
+}
+
+impl<'a> Context<'a> {
+    /// Source text of a node.
+    pub fn text(&self, node: Node<'_>) -> &'a str {
+        node.utf8_text(self.file.text.as_bytes()).unwrap_or("")
+    }
+
+    /// The file's text.
+    pub fn source(&self) -> &'a str {
+        &self.file.text
+    }
+
+    /// The metadata of the rule being run.
+    pub fn rule(&self) -> &'static RuleMeta {
+        self.rule
+    }
+
+    /// A new finding of the current rule at `node`.
+    pub fn diagnostic(&self, node: Node<'_>, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::new(self.rule, Span::of(&node), message)
+    }
+
+    pub fn report(&mut self, diagnostic: Diagnostic) {
+        self.diagnostics.push(diagnostic);
+    }
+
+    /// The Python semantic model. Panics if the file is not Python (a rule bug).
+    pub fn python(&self) -> &'a PythonModel<'a> {
+        match self.model {
+            Model::Python(m) => m,
+            Model::Cuda(_) => panic!("{} asked for a Python model in a C++ file", self.rule.code),
+        }
+    }
+
+    /// The CUDA/C++ semantic model. Panics if the file is not C++ (a rule bug).
+    pub fn cuda(&self) -> &'a CudaModel<'a> {
+        match self.model {
+            Model::Cuda(m) => m,
+            Model::Python(_) => panic!("{} asked for a CUDA model in a Python file", self.rule.code),
+        }
+    }
+
+    /// An integer option of the current rule (`[rules.CODE] key = N`), else its default.
+    pub fn option_int(&self, key: &str) -> Option<i64> {
+        self.settings
+            .rule_option(self.rule.code, key)
+            .and_then(|v| v.as_integer())
+            .or_else(|| {
+                self.rule
+                    .options
+                    .iter()
+                    .find(|o| o.key == key)
+                    .and_then(|o| o.default.parse().ok())
+            })
+    }
+
+    /// A string-list option of the current rule; empty when unset.
+    pub fn option_strings(&self, key: &str) -> Vec<String> {
+        self.settings
+            .rule_option(self.rule.code, key)
+            .and_then(|v| v.as_array())
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// What the walk learned about the parse itself.
+#[derive(Debug, Default)]
+pub struct ParseInfo {
+    /// Spans of ERROR and MISSING nodes, in document order.
+    pub error_spans: Vec<Span>,
+    /// Spans of comments, for suppressions.
+    pub comments: Vec<Span>,
+}
+
+/// Runs the enabled rules of `table` over one parsed file.
+pub fn check_tree(
+    file: &SourceFile,
+    tree: &Tree,
+    lang: Lang,
+    table: &RuleTable,
+    settings: &Settings,
+) -> (Vec<Diagnostic>, ParseInfo) {
+    let mut builder = crate::semantic::Builder::new(lang, &file.text, settings);
+    let mut info = ParseInfo::default();
+    let mut wanted: Vec<Node<'_>> = Vec::new();
+
+    let mut cursor = tree.walk();
+    'walk: loop {
+        let node = cursor.node();
+        builder.enter(node);
+        if node.is_error() || node.is_missing() {
+            info.error_spans.push(Span::of(&node));
+        }
+        let kind = node.kind_id();
+        if table.wants(kind) {
+            wanted.push(node);
+        }
+        if table.is_comment(kind) {
+            info.comments.push(Span::of(&node));
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            builder.leave(cursor.node());
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+
+    let model = builder.finish(tree);
+    let mut diagnostics = Vec::new();
+    for node in wanted {
+        for rule in table.rules_for(node.kind_id()) {
+            run_rule(*rule, file, tree, lang, &model, settings, &mut diagnostics, |r, ctx| {
+                r.check(node, ctx)
+            });
+        }
+    }
+    for rule in table.rules() {
+        run_rule(*rule, file, tree, lang, &model, settings, &mut diagnostics, |r, ctx| {
+            r.check_file(ctx)
+        });
+    }
+
+    // Nothing is reported from evidence inside a region the parser did not understand.
+    if !info.error_spans.is_empty() {
+        diagnostics.retain(|d| !info.error_spans.iter().any(|e| overlaps(*e, d.span)));
+    }
+    (diagnostics, info)
+}
+
+fn overlaps(a: Span, b: Span) -> bool {
+    a.start < b.end.max(b.start + 1) && b.start < a.end.max(a.start + 1)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_rule<'a>(
+    rule: &'static dyn Rule,
+    file: &'a SourceFile,
+    tree: &'a Tree,
+    lang: Lang,
+    model: &'a Model<'a>,
+    settings: &'a Settings,
+    diagnostics: &'a mut Vec<Diagnostic>,
+    f: impl FnOnce(&dyn Rule, &mut Context<'_>),
+) {
+    let mut ctx = Context {
+        file,
+        tree,
+        lang,
+        model,
+        settings,
+        rule: rule.meta(),
+        diagnostics,
+    };
+    f(rule, &mut ctx);
+}

@@ -1,0 +1,293 @@
+//! Checks files: read, prefilter, parse once, run the rules, apply suppressions, and turn every
+//! failure (unreadable, binary, oversized, a rule that panics) into a finding of its own.
+
+use crate::checker;
+use crate::diagnostic::{Diagnostic, FileReport, Span};
+use crate::lang::{self, Lang};
+use crate::registry::RuleTable;
+use crate::rules::tool::{GL002, GL003};
+use crate::settings::Settings;
+use crate::source::SourceFile;
+use crate::suppress;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::io::Read;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::Arc;
+
+/// What happened to one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Parsed and checked.
+    Checked,
+    /// Read, but no enabled rule could match its content: not parsed.
+    Prefiltered,
+    /// Not checked (GL002 says why).
+    Skipped,
+    /// A rule or the engine failed on it (GL002 says so); the run exits 2.
+    InternalError,
+}
+
+/// The result of checking one file.
+#[derive(Debug)]
+pub struct FileResult {
+    pub report: FileReport,
+    pub status: Status,
+    /// For skipped files, why.
+    pub reason: Option<String>,
+    /// The file was parsed with errors.
+    pub partial: bool,
+}
+
+/// The enabled rules of each language and the settings: everything needed to check a file.
+pub struct Engine {
+    pub settings: Settings,
+    python: RuleTable,
+    cuda: RuleTable,
+}
+
+impl Engine {
+    pub fn new(settings: Settings) -> Engine {
+        // A file whose only possible finding is an unused suppression of ours must still be
+        // parsed to find its comments.
+        let mut extra: Vec<&str> = Vec::new();
+        if settings.is_enabled("GL001") {
+            extra.push("gpulint:");
+            extra.extend(settings.enabled.iter().copied());
+        }
+        Engine {
+            python: RuleTable::new(Lang::Python, &settings.enabled, &extra),
+            cuda: RuleTable::new(Lang::Cuda, &settings.enabled, &extra),
+            settings,
+        }
+    }
+
+    fn table(&self, lang: Lang) -> &RuleTable {
+        match lang {
+            Lang::Python => &self.python,
+            Lang::Cuda => &self.cuda,
+        }
+    }
+
+    /// Reads and checks one file. Never panics.
+    pub fn check_path(&self, path: &Path, display: String, lang: Lang) -> FileResult {
+        match read_source(path, self.settings.max_file_size) {
+            Ok(text) => self.check_text(path, display, text, lang),
+            Err(reason) => skipped(path, display, reason),
+        }
+    }
+
+    /// Checks text as if it were the file at `path`. Never panics.
+    pub fn check_text(&self, path: &Path, display: String, text: String, lang: Lang) -> FileResult {
+        let source = Arc::new(SourceFile::new(path.to_path_buf(), display.clone(), text));
+        let table = self.table(lang);
+        if !table.may_match(&source.text) {
+            return FileResult {
+                report: FileReport {
+                    display_path: display,
+                    source,
+                    diagnostics: Vec::new(),
+                },
+                status: Status::Prefiltered,
+                reason: None,
+                partial: false,
+            };
+        }
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.check_source(&source, lang, table)));
+        match outcome {
+            Ok(Some((diagnostics, partial))) => FileResult {
+                report: FileReport {
+                    display_path: display,
+                    source,
+                    diagnostics,
+                },
+                status: Status::Checked,
+                reason: None,
+                partial,
+            },
+            Ok(None) => skipped(path, display, "the parser gave up on it".into()),
+            Err(payload) => {
+                let msg = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                let reason = format!("internal error while checking this file ({msg}); please report it");
+                let mut r = skipped(path, display, reason);
+                r.status = Status::InternalError;
+                r
+            }
+        }
+    }
+
+    fn check_source(&self, file: &SourceFile, lang: Lang, table: &RuleTable) -> Option<(Vec<Diagnostic>, bool)> {
+        let tree = lang::parse(lang, &file.text)?;
+        let (mut diagnostics, info) = checker::check_tree(file, &tree, lang, table, &self.settings);
+        let settings = &self.settings;
+        diagnostics.retain(|d| settings.is_enabled(d.code) && !settings.ignored_for(&file.path, d.code));
+
+        let mut suppressions = suppress::collect(&tree, file, lang, &info.comments);
+        suppress::apply(&mut diagnostics, &mut suppressions, file);
+        if settings.is_enabled("GL001") && !settings.ignored_for(&file.path, "GL001") {
+            let mut unused = suppress::unused(&suppressions, &|code| settings.is_enabled(code));
+            // A file-level ignore of GL001 silences it.
+            suppress::apply(&mut unused, &mut suppressions, file);
+            diagnostics.extend(unused);
+        }
+        let partial = !info.error_spans.is_empty();
+        if partial && settings.show_parse_errors() && !settings.ignored_for(&file.path, "GL003") {
+            let first = info.error_spans[0];
+            let (line, _) = file.position(first.start);
+            let bytes: usize = info.error_spans.iter().map(|s| s.end - s.start).sum();
+            diagnostics.push(
+                Diagnostic::new(
+                    &GL003,
+                    Span::new(first.start, first.start),
+                    format!(
+                        "file only partly understood: {} region{} did not parse ({} bytes, first at line {line}); nothing is reported from inside them",
+                        info.error_spans.len(),
+                        if info.error_spans.len() == 1 { "" } else { "s" },
+                        bytes
+                    ),
+                )
+                .primary_label("the parser could not read from here"),
+            );
+        }
+        finalize(file, &mut diagnostics, Some(&tree), lang);
+        Some((diagnostics, partial))
+    }
+}
+
+/// Resolves positions and fingerprints, and sorts.
+pub fn finalize(file: &SourceFile, diagnostics: &mut [Diagnostic], tree: Option<&tree_sitter::Tree>, lang: Lang) {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for d in diagnostics.iter_mut() {
+        let (line, column) = file.position(d.span.start);
+        let (end_line, end_column) = file.position(d.span.end);
+        d.location = crate::diagnostic::Location {
+            line,
+            column,
+            end_line,
+            end_column,
+        };
+    }
+    diagnostics.sort_by(|a, b| {
+        (a.location, a.code, &a.message).cmp(&(b.location, b.code, &b.message))
+    });
+    for d in diagnostics.iter_mut() {
+        let function = tree.and_then(|t| enclosing_function_name(t, file, d.span, lang)).unwrap_or_default();
+        let snippet: String = if file.text.is_empty() {
+            String::new()
+        } else {
+            file.line_text(d.location.line - 1).split_whitespace().collect::<Vec<_>>().join(" ")
+        };
+        let mut h = Sha256::new();
+        for part in [d.code, file.display_path.as_str(), function.as_str(), snippet.as_str()] {
+            h.update(part.as_bytes());
+            h.update([0u8]);
+        }
+        let base = format!("{:x}", h.finalize());
+        let n = seen.entry(base.clone()).or_insert(0);
+        *n += 1;
+        d.fingerprint = format!("{}:{}", &base[..32], n);
+    }
+}
+
+fn enclosing_function_name(tree: &tree_sitter::Tree, file: &SourceFile, span: Span, lang: Lang) -> Option<String> {
+    let mut node = tree.root_node().descendant_for_byte_range(span.start, span.end.max(span.start));
+    let mut names = Vec::new();
+    while let Some(n) = node {
+        if n.kind() == "function_definition" {
+            let name = match lang {
+                Lang::Python => n
+                    .child_by_field_name("name")
+                    .and_then(|x| file.text.get(x.start_byte()..x.end_byte())),
+                Lang::Cuda => crate::semantic::cuda::function_name(n, &file.text),
+            };
+            names.push(name.unwrap_or("?").to_string());
+        }
+        node = n.parent();
+    }
+    names.reverse();
+    (!names.is_empty()).then(|| names.join("."))
+}
+
+fn skipped(path: &Path, display: String, reason: String) -> FileResult {
+    let source = Arc::new(SourceFile::new(path.to_path_buf(), display.clone(), String::new()));
+    let mut d = Diagnostic::new(&GL002, Span::new(0, 0), format!("file skipped: {reason}"))
+        .primary_label("not checked")
+        .help("fix the file or exclude it with `extend-exclude` in gpulint.toml");
+    d.location = crate::diagnostic::Location {
+        line: 1,
+        column: 1,
+        end_line: 1,
+        end_column: 1,
+    };
+    let mut h = Sha256::new();
+    h.update(format!("GL002\0{display}").as_bytes());
+    d.fingerprint = format!("{:x}", h.finalize())[..32].to_string() + ":1";
+    FileResult {
+        report: FileReport {
+            display_path: display,
+            source,
+            diagnostics: vec![d],
+        },
+        status: Status::Skipped,
+        reason: Some(reason),
+        partial: false,
+    }
+}
+
+/// Reads a file as text: binary content and oversized files are refused, invalid UTF-8 is
+/// decoded with replacement characters.
+pub fn read_source(path: &Path, max_size: u64) -> Result<String, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
+    let meta = file.metadata().map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
+    if meta.is_dir() {
+        return Err("it is a directory".into());
+    }
+    if meta.len() > max_size {
+        return Err(format!(
+            "it is {} large, over the {} limit",
+            crate::settings::format_size(meta.len()),
+            crate::settings::format_size(max_size)
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max_size + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
+    if bytes.len() as u64 > max_size {
+        return Err(format!("it is over the {} limit", crate::settings::format_size(max_size)));
+    }
+    decode(bytes)
+}
+
+/// Text from bytes: `Err` for binary content (a NUL byte), lossy for invalid UTF-8.
+pub fn decode(bytes: Vec<u8>) -> Result<String, String> {
+    if let Some(at) = memchr::memchr(0, &bytes) {
+        return Err(format!("binary content (NUL byte at offset {at})"));
+    }
+    let bytes = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
+        // Keep offsets stable: a BOM becomes three spaces' worth of nothing visible.
+        Some(_) => {
+            let mut b = bytes;
+            b[..3].copy_from_slice(b"   ");
+            b
+        }
+        None => bytes,
+    };
+    Ok(match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        std::io::ErrorKind::NotFound => "no such file (a broken link?)".into(),
+        _ => e.to_string(),
+    }
+}

@@ -1,0 +1,106 @@
+//! Languages gpulint reads, their grammars and file kinds.
+
+use std::cell::RefCell;
+use std::path::Path;
+use tree_sitter::{Language, Parser, Tree};
+
+/// A source language, each with its tree-sitter grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Lang {
+    Python,
+    /// CUDA and every C/C++ file, parsed with tree-sitter-cuda (a superset of C++).
+    Cuda,
+}
+
+impl Lang {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lang::Python => "python",
+            Lang::Cuda => "cuda",
+        }
+    }
+
+    pub fn grammar(self) -> Language {
+        match self {
+            Lang::Python => tree_sitter_python::LANGUAGE.into(),
+            Lang::Cuda => tree_sitter_cuda::LANGUAGE.into(),
+        }
+    }
+
+    /// The file kind of a path, from its name; `None` for files gpulint does not read.
+    pub fn of_path(path: &Path) -> Option<Lang> {
+        let name = path.file_name()?.to_str()?;
+        let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
+        match ext.as_str() {
+            "py" | "pyi" => Some(Lang::Python),
+            "cu" | "cuh" | "cc" | "cpp" | "cxx" | "h" | "hpp" | "hxx" => Some(Lang::Cuda),
+            _ => None,
+        }
+    }
+
+    /// Prefix of line comments, used by suppressions.
+    pub fn comment_prefix(self) -> &'static str {
+        match self {
+            Lang::Python => "#",
+            Lang::Cuda => "//",
+        }
+    }
+}
+
+thread_local! {
+    static PYTHON_PARSER: RefCell<Parser> = RefCell::new(new_parser(Lang::Python));
+    static CUDA_PARSER: RefCell<Parser> = RefCell::new(new_parser(Lang::Cuda));
+}
+
+fn new_parser(lang: Lang) -> Parser {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&lang.grammar())
+        .expect("grammar version is compatible with the tree-sitter runtime");
+    parser
+}
+
+/// Parses `text` with this thread's parser for `lang`.
+pub fn parse(lang: Lang, text: &str) -> Option<Tree> {
+    let cell = match lang {
+        Lang::Python => &PYTHON_PARSER,
+        Lang::Cuda => &CUDA_PARSER,
+    };
+    cell.with(|p| {
+        let mut parser = p.borrow_mut();
+        parser.reset();
+        parser.parse(text, None)
+    })
+}
+
+/// All kind ids of `lang` whose name is `kind` (a named node kind can have several ids,
+/// through aliases). Empty when the grammar has no such kind.
+pub fn kind_ids(lang: Lang, kind: &str) -> Vec<u16> {
+    let grammar = lang.grammar();
+    (0..grammar.node_kind_count() as u16)
+        .filter(|&id| grammar.node_kind_is_named(id) && grammar.node_kind_for_id(id) == Some(kind))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_kinds() {
+        assert_eq!(Lang::of_path(Path::new("a/train.py")), Some(Lang::Python));
+        assert_eq!(Lang::of_path(Path::new("k.cu")), Some(Lang::Cuda));
+        assert_eq!(Lang::of_path(Path::new("k.cu.cc")), Some(Lang::Cuda));
+        assert_eq!(Lang::of_path(Path::new("k.CUH")), Some(Lang::Cuda));
+        assert_eq!(Lang::of_path(Path::new("op.hpp")), Some(Lang::Cuda));
+        assert_eq!(Lang::of_path(Path::new("README.md")), None);
+        assert_eq!(Lang::of_path(Path::new("Makefile")), None);
+    }
+
+    #[test]
+    fn kinds_resolve() {
+        assert!(!kind_ids(Lang::Python, "call").is_empty());
+        assert!(!kind_ids(Lang::Cuda, "function_definition").is_empty());
+        assert!(kind_ids(Lang::Cuda, "no_such_kind").is_empty());
+    }
+}

@@ -1,0 +1,1 @@
+//! Rules for CUDA kernels and C++ op glue.

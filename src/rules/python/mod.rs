@@ -1,0 +1,1 @@
+//! Rules for Python training code.

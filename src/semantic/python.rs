@@ -1,0 +1,878 @@
+//! The Python semantic model: imports and aliases resolved to qualified names, scopes, the
+//! function table and call graph, and module-level constant folding.
+
+use super::{named_children, text};
+use std::collections::HashMap;
+use tree_sitter::{Node, Tree};
+
+/// How deep constant folding and alias resolution may go (bounded, so hostile input such as a
+/// 100k-deep nested expression cannot exhaust the stack).
+const MAX_FOLD_DEPTH: usize = 48;
+
+/// A name bound by an import statement.
+#[derive(Debug, Clone)]
+pub struct Import {
+    /// The local name (`tf` in `import tensorflow as tf`).
+    pub name: String,
+    /// What it stands for (`tensorflow`).
+    pub qualified: String,
+    /// Index of the enclosing function in [`PythonModel::functions`], `None` at module level.
+    pub scope: Option<usize>,
+    pub start_byte: usize,
+}
+
+/// A `def`, with where it sits.
+#[derive(Debug, Clone)]
+pub struct Function<'t> {
+    pub node: Node<'t>,
+    pub name: String,
+    /// The class it is defined in, when it is a method.
+    pub class: Option<String>,
+    /// The enclosing function, for nested functions.
+    pub parent: Option<usize>,
+    /// The `decorated_definition` around it, if any.
+    pub decorators: Vec<Node<'t>>,
+}
+
+/// A module-level name bound by a plain assignment.
+#[derive(Debug, Clone, Copy)]
+struct Binding<'t> {
+    value: Node<'t>,
+    /// How many times the name is bound at module level (assignments, loops, imports, defs).
+    count: u32,
+}
+
+/// A folded constant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Int(i128),
+    Float(f64),
+    Str(String),
+    Bool(bool),
+    None,
+    Tuple(Vec<Value>),
+}
+
+impl Value {
+    pub fn as_int(&self) -> Option<i128> {
+        match self {
+            Value::Int(i) => Some(*i),
+            Value::Bool(b) => Some(*b as i128),
+            Value::Float(f) if f.fract() == 0.0 && f.abs() < 1e30 => Some(*f as i128),
+            _ => None,
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(i) => Some(*i as f64),
+            Value::Float(f) => Some(*f),
+            Value::Bool(b) => Some(*b as i64 as f64),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn truthy(&self) -> bool {
+        match self {
+            Value::Int(i) => *i != 0,
+            Value::Float(f) => *f != 0.0,
+            Value::Str(s) => !s.is_empty(),
+            Value::Bool(b) => *b,
+            Value::None => false,
+            Value::Tuple(t) => !t.is_empty(),
+        }
+    }
+}
+
+/// Everything rules ask about a Python file.
+pub struct PythonModel<'t> {
+    pub source: &'t str,
+    pub root: Node<'t>,
+    pub imports: Vec<Import>,
+    pub functions: Vec<Function<'t>>,
+    /// Every call in the file, in document order, with its enclosing function.
+    pub calls: Vec<(Node<'t>, Option<usize>)>,
+    module_bindings: HashMap<&'t str, Binding<'t>>,
+    /// Per function: local names bound by a plain `name = <dotted name>` assignment (aliases).
+    local_aliases: HashMap<(usize, &'t str), Node<'t>>,
+    /// `--flag` destinations of argparse `add_argument(..., default=...)`.
+    argparse_defaults: HashMap<String, Node<'t>>,
+    functions_by_name: HashMap<&'t str, Vec<usize>>,
+}
+
+/// Collects the model during the checker's walk.
+pub struct PythonBuilder<'t> {
+    source: &'t str,
+    model_imports: Vec<Import>,
+    functions: Vec<Function<'t>>,
+    calls: Vec<(Node<'t>, Option<usize>)>,
+    scope_stack: Vec<usize>,
+    class_stack: Vec<(usize, String)>,
+    module_bindings: HashMap<&'t str, Binding<'t>>,
+    local_aliases: HashMap<(usize, &'t str), Node<'t>>,
+    argparse_defaults: HashMap<String, Node<'t>>,
+}
+
+impl<'t> PythonBuilder<'t> {
+    pub fn new(source: &'t str) -> Self {
+        PythonBuilder {
+            source,
+            model_imports: Vec::new(),
+            functions: Vec::new(),
+            calls: Vec::new(),
+            scope_stack: Vec::new(),
+            class_stack: Vec::new(),
+            module_bindings: HashMap::new(),
+            local_aliases: HashMap::new(),
+            argparse_defaults: HashMap::new(),
+        }
+    }
+
+    fn scope(&self) -> Option<usize> {
+        self.scope_stack.last().copied()
+    }
+
+    pub fn enter(&mut self, node: Node<'t>) {
+        match node.kind() {
+            "import_statement" => self.import(node, None),
+            "import_from_statement" => {
+                let module = node
+                    .child_by_field_name("module_name")
+                    .map(|m| text(m, self.source).to_string());
+                if let Some(module) = module {
+                    self.import(node, Some(module));
+                }
+            }
+            "function_definition" => {
+                let name = node
+                    .child_by_field_name("name")
+                    .map(|n| text(n, self.source).to_string())
+                    .unwrap_or_default();
+                let class = self
+                    .class_stack
+                    .last()
+                    .filter(|(depth, _)| *depth == self.scope_stack.len())
+                    .map(|(_, c)| c.clone());
+                let decorators = node
+                    .parent()
+                    .filter(|p| p.kind() == "decorated_definition")
+                    .map(|p| named_children(p).filter(|c| c.kind() == "decorator").collect())
+                    .unwrap_or_default();
+                if self.scope_stack.is_empty() && class.is_none() {
+                    self.bind_module_name(node, name.clone(), None);
+                }
+                self.functions.push(Function {
+                    node,
+                    name,
+                    class,
+                    parent: self.scope(),
+                    decorators,
+                });
+                self.scope_stack.push(self.functions.len() - 1);
+            }
+            "class_definition" => {
+                let name = node
+                    .child_by_field_name("name")
+                    .map(|n| text(n, self.source).to_string())
+                    .unwrap_or_default();
+                self.class_stack.push((self.scope_stack.len(), name));
+            }
+            "call" => {
+                self.calls.push((node, self.scope()));
+                self.argparse(node);
+            }
+            "assignment" => self.assignment(node),
+            "augmented_assignment" | "for_statement" | "with_item" | "named_expression" => {
+                if self.scope_stack.is_empty() && self.class_stack.is_empty() {
+                    let target = node
+                        .child_by_field_name("left")
+                        .or_else(|| node.child_by_field_name("name"))
+                        .or_else(|| node.child_by_field_name("value"));
+                    if let Some(target) = target {
+                        for id in identifiers_in_target(target) {
+                            let name = text(id, self.source);
+                            self.module_bindings
+                                .entry(name)
+                                .and_modify(|b| b.count += 2)
+                                .or_insert(Binding {
+                                    value: node,
+                                    count: 2,
+                                });
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub fn leave(&mut self, node: Node<'t>) {
+        match node.kind() {
+            "function_definition" => {
+                self.scope_stack.pop();
+            }
+            "class_definition" => {
+                self.class_stack.pop();
+            }
+            _ => {}
+        }
+    }
+
+    fn bind_module_name(&mut self, value: Node<'t>, name: String, _q: Option<()>) {
+        let Some(name) = self.source.get(value.start_byte()..value.end_byte()).and_then(|_| {
+            // Keep a borrowed &'t str for the name: find it in the source.
+            find_name(self.source, value, &name)
+        }) else {
+            return;
+        };
+        self.module_bindings
+            .entry(name)
+            .and_modify(|b| b.count += 1)
+            .or_insert(Binding { value, count: 1 });
+    }
+
+    fn import(&mut self, node: Node<'t>, from_module: Option<String>) {
+        let module_node = node.child_by_field_name("module_name");
+        for child in named_children(node) {
+            if Some(child) == module_node {
+                continue;
+            }
+            let (path, alias) = match child.kind() {
+                "dotted_name" => (text(child, self.source).to_string(), None),
+                "aliased_import" => {
+                    let path = child
+                        .child_by_field_name("name")
+                        .map(|n| text(n, self.source).to_string())
+                        .unwrap_or_default();
+                    let alias = child
+                        .child_by_field_name("alias")
+                        .map(|n| text(n, self.source).to_string());
+                    (path, alias)
+                }
+                _ => continue,
+            };
+            let path = compact_dotted(&path);
+            let (name, qualified) = match (&from_module, alias) {
+                (None, Some(alias)) => (alias, path),
+                // `import a.b.c` binds `a`.
+                (None, None) => {
+                    let head = path.split('.').next().unwrap_or("").to_string();
+                    (head.clone(), head)
+                }
+                (Some(module), alias) => {
+                    let module = compact_dotted(module);
+                    let qualified = if module.ends_with('.') {
+                        format!("{module}{path}")
+                    } else {
+                        format!("{module}.{path}")
+                    };
+                    (alias.unwrap_or(path), qualified)
+                }
+            };
+            if self.scope_stack.is_empty() {
+                if let Some(n) = find_name(self.source, child, &name) {
+                    self.module_bindings
+                        .entry(n)
+                        .and_modify(|b| b.count += 1)
+                        .or_insert(Binding {
+                            value: child,
+                            count: 1,
+                        });
+                }
+            }
+            self.model_imports.push(Import {
+                name,
+                qualified,
+                scope: self.scope(),
+                start_byte: node.start_byte(),
+            });
+        }
+    }
+
+    fn assignment(&mut self, node: Node<'t>) {
+        let (Some(left), right) = (
+            node.child_by_field_name("left"),
+            node.child_by_field_name("right"),
+        ) else {
+            return;
+        };
+        let in_class_body = self
+            .class_stack
+            .last()
+            .is_some_and(|(depth, _)| *depth == self.scope_stack.len());
+        if in_class_body {
+            return;
+        }
+        match self.scope() {
+            None => {
+                let ids = identifiers_in_target(left);
+                let simple = left.kind() == "identifier";
+                for id in ids {
+                    let name = text(id, self.source);
+                    let value = match (simple, right) {
+                        (true, Some(r)) => r,
+                        _ => node,
+                    };
+                    let extra = if simple && right.is_some() { 1 } else { 2 };
+                    self.module_bindings
+                        .entry(name)
+                        .and_modify(|b| b.count += extra)
+                        .or_insert(Binding {
+                            value,
+                            count: extra,
+                        });
+                }
+            }
+            Some(f) => {
+                if left.kind() == "identifier" {
+                    if let Some(r) = right.filter(|r| matches!(r.kind(), "attribute" | "identifier")) {
+                        self.local_aliases.insert((f, text(left, self.source)), r);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `parser.add_argument("--batch-size", type=int, default=64)` → `batch_size` ↦ `64`.
+    fn argparse(&mut self, call: Node<'t>) {
+        let Some(func) = call.child_by_field_name("function") else {
+            return;
+        };
+        if func.kind() != "attribute"
+            || func
+                .child_by_field_name("attribute")
+                .map(|a| text(a, self.source))
+                != Some("add_argument")
+        {
+            return;
+        }
+        let Some(args) = call.child_by_field_name("arguments") else {
+            return;
+        };
+        let mut dest: Option<String> = None;
+        let mut long: Option<String> = None;
+        let mut default = None;
+        for arg in named_children(args) {
+            match arg.kind() {
+                "string" => {
+                    let s = string_literal(arg, self.source).unwrap_or_default();
+                    if let Some(flag) = s.strip_prefix("--") {
+                        long.get_or_insert_with(|| flag.replace('-', "_"));
+                    } else if !s.starts_with('-') && dest.is_none() {
+                        dest = Some(s);
+                    }
+                }
+                "keyword_argument" => {
+                    let key = arg.child_by_field_name("name").map(|n| text(n, self.source));
+                    let value = arg.child_by_field_name("value");
+                    match key {
+                        Some("default") => default = value,
+                        Some("dest") => {
+                            dest = value.and_then(|v| string_literal(v, self.source));
+                        }
+                        _ => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let (Some(name), Some(value)) = (dest.or(long), default) {
+            self.argparse_defaults.insert(name, value);
+        }
+    }
+
+    pub fn finish(self, tree: &'t Tree) -> PythonModel<'t> {
+        let mut functions_by_name: HashMap<&'t str, Vec<usize>> = HashMap::new();
+        for (i, f) in self.functions.iter().enumerate() {
+            if let Some(n) = f.node.child_by_field_name("name") {
+                functions_by_name.entry(text(n, self.source)).or_default().push(i);
+            }
+        }
+        PythonModel {
+            source: self.source,
+            root: tree.root_node(),
+            imports: self.model_imports,
+            functions: self.functions,
+            calls: self.calls,
+            module_bindings: self.module_bindings,
+            local_aliases: self.local_aliases,
+            argparse_defaults: self.argparse_defaults,
+            functions_by_name,
+        }
+    }
+}
+
+/// `a . b` (with spaces or line continuations) → `a.b`.
+fn compact_dotted(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace() && *c != '\\').collect()
+}
+
+fn find_name<'t>(source: &'t str, node: Node<'_>, name: &str) -> Option<&'t str> {
+    let region = source.get(node.start_byte()..node.end_byte())?;
+    let at = region.rfind(name)?;
+    source.get(node.start_byte() + at..node.start_byte() + at + name.len())
+}
+
+/// The identifiers a target binds (`a`, `a, b`, `(a, [b, c])`); attribute and subscript
+/// targets bind nothing.
+fn identifiers_in_target(target: Node<'_>) -> Vec<Node<'_>> {
+    let mut out = Vec::new();
+    let mut stack = vec![target];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "identifier" => out.push(n),
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list"
+            | "expression_list" | "parenthesized_expression" | "list_splat_pattern"
+            | "as_pattern_target" => stack.extend(named_children(n)),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The value of a plain string literal (no f-string interpolation), quotes removed.
+pub fn string_literal(node: Node<'_>, source: &str) -> Option<String> {
+    if node.kind() == "concatenated_string" {
+        let mut s = String::new();
+        for part in named_children(node) {
+            s.push_str(&string_literal(part, source)?);
+        }
+        return Some(s);
+    }
+    if node.kind() != "string" {
+        return None;
+    }
+    let mut out = String::new();
+    for part in named_children(node) {
+        match part.kind() {
+            "string_content" => out.push_str(text(part, source)),
+            "interpolation" => return None,
+            "escape_sequence" => out.push_str(&unescape(text(part, source))),
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
+fn unescape(esc: &str) -> String {
+    match esc {
+        "\\n" => "\n".into(),
+        "\\t" => "\t".into(),
+        "\\\\" => "\\".into(),
+        "\\'" => "'".into(),
+        "\\\"" => "\"".into(),
+        other => other.to_string(),
+    }
+}
+
+impl<'t> PythonModel<'t> {
+    pub fn text(&self, node: Node<'_>) -> &'t str {
+        text(node, self.source)
+    }
+
+    /// Index of the innermost function whose body contains `node`.
+    pub fn enclosing_function(&self, node: Node<'_>) -> Option<usize> {
+        let mut cur = node.parent();
+        while let Some(n) = cur {
+            if n.kind() == "function_definition" {
+                return self.functions.iter().position(|f| f.node.id() == n.id());
+            }
+            cur = n.parent();
+        }
+        None
+    }
+
+    /// The qualified name an expression stands for, through imports and aliases:
+    /// `tf.config.experimental.set_memory_growth`, `K.clear_session` → `keras.backend.clear_session`.
+    /// `None` when the head of the name is not bound to an import.
+    pub fn qualified_name(&self, expr: Node<'_>) -> Option<String> {
+        self.qualified_name_depth(expr, 0)
+    }
+
+    fn qualified_name_depth(&self, expr: Node<'_>, depth: usize) -> Option<String> {
+        if depth > MAX_FOLD_DEPTH {
+            return None;
+        }
+        let mut parts: Vec<&str> = Vec::new();
+        let mut cur = expr;
+        loop {
+            match cur.kind() {
+                "attribute" => {
+                    parts.push(self.text(cur.child_by_field_name("attribute")?));
+                    cur = cur.child_by_field_name("object")?;
+                }
+                "identifier" => break,
+                "call" if depth == 0 && parts.is_empty() => {
+                    cur = cur.child_by_field_name("function")?;
+                }
+                "parenthesized_expression" => cur = cur.named_child(0)?,
+                _ => return None,
+            }
+            if parts.len() > 64 {
+                return None;
+            }
+        }
+        let head = self.text(cur);
+        let base = self.resolve_identifier(cur, head, depth)?;
+        let mut out = base;
+        for p in parts.iter().rev() {
+            out.push('.');
+            out.push_str(p);
+        }
+        Some(out)
+    }
+
+    fn resolve_identifier(&self, at: Node<'_>, name: &str, depth: usize) -> Option<String> {
+        let mut scope = self.enclosing_function(at);
+        loop {
+            // Innermost binding wins: an import in this scope, or a local alias assignment.
+            if let Some(imp) = self
+                .imports
+                .iter()
+                .rev()
+                .find(|i| i.scope == scope && i.name == name)
+            {
+                return Some(imp.qualified.clone());
+            }
+            match scope {
+                Some(f) => {
+                    if let Some(v) = self.local_aliases.get(&(f, name)) {
+                        if v.kind() != "identifier" || self.text(*v) != name {
+                            return self.qualified_name_depth(*v, depth + 1);
+                        }
+                    }
+                    scope = self.functions[f].parent;
+                }
+                None => break,
+            }
+        }
+        // A module-level alias: `config = tf.config.experimental`.
+        let b = self.module_bindings.get(name)?;
+        if b.count == 1 && matches!(b.value.kind(), "attribute" | "identifier") {
+            if b.value.kind() == "identifier" && self.text(b.value) == name {
+                return None;
+            }
+            return self.qualified_name_depth(b.value, depth + 1);
+        }
+        None
+    }
+
+    /// Does any import bring in `module` (or one of its submodules)?
+    pub fn imports_module(&self, module: &str) -> bool {
+        self.imports.iter().any(|i| {
+            i.qualified == module
+                || i.qualified
+                    .strip_prefix(module)
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })
+    }
+
+    /// The qualified name of the function a call invokes.
+    pub fn call_name(&self, call: Node<'_>) -> Option<String> {
+        self.qualified_name(call.child_by_field_name("function")?)
+    }
+
+    /// Functions defined under a name (module functions, methods and nested functions alike).
+    pub fn functions_named(&self, name: &str) -> &[usize] {
+        self.functions_by_name.get(name).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The local function a call invokes: `f(...)` for a module-level or enclosing `def f`,
+    /// `self.f(...)` / `cls.f(...)` for a method of the same class.
+    pub fn local_callee(&self, call: Node<'_>) -> Option<usize> {
+        let func = call.child_by_field_name("function")?;
+        let caller = self.enclosing_function(call);
+        match func.kind() {
+            "identifier" => {
+                let name = self.text(func);
+                if self.qualified_name(func).is_some() {
+                    return None;
+                }
+                let candidates = self.functions_named(name);
+                // Prefer a function nested in the caller's chain, then a module-level one.
+                let mut scope = caller;
+                while let Some(s) = scope {
+                    if let Some(&c) = candidates.iter().find(|&&c| self.functions[c].parent == Some(s)) {
+                        return Some(c);
+                    }
+                    scope = self.functions[s].parent;
+                }
+                candidates
+                    .iter()
+                    .copied()
+                    .find(|&c| self.functions[c].parent.is_none() && self.functions[c].class.is_none())
+            }
+            "attribute" => {
+                let object = func.child_by_field_name("object")?;
+                let recv = self.text(object);
+                if recv != "self" && recv != "cls" {
+                    return None;
+                }
+                let class = self.functions[caller?].class.as_ref()?;
+                let name = self.text(func.child_by_field_name("attribute")?);
+                self.functions_named(name)
+                    .iter()
+                    .copied()
+                    .find(|&c| self.functions[c].class.as_ref() == Some(class))
+            }
+            _ => None,
+        }
+    }
+
+    /// Local functions called from the body of function `f` (not from functions nested in it).
+    pub fn callees(&self, f: usize) -> Vec<(Node<'t>, usize)> {
+        self.calls
+            .iter()
+            .filter(|(_, scope)| *scope == Some(f))
+            .filter_map(|(call, _)| self.local_callee(*call).map(|c| (*call, c)))
+            .collect()
+    }
+
+    /// The folded value of a constant expression: literals, tuples, arithmetic, module-level
+    /// names bound once, and argparse defaults (`args.batch_size`).
+    pub fn const_value(&self, expr: Node<'_>) -> Option<Value> {
+        self.fold(expr, 0)
+    }
+
+    fn fold(&self, expr: Node<'_>, depth: usize) -> Option<Value> {
+        if depth > MAX_FOLD_DEPTH {
+            return None;
+        }
+        let d = depth + 1;
+        match expr.kind() {
+            "integer" => parse_int(self.text(expr)).map(Value::Int),
+            "float" => self
+                .text(expr)
+                .replace('_', "")
+                .parse::<f64>()
+                .ok()
+                .map(Value::Float),
+            "true" => Some(Value::Bool(true)),
+            "false" => Some(Value::Bool(false)),
+            "none" => Some(Value::None),
+            "string" | "concatenated_string" => string_literal(expr, self.source).map(Value::Str),
+            "parenthesized_expression" => self.fold(expr.named_child(0)?, d),
+            "tuple" | "list" => {
+                let mut items = Vec::new();
+                for c in named_children(expr) {
+                    if c.kind() == "comment" {
+                        continue;
+                    }
+                    items.push(self.fold(c, d)?);
+                }
+                Some(Value::Tuple(items))
+            }
+            "unary_operator" => {
+                let v = self.fold(expr.child_by_field_name("argument")?, d)?;
+                let op = self.text(expr.child_by_field_name("operator")?);
+                match (op, v) {
+                    ("-", Value::Int(i)) => Some(Value::Int(-i)),
+                    ("-", Value::Float(f)) => Some(Value::Float(-f)),
+                    ("+", v @ (Value::Int(_) | Value::Float(_))) => Some(v),
+                    _ => None,
+                }
+            }
+            "binary_operator" => {
+                let l = self.fold(expr.child_by_field_name("left")?, d)?;
+                let r = self.fold(expr.child_by_field_name("right")?, d)?;
+                let op = self.text(expr.child_by_field_name("operator")?);
+                binary(op, l, r)
+            }
+            "identifier" => {
+                let name = self.text(expr);
+                // A local variable shadows the module constant: only fold at module level or
+                // when the function does not bind the name itself.
+                if let Some(f) = self.enclosing_function(expr) {
+                    if self.function_binds(f, name) {
+                        return None;
+                    }
+                }
+                let b = self.module_bindings.get(name)?;
+                if b.count != 1 || b.value.id() == expr.id() {
+                    return None;
+                }
+                self.fold(b.value, d)
+            }
+            "attribute" => {
+                // `args.batch_size` where `args` comes from `parse_args()`.
+                let attr = self.text(expr.child_by_field_name("attribute")?);
+                let object = expr.child_by_field_name("object")?;
+                if object.kind() == "identifier" && !self.argparse_defaults.is_empty() {
+                    if let Some(v) = self.argparse_defaults.get(attr) {
+                        return self.fold(*v, d);
+                    }
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Does function `f` bind `name` as a parameter or by assignment in its own body?
+    fn function_binds(&self, f: usize, name: &str) -> bool {
+        let node = self.functions[f].node;
+        if let Some(params) = node.child_by_field_name("parameters") {
+            for p in super::descendants(params) {
+                if p.kind() == "identifier" && self.text(p) == name {
+                    return true;
+                }
+            }
+        }
+        let Some(body) = node.child_by_field_name("body") else {
+            return false;
+        };
+        let mut it = super::descendants(body);
+        while let Some(n) = it.next() {
+            if matches!(n.kind(), "function_definition" | "class_definition" | "lambda") {
+                continue;
+            }
+            if matches!(n.kind(), "assignment" | "augmented_assignment" | "for_statement") {
+                if let Some(left) = n.child_by_field_name("left") {
+                    if identifiers_in_target(left).iter().any(|i| self.text(*i) == name) {
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    }
+}
+
+fn parse_int(s: &str) -> Option<i128> {
+    let s = s.replace('_', "");
+    let lower = s.to_ascii_lowercase();
+    let lower = lower.trim_end_matches('l');
+    if let Some(h) = lower.strip_prefix("0x") {
+        i128::from_str_radix(h, 16).ok()
+    } else if let Some(o) = lower.strip_prefix("0o") {
+        i128::from_str_radix(o, 8).ok()
+    } else if let Some(b) = lower.strip_prefix("0b") {
+        i128::from_str_radix(b, 2).ok()
+    } else {
+        lower.parse().ok()
+    }
+}
+
+fn binary(op: &str, l: Value, r: Value) -> Option<Value> {
+    use Value::{Float, Int, Str, Tuple};
+    match (l, r) {
+        (Int(a), Int(b)) => match op {
+            "+" => a.checked_add(b).map(Int),
+            "-" => a.checked_sub(b).map(Int),
+            "*" => a.checked_mul(b).map(Int),
+            "//" if b != 0 => Some(Int(a.div_euclid(b))),
+            "%" if b != 0 => Some(Int(a.rem_euclid(b))),
+            "/" if b != 0 => Some(Float(a as f64 / b as f64)),
+            "**" if (0..=127).contains(&b) => a.checked_pow(b as u32).map(Int),
+            "<<" if (0..=126).contains(&b) => a.checked_shl(b as u32).map(Int),
+            ">>" if (0..=127).contains(&b) => Some(Int(a >> b)),
+            _ => None,
+        },
+        (a @ (Int(_) | Float(_)), b @ (Int(_) | Float(_))) => {
+            let (x, y) = (a.as_f64()?, b.as_f64()?);
+            let v = match op {
+                "+" => x + y,
+                "-" => x - y,
+                "*" => x * y,
+                "/" if y != 0.0 => x / y,
+                "**" => x.powf(y),
+                _ => return None,
+            };
+            v.is_finite().then_some(Float(v))
+        }
+        (Str(a), Str(b)) if op == "+" => Some(Str(a + &b)),
+        (Tuple(a), Tuple(b)) if op == "+" => Some(Tuple([a, b].concat())),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::{parse, Lang};
+
+    fn model_of(src: &str, f: impl FnOnce(&PythonModel<'_>, Node<'_>)) {
+        let tree = parse(Lang::Python, src).unwrap();
+        let mut b = PythonBuilder::new(src);
+        for n in super::super::descendants(tree.root_node()) {
+            b.enter(n);
+        }
+        // Leave events matter only for scopes; rebuild them with the real walk.
+        let mut b2 = PythonBuilder::new(src);
+        let mut cursor = tree.walk();
+        'w: loop {
+            b2.enter(cursor.node());
+            if cursor.goto_first_child() {
+                continue;
+            }
+            loop {
+                b2.leave(cursor.node());
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+                if !cursor.goto_parent() {
+                    break 'w;
+                }
+            }
+        }
+        drop(b);
+        let m = b2.finish(&tree);
+        f(&m, tree.root_node());
+    }
+
+    fn find<'t>(root: Node<'t>, src: &str, kind: &str, snippet: &str) -> Node<'t> {
+        super::super::descendants(root)
+            .find(|n| n.kind() == kind && text(*n, src) == snippet)
+            .unwrap_or_else(|| panic!("no {kind} `{snippet}`"))
+    }
+
+    #[test]
+    fn resolves_imports_and_aliases() {
+        let src = "import tensorflow as tf\nfrom tensorflow import keras\nfrom tensorflow.keras import layers as L\nimport keras.backend\ncfg = tf.config.experimental\ndef f():\n    import torch as T\n    T.cuda.empty_cache()\n    cfg.set_memory_growth(1, True)\n    L.Dense(3)\n    keras.backend.clear_session()\n";
+        model_of(src, |m, root| {
+            let q = |s| m.qualified_name(find(root, src, "attribute", s));
+            assert_eq!(q("T.cuda.empty_cache").as_deref(), Some("torch.cuda.empty_cache"));
+            assert_eq!(
+                q("cfg.set_memory_growth").as_deref(),
+                Some("tensorflow.config.experimental.set_memory_growth")
+            );
+            assert_eq!(q("L.Dense").as_deref(), Some("tensorflow.keras.layers.Dense"));
+            assert_eq!(
+                q("keras.backend.clear_session").as_deref(),
+                Some("keras.backend.clear_session")
+            );
+        });
+    }
+
+    #[test]
+    fn folds_constants_and_argparse_defaults() {
+        let src = "N = 4\nM = N * 256 + 1\nS = (N, 2 ** 10)\nX = 1\nX = 2\nparser.add_argument('--batch-size', type=int, default=M)\nargs = parser.parse_args()\nuse(M, S, X, args.batch_size)\n";
+        model_of(src, |m, root| {
+            let v = |s| m.const_value(find(root, src, "identifier", s));
+            assert_eq!(v("M"), Some(Value::Int(1025)));
+            assert_eq!(v("S"), Some(Value::Tuple(vec![Value::Int(4), Value::Int(1024)])));
+            assert_eq!(v("X"), None, "bound twice");
+            let a = find(root, src, "attribute", "args.batch_size");
+            assert_eq!(m.const_value(a), Some(Value::Int(1025)));
+        });
+    }
+
+    #[test]
+    fn call_graph() {
+        let src = "class A:\n    def a(self):\n        self.b()\n    def b(self):\n        helper()\ndef helper():\n    pass\n";
+        model_of(src, |m, _| {
+            let a = m.functions_named("a")[0];
+            let b = m.functions_named("b")[0];
+            let h = m.functions_named("helper")[0];
+            assert_eq!(m.callees(a).iter().map(|c| c.1).collect::<Vec<_>>(), vec![b]);
+            assert_eq!(m.callees(b).iter().map(|c| c.1).collect::<Vec<_>>(), vec![h]);
+        });
+    }
+}

@@ -1,0 +1,240 @@
+//! Resolved settings for one run: which rules are on, per-file ignores, rule options.
+
+use crate::diagnostic::Severity;
+use crate::registry;
+use globset::{Glob, GlobMatcher};
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+/// Default GPU-memory budget: 8 GiB.
+pub const DEFAULT_GPU_MEMORY: u64 = 8 << 30;
+
+/// Files larger than this are skipped with GL002.
+pub const MAX_FILE_SIZE: u64 = 10 << 20;
+
+/// A rule selector: `ALL`, a prefix such as `CU` or `TF00`, or a full code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selector(String);
+
+impl Selector {
+    /// Parses a selector; errors name what was expected.
+    pub fn parse(s: &str) -> Result<Selector, String> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("ALL") {
+            return Ok(Selector("ALL".into()));
+        }
+        let upper = s.to_ascii_uppercase();
+        if let Some(m) = registry::all_metas().into_iter().find(|m| m.name == s) {
+            return Ok(Selector(m.code.to_string()));
+        }
+        if upper.is_empty() || !registry::all_metas().iter().any(|m| m.code.starts_with(&upper)) {
+            return Err(format!(
+                "unknown rule selector `{s}`: expected `ALL`, a rule code (e.g. `TF002`), a code prefix (e.g. `CU`), or a rule name (see `gpulint rules`)"
+            ));
+        }
+        Ok(Selector(upper))
+    }
+
+    pub fn matches(&self, code: &str) -> bool {
+        self.0 == "ALL" || code.starts_with(&self.0)
+    }
+
+    /// Does it name this exact code (not through a prefix or `ALL`)?
+    pub fn is_exact(&self, code: &str) -> bool {
+        self.0 == code
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// `per-file-ignores`: files matching the glob ignore the selected rules.
+#[derive(Debug, Clone)]
+pub struct PerFileIgnore {
+    pub pattern: String,
+    matcher: GlobMatcher,
+    /// Patterns without a `/` also match the file name alone, as in `.gitignore`.
+    basename_only: bool,
+    pub selectors: Vec<Selector>,
+}
+
+impl PerFileIgnore {
+    pub fn new(pattern: &str, selectors: Vec<Selector>) -> Result<PerFileIgnore, String> {
+        let glob = Glob::new(pattern).map_err(|e| format!("invalid glob `{pattern}`: {e}"))?;
+        Ok(PerFileIgnore {
+            pattern: pattern.to_string(),
+            matcher: glob.compile_matcher(),
+            basename_only: !pattern.contains('/'),
+            selectors,
+        })
+    }
+
+    pub fn matches(&self, relative: &Path) -> bool {
+        self.matcher.is_match(relative)
+            || (self.basename_only
+                && relative
+                    .file_name()
+                    .is_some_and(|n| self.matcher.is_match(Path::new(n))))
+    }
+}
+
+/// Everything that decides what a file's check reports.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Codes of the enabled rules, tool rules included.
+    pub enabled: BTreeSet<&'static str>,
+    /// Codes named exactly by `select`/`extend-select` (GL003 is shown only then or with
+    /// `--verbose`).
+    pub explicit: BTreeSet<&'static str>,
+    pub per_file_ignores: Vec<PerFileIgnore>,
+    /// Base directory that per-file-ignore globs are relative to.
+    pub root: PathBuf,
+    pub rule_options: HashMap<String, toml::Table>,
+    pub fail_on: Severity,
+    pub gpu_memory: u64,
+    pub verbose: bool,
+    pub max_file_size: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings::with_selection(&[Selector("ALL".into())], &[], &[])
+    }
+}
+
+impl Settings {
+    /// Settings that enable `select ∪ extend_select − ignore`.
+    pub fn with_selection(select: &[Selector], extend_select: &[Selector], ignore: &[Selector]) -> Settings {
+        let mut enabled = BTreeSet::new();
+        let mut explicit = BTreeSet::new();
+        for m in registry::all_metas() {
+            let on = select.iter().chain(extend_select).any(|s| s.matches(m.code));
+            let off = ignore.iter().any(|s| s.matches(m.code));
+            if on && !off {
+                enabled.insert(m.code);
+            }
+            if select.iter().chain(extend_select).any(|s| s.is_exact(m.code)) {
+                explicit.insert(m.code);
+            }
+        }
+        Settings {
+            enabled,
+            explicit,
+            per_file_ignores: Vec::new(),
+            root: PathBuf::from("."),
+            rule_options: HashMap::new(),
+            fail_on: Severity::Warning,
+            gpu_memory: DEFAULT_GPU_MEMORY,
+            verbose: false,
+            max_file_size: MAX_FILE_SIZE,
+        }
+    }
+
+    pub fn rule_option(&self, code: &str, key: &str) -> Option<&toml::Value> {
+        self.rule_options.get(code)?.get(key)
+    }
+
+    pub fn is_enabled(&self, code: &str) -> bool {
+        self.enabled.contains(code)
+    }
+
+    /// Are findings of `code` in the file at `path` ignored by `per-file-ignores`?
+    pub fn ignored_for(&self, path: &Path, code: &str) -> bool {
+        if self.per_file_ignores.is_empty() {
+            return false;
+        }
+        let relative = path.strip_prefix(&self.root).unwrap_or(path);
+        let relative = relative.strip_prefix("./").unwrap_or(relative);
+        self.per_file_ignores
+            .iter()
+            .any(|p| p.selectors.iter().any(|s| s.matches(code)) && p.matches(relative))
+    }
+
+    /// Should GL003 (partially parsed) findings be shown?
+    pub fn show_parse_errors(&self) -> bool {
+        self.is_enabled("GL003") && (self.verbose || self.explicit.contains("GL003"))
+    }
+}
+
+/// Parses a memory size: `8GiB`, `8GB`, `8192MiB`, `8 G`, `512M`, `1073741824` (bytes).
+/// Binary units (`GiB`, and bare `G`/`M`/`K` as GPU tools use them) are powers of 1024;
+/// `GB`/`MB`/`KB` are powers of 1000.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let num: f64 = num
+        .replace('_', "")
+        .parse()
+        .map_err(|_| format!("invalid size `{s}`: expected a number with a unit, such as `8GiB`, `8GB` or `8192MiB`"))?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "kb" => 1e3,
+        "m" | "mib" => 1024f64.powi(2),
+        "mb" => 1e6,
+        "g" | "gib" => 1024f64.powi(3),
+        "gb" => 1e9,
+        "t" | "tib" => 1024f64.powi(4),
+        "tb" => 1e12,
+        other => {
+            return Err(format!(
+                "invalid size `{s}`: unknown unit `{other}` (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)"
+            ))
+        }
+    };
+    let bytes = num * mult;
+    if !(bytes.is_finite()) || bytes < 1.0 || bytes > 1e15 {
+        return Err(format!("invalid size `{s}`: must be between 1 byte and 1 PB"));
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// `8589934592` → `8 GiB`, `13.2 GiB`, `512 MiB`.
+pub fn format_size(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < units.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if (v - v.round()).abs() < 0.05 {
+        format!("{} {}", v.round() as u64, units[i])
+    } else {
+        format!("{:.1} {}", v, units[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("8GiB").unwrap(), 8 << 30);
+        assert_eq!(parse_size("8GB").unwrap(), 8_000_000_000);
+        assert_eq!(parse_size("8192MiB").unwrap(), 8 << 30);
+        assert_eq!(parse_size("8 G").unwrap(), 8 << 30);
+        assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
+        assert!(parse_size("eight").is_err());
+        assert!(parse_size("8XB").is_err());
+        assert!(parse_size("0GiB").is_err());
+        assert_eq!(format_size(8 << 30), "8 GiB");
+        assert_eq!(format_size(512 << 20), "512 MiB");
+    }
+
+    #[test]
+    fn selection() {
+        let all = Settings::default();
+        assert!(all.is_enabled("GL001"));
+        let gl = Settings::with_selection(&[Selector::parse("GL").unwrap()], &[], &[Selector::parse("GL001").unwrap()]);
+        assert!(!gl.is_enabled("GL001"));
+        assert!(gl.is_enabled("GL002"));
+        assert!(Selector::parse("XX9").is_err());
+        assert_eq!(Selector::parse("unused-suppression").unwrap().as_str(), "GL001");
+    }
+}
