@@ -1,5 +1,507 @@
-//! Command line.
+//! The command line: `gpulint [check] [PATH...]`, `gpulint rules`, `gpulint explain CODE`.
 
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::from(2)
+use crate::config::{self, LoadedConfig};
+use crate::diagnostic::{FileReport, Severity};
+use crate::discover::{self, Excludes, DEFAULT_EXCLUDE};
+use crate::engine::{Engine, FileResult, Status};
+use crate::registry;
+use crate::render::{self, Format};
+use crate::settings::{parse_size, PerFileIgnore, Selector, Settings};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "gpulint",
+    version,
+    about = "Finds the causes of GPU training crashes in Python, CUDA and C++ op code, before anything runs.",
+    after_help = "`gpulint PATH...` is short for `gpulint check PATH...`.\nExit codes: 0 nothing at or above --fail-on, 1 findings, 2 usage, configuration or internal error."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Check files and directories (the default command).
+    Check(CheckArgs),
+    /// List the rules: code, name, severity, language and summary.
+    Rules {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Text)]
+        output_format: ListFormat,
+    },
+    /// Print the documentation of a rule, by code or name.
+    Explain {
+        /// A rule code (`CU001`) or name (`unguarded-thread-index`).
+        rule: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ListFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FailOn {
+    Error,
+    Warning,
+    Info,
+}
+
+#[derive(Args, Debug)]
+struct CheckArgs {
+    /// Files or directories to check [default: .]
+    paths: Vec<PathBuf>,
+    /// Rules to enable: codes, prefixes (`CU`), names, or `ALL`. Replaces the configured selection.
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    select: Vec<String>,
+    /// Rules to disable.
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    ignore: Vec<String>,
+    /// Rules to enable on top of the selection.
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    extend_select: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Full)]
+    output_format: Format,
+    /// Write the findings to this file instead of standard output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output_file: Option<PathBuf>,
+    /// Use this configuration file (gpulint.toml or pyproject.toml).
+    #[arg(long, value_name = "FILE", conflicts_with = "isolated")]
+    config: Option<PathBuf>,
+    /// Ignore all configuration files.
+    #[arg(long)]
+    isolated: bool,
+    /// Number of threads [default: number of CPUs].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
+    /// Lowest severity that fails the run (exit 1) [default: warning].
+    #[arg(long, value_enum)]
+    fail_on: Option<FailOn>,
+    /// Exit 0 even when there are findings.
+    #[arg(long)]
+    exit_zero: bool,
+    /// GPU-memory budget for the memory rules: 8GiB, 8GB, 8192MiB [default: 8GiB].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    gpu_memory: Option<u64>,
+    /// Print the number of findings per rule instead of the findings.
+    #[arg(long)]
+    statistics: bool,
+    /// Print findings only: no summary.
+    #[arg(short, long, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Show parse-error notes (GL003), the files not parsed, and more detail in the summary.
+    #[arg(short, long)]
+    verbose: bool,
+    /// Benchmark baseline: read and parse every file, run no rule, report nothing.
+    #[arg(long)]
+    parse_only: bool,
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    if std::env::var_os("GPULINT_BACKTRACE").is_none() {
+        // Panics are caught per file and reported as findings; keep stderr clean.
+        std::panic::set_hook(Box::new(|_| {}));
+    }
+    let args = normalize_args(std::env::args_os().collect());
+    match std::panic::catch_unwind(|| run(args)) {
+        Ok(code) => code,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            eprintln!("gpulint: internal error: {msg}; please report it");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Inserts the default `check` subcommand when none is given.
+fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
+    const KNOWN: &[&str] = &["check", "rules", "explain", "help", "-h", "--help", "-V", "--version"];
+    let first = args.get(1).and_then(|a| a.to_str());
+    if !first.is_some_and(|a| KNOWN.contains(&a)) {
+        args.insert(1.min(args.len()), OsString::from("check"));
+    }
+    args
+}
+
+/// Runs gpulint with these arguments (the program name first) and returns the exit code.
+pub fn run(args: Vec<OsString>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match cli.command {
+        Command::Check(args) => check(args),
+        Command::Rules { output_format } => list_rules(output_format),
+        Command::Explain { rule } => explain(&rule),
+    }
+}
+
+fn fail(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("gpulint: error: {message}");
+    ExitCode::from(2)
+}
+
+fn list_rules(format: ListFormat) -> ExitCode {
+    let metas = registry::all_metas();
+    let out = match format {
+        ListFormat::Json => {
+            let items: Vec<serde_json::Value> = metas
+                .iter()
+                .map(|m| {
+                    serde_json::json!({
+                        "code": m.code,
+                        "name": m.name,
+                        "severity": m.severity.as_str(),
+                        "language": m.lang.as_str(),
+                        "summary": m.summary,
+                        "options": m.options.iter().map(|o| serde_json::json!({
+                            "key": o.key, "default": o.default, "doc": o.doc
+                        })).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            serde_json::to_string_pretty(&items).unwrap_or_default() + "\n"
+        }
+        ListFormat::Text => {
+            let w = metas.iter().map(|m| m.name.len()).max().unwrap_or(10);
+            let mut s = String::new();
+            for m in &metas {
+                s.push_str(&format!(
+                    "{:<6} {:<w$}  {:<7}  {:<6}  {}\n",
+                    m.code,
+                    m.name,
+                    m.severity.as_str(),
+                    m.lang.as_str(),
+                    m.summary
+                ));
+            }
+            s
+        }
+    };
+    print_out(&out);
+    ExitCode::SUCCESS
+}
+
+fn explain(rule: &str) -> ExitCode {
+    let Some(m) = registry::find(rule) else {
+        return fail(format!("unknown rule `{rule}` (see `gpulint rules`)"));
+    };
+    let mut s = format!(
+        "# {} ({})\n\nSeverity: {} · Language: {}\n\n{}\n\n{}",
+        m.code,
+        m.name,
+        m.severity,
+        m.lang.as_str(),
+        m.summary,
+        m.doc_markdown()
+    );
+    if !m.options.is_empty() {
+        s.push_str("\n## Options\n");
+        for o in m.options {
+            s.push_str(&format!("- `{}` (default `{}`): {}\n", o.key, o.default, o.doc));
+        }
+    }
+    print_out(&s);
+    ExitCode::SUCCESS
+}
+
+fn print_out(s: &str) {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`| head`) is not an error worth reporting.
+    let _ = out.write_all(s.as_bytes());
+    let _ = out.flush();
+}
+
+fn parse_selectors(list: &[String], what: &str) -> Result<Vec<Selector>, String> {
+    list.iter()
+        .map(|s| Selector::parse(s).map_err(|e| format!("{what}: {e}")))
+        .collect()
+}
+
+/// Builds the settings from the configuration file and the command line (the command line wins).
+fn settings_for(args: &CheckArgs, loaded: Option<&LoadedConfig>, cwd: &Path) -> Result<Settings, String> {
+    let file = loaded.map(|l| l.config.clone()).unwrap_or_default();
+    let select = if !args.select.is_empty() {
+        parse_selectors(&args.select, "--select")?
+    } else if let Some(s) = &file.select {
+        parse_selectors(s, "select")?
+    } else {
+        vec![Selector::parse("ALL")?]
+    };
+    let mut extend = parse_selectors(file.extend_select.as_deref().unwrap_or(&[]), "extend-select")?;
+    extend.extend(parse_selectors(&args.extend_select, "--extend-select")?);
+    // An explicit --select replaces the configured selection, ignores included.
+    let mut ignore = if args.select.is_empty() {
+        parse_selectors(file.ignore.as_deref().unwrap_or(&[]), "ignore")?
+    } else {
+        Vec::new()
+    };
+    ignore.extend(parse_selectors(&args.ignore, "--ignore")?);
+
+    let mut settings = Settings::with_selection(&select, &extend, &ignore);
+    settings.root = loaded.map(|l| l.dir()).unwrap_or_else(|| cwd.to_path_buf());
+    if let Ok(root) = std::fs::canonicalize(&settings.root) {
+        settings.root = root;
+    }
+    for (glob, codes) in file.per_file_ignores.iter().flatten() {
+        settings
+            .per_file_ignores
+            .push(PerFileIgnore::new(glob, parse_selectors(codes, "per-file-ignores")?)?);
+    }
+    settings.rule_options = file.rules.clone().unwrap_or_default().into_iter().collect();
+    settings.fail_on = match args.fail_on {
+        Some(FailOn::Error) => Severity::Error,
+        Some(FailOn::Warning) => Severity::Warning,
+        Some(FailOn::Info) => Severity::Info,
+        None => file.fail_on.as_deref().and_then(Severity::parse).unwrap_or(Severity::Warning),
+    };
+    settings.gpu_memory = match (args.gpu_memory, &file.gpu_memory) {
+        (Some(b), _) => b,
+        (None, Some(v)) => config::gpu_memory_value(v)?,
+        (None, None) => crate::settings::DEFAULT_GPU_MEMORY,
+    };
+    settings.verbose = args.verbose;
+    Ok(settings)
+}
+
+fn check(args: CheckArgs) -> ExitCode {
+    let started = Instant::now();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let loaded = if args.isolated {
+        None
+    } else if let Some(path) = &args.config {
+        match config::load(path) {
+            Ok(c) => Some(c),
+            Err(e) => return fail(e),
+        }
+    } else {
+        match config::discover(&cwd) {
+            Ok(c) => c,
+            Err(e) => return fail(e),
+        }
+    };
+    let settings = match settings_for(&args, loaded.as_ref(), &cwd) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let file_cfg = loaded.as_ref().map(|l| l.config.clone()).unwrap_or_default();
+    let mut exclude: Vec<String> = match &file_cfg.exclude {
+        Some(list) => list.clone(),
+        None => DEFAULT_EXCLUDE.iter().map(|s| s.to_string()).collect(),
+    };
+    exclude.extend(file_cfg.extend_exclude.iter().flatten().cloned());
+    let excludes = match Excludes::new(&exclude) {
+        Ok(e) => e,
+        Err(e) => return fail(e),
+    };
+    let paths = if args.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.paths.clone()
+    };
+    let discovery = discover::discover(&paths, &excludes, &cwd);
+    for missing in &discovery.missing {
+        eprintln!("gpulint: error: {missing}: no such file or directory");
+    }
+
+    let mut pool = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = args.threads {
+        pool = pool.num_threads(n as usize);
+    }
+    let pool = match pool.build() {
+        Ok(p) => p,
+        Err(e) => return fail(format!("cannot start threads: {e}")),
+    };
+
+    if args.parse_only {
+        let parsed: usize = pool.install(|| {
+            discovery
+                .files
+                .par_iter()
+                .map(|c| {
+                    crate::engine::read_source(&c.path, settings.max_file_size)
+                        .ok()
+                        .and_then(|t| crate::lang::parse(c.lang, &t))
+                        .is_some() as usize
+                })
+                .sum()
+        });
+        if !args.quiet {
+            eprintln!(
+                "Parsed {parsed} of {} files in {:.2}s (parse only, no rules run)",
+                discovery.files.len(),
+                started.elapsed().as_secs_f64()
+            );
+        }
+        return ExitCode::SUCCESS;
+    }
+
+    let engine = Engine::new(settings);
+    let results: Vec<FileResult> = pool.install(|| {
+        discovery
+            .files
+            .par_iter()
+            .map(|c| engine.check_path(&c.path, c.display.clone(), c.lang))
+            .collect()
+    });
+    let settings = &engine.settings;
+
+    // Output: sorted by path, then position, whatever the thread count.
+    let mut reports: Vec<&FileReport> = results
+        .iter()
+        .map(|r| &r.report)
+        .filter(|r| !r.diagnostics.is_empty())
+        .collect();
+    reports.sort_by(|a, b| a.display_path.cmp(&b.display_path));
+    let color = args.output_file.is_none()
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let out = if args.statistics {
+        statistics(&reports, args.output_format)
+    } else {
+        render::render(args.output_format, &reports, color)
+    };
+    match &args.output_file {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, &out) {
+                return fail(format!("cannot write {}: {e}", path.display()));
+            }
+        }
+        None => print_out(&out),
+    }
+
+    let mut counts: BTreeMap<Severity, usize> = BTreeMap::new();
+    for r in &reports {
+        for d in &r.diagnostics {
+            *counts.entry(d.severity).or_default() += 1;
+        }
+    }
+    let internal = results.iter().any(|r| r.status == Status::InternalError);
+    if !args.quiet {
+        summary(&results, &discovery, &counts, started, args.verbose);
+    }
+    if internal || !discovery.missing.is_empty() {
+        return ExitCode::from(2);
+    }
+    let failing = counts.iter().any(|(s, n)| *s >= settings.fail_on && *n > 0);
+    if failing && !args.exit_zero {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn statistics(reports: &[&FileReport], format: Format) -> String {
+    let mut by_code: BTreeMap<&str, (usize, &str, Severity)> = BTreeMap::new();
+    for r in reports {
+        for d in &r.diagnostics {
+            let e = by_code.entry(d.code).or_insert((0, d.name, d.severity));
+            e.0 += 1;
+        }
+    }
+    let mut rows: Vec<_> = by_code.into_iter().collect();
+    rows.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
+    if format == Format::Json {
+        let items: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(code, (n, name, sev))| {
+                serde_json::json!({"code": code, "name": name, "severity": sev.as_str(), "count": n})
+            })
+            .collect();
+        return serde_json::to_string_pretty(&items).unwrap_or_default() + "\n";
+    }
+    let mut s = String::new();
+    for (code, (n, name, sev)) in rows {
+        s.push_str(&format!("{n:>6}  {code:<6} [{sev}] {name}\n"));
+    }
+    s
+}
+
+fn summary(
+    results: &[FileResult],
+    discovery: &discover::Discovery,
+    counts: &BTreeMap<Severity, usize>,
+    started: Instant,
+    verbose: bool,
+) {
+    let checked = results.iter().filter(|r| matches!(r.status, Status::Checked | Status::Prefiltered)).count();
+    let prefiltered = results.iter().filter(|r| r.status == Status::Prefiltered).count();
+    let partial = results.iter().filter(|r| r.partial).count();
+    let skipped: Vec<(&str, &str)> = results
+        .iter()
+        .filter(|r| matches!(r.status, Status::Skipped | Status::InternalError))
+        .map(|r| (r.report.display_path.as_str(), r.reason.as_deref().unwrap_or("")))
+        .chain(discovery.skipped.iter().map(|(p, w)| (p.as_str(), w.as_str())))
+        .collect();
+    let mut err = std::io::stderr().lock();
+    for (path, why) in skipped.iter().take(if verbose { usize::MAX } else { 10 }) {
+        let _ = writeln!(err, "skipped {path}: {why}");
+    }
+    if skipped.len() > 10 && !verbose {
+        let _ = writeln!(err, "… and {} more skipped (see --verbose)", skipped.len() - 10);
+    }
+    let n = |s| counts.get(&s).copied().unwrap_or(0);
+    let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    let mut line = format!("Checked {}", plural(checked, "file"));
+    let mut details = Vec::new();
+    if !skipped.is_empty() {
+        details.push(format!("{} skipped", skipped.len()));
+    }
+    if partial > 0 {
+        details.push(format!("{partial} partly parsed"));
+    }
+    if verbose {
+        details.push(format!("{prefiltered} needed no parse: no enabled rule could match them"));
+    }
+    if !details.is_empty() {
+        line.push_str(&format!(" ({})", details.join(", ")));
+    }
+    let _ = writeln!(
+        err,
+        "{line} in {:.2}s: {}, {}, {}.",
+        started.elapsed().as_secs_f64(),
+        plural(n(Severity::Error), "error"),
+        plural(n(Severity::Warning), "warning"),
+        format!("{} info", n(Severity::Info))
+    );
+    if verbose {
+        for r in results.iter().filter(|r| r.partial) {
+            let _ = writeln!(err, "partly parsed: {}", r.report.display_path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_subcommand() {
+        let a = |v: &[&str]| normalize_args(v.iter().map(OsString::from).collect());
+        assert_eq!(a(&["gpulint"]), a(&["gpulint", "check"]));
+        assert_eq!(a(&["gpulint", "src"])[1], "check");
+        assert_eq!(a(&["gpulint", "--select", "CU"])[1], "check");
+        assert_eq!(a(&["gpulint", "rules"])[1], "rules");
+        assert_eq!(a(&["gpulint", "--version"])[1], "--version");
+    }
 }

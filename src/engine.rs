@@ -130,9 +130,15 @@ impl Engine {
         let mut suppressions = suppress::collect(&tree, file, lang, &info.comments);
         suppress::apply(&mut diagnostics, &mut suppressions, file);
         if settings.is_enabled("GL001") && !settings.ignored_for(&file.path, "GL001") {
-            let mut unused = suppress::unused(&suppressions, &|code| settings.is_enabled(code));
-            // A file-level ignore of GL001 silences it.
-            suppress::apply(&mut unused, &mut suppressions, file);
+            let unused = suppress::unused(&suppressions, &|code| settings.is_enabled(code));
+            // Only a file-level ignore of GL001 silences it (a line suppression cannot vouch
+            // for itself).
+            let mut file_level: Vec<_> = suppressions
+                .into_iter()
+                .filter(|s| s.scope == suppress::Scope::File)
+                .collect();
+            let mut unused = unused;
+            suppress::apply(&mut unused, &mut file_level, file);
             diagnostics.extend(unused);
         }
         let partial = !info.error_spans.is_empty();

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod diagnostic;
 pub mod discover;
+pub mod docs;
 pub mod engine;
 pub mod lang;
 pub mod registry;

@@ -23,14 +23,16 @@ declare_rule! {
     ///
     /// ## Example
     /// ```python
-    /// import sys
-    /// sys.setrecursionlimit(500)  # noqa: PY002
+    /// import torch
+    ///
+    /// BATCH = 32  # gpulint: ignore[PY001] -- left over from an old recursive helper
     /// ```
     ///
     /// ## Use instead
     /// ```python
-    /// import sys
-    /// sys.setrecursionlimit(500)
+    /// import torch
+    ///
+    /// BATCH = 32
     /// ```
     ///
     /// ## References
@@ -99,13 +101,26 @@ declare_rule! {
     /// analysed, so a clean result says less about them.
     ///
     /// ## Example
-    /// ```cuda
-    /// INSTANTIATE_KERNELS(float)   // a macro call without `;`
+    /// ```python
+    /// import torch
+    ///
+    /// def train(model, loader:
+    ///     for batch in loader:
+    ///         model(batch)
     /// ```
     ///
     /// ## Use instead
-    /// Nothing needs to change. To help the parser, end macro invocations with `;` where the
-    /// macro allows it.
+    /// ```python
+    /// import torch
+    ///
+    /// def train(model, loader):
+    ///     for batch in loader:
+    ///         model(batch)
+    /// ```
+    ///
+    /// In C++ and CUDA files the usual cause is a macro the grammar cannot know, such as an
+    /// instantiation macro called without a trailing `;`. Nothing needs to change in the code;
+    /// where the macro allows it, ending the invocation with `;` helps the parser.
     ///
     /// ## References
     /// - tree-sitter error recovery:

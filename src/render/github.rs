@@ -1,0 +1,52 @@
+use super::{each, slash_path};
+use crate::diagnostic::{FileReport, Severity};
+use std::fmt::Write;
+
+/// Escaping of workflow-command data (the message).
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+/// Escaping of workflow-command property values.
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+pub fn render(reports: &[&FileReport]) -> String {
+    let mut out = String::new();
+    for (r, d) in each(reports) {
+        let level = match d.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "notice",
+        };
+        let mut message = d.message.clone();
+        if let Some(help) = &d.help {
+            message.push_str("\nhelp: ");
+            message.push_str(help);
+        }
+        let _ = writeln!(
+            out,
+            "::{level} file={},line={},col={},endLine={},endColumn={},title={}::{}",
+            escape_property(&slash_path(&r.display_path)),
+            d.location.line,
+            d.location.column,
+            d.location.end_line,
+            d.location.end_column,
+            escape_property(&format!("{} {}", d.code, d.name)),
+            escape_data(&message)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes() {
+        assert_eq!(escape_data("a%b\nc"), "a%25b%0Ac");
+        assert_eq!(escape_property("a:b,c"), "a%3Ab%2Cc");
+    }
+}

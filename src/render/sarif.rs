@@ -1,0 +1,134 @@
+use super::{each, slash_path};
+use crate::diagnostic::{FileReport, Severity};
+use crate::registry;
+use serde_json::{json, Value};
+
+fn level(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    }
+}
+
+/// URL of a rule's page under `lints/`.
+pub fn help_uri(page: &str) -> String {
+    format!("{}/blob/main/lints/{}", env!("CARGO_PKG_REPOSITORY"), page)
+}
+
+/// The first paragraph of a rule's "What it does" section, as plain text.
+fn full_description(doc: &str) -> String {
+    let mut lines = Vec::new();
+    let mut inside = false;
+    for line in doc.lines() {
+        if line.starts_with("## ") {
+            if inside {
+                break;
+            }
+            inside = line.trim() == "## What it does";
+            continue;
+        }
+        if inside {
+            if line.trim().is_empty() && !lines.is_empty() {
+                break;
+            }
+            if !line.trim().is_empty() {
+                lines.push(line.trim());
+            }
+        }
+    }
+    lines.join(" ").replace('`', "")
+}
+
+pub fn render(reports: &[&FileReport]) -> String {
+    let metas = registry::all_metas();
+    let rules: Vec<Value> = metas
+        .iter()
+        .map(|m| {
+            let doc = m.doc_markdown();
+            json!({
+                "id": m.code,
+                "name": m.name,
+                "shortDescription": { "text": m.summary },
+                "fullDescription": { "text": full_description(&doc) },
+                "helpUri": help_uri(&m.page_name()),
+                "help": { "text": doc.clone(), "markdown": doc },
+                "defaultConfiguration": { "level": level(m.severity) },
+                "properties": { "tags": [m.lang.as_str(), m.severity.as_str()] }
+            })
+        })
+        .collect();
+    let results: Vec<Value> = each(reports)
+        .map(|(r, d)| {
+            let index = metas.iter().position(|m| m.code == d.code).unwrap_or(0);
+            let mut text = d.message.clone();
+            if let Some(help) = &d.help {
+                text.push_str("\nhelp: ");
+                text.push_str(help);
+            }
+            let mut region = json!({
+                "startLine": d.location.line,
+                "startColumn": d.location.column,
+                "endLine": d.location.end_line,
+                "endColumn": d.location.end_column,
+            });
+            if d.location.end_line == d.location.line && d.location.end_column <= d.location.column {
+                region["endColumn"] = json!(d.location.column + 1);
+            }
+            let related: Vec<Value> = d
+                .labels
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    let (line, col) = r.source.position(l.span.start);
+                    let (eline, ecol) = r.source.position(l.span.end);
+                    json!({
+                        "id": i,
+                        "message": { "text": l.message },
+                        "physicalLocation": {
+                            "artifactLocation": { "uri": slash_path(&r.display_path), "uriBaseId": "%SRCROOT%" },
+                            "region": { "startLine": line, "startColumn": col, "endLine": eline, "endColumn": ecol.max(if eline == line { col + 1 } else { 1 }) }
+                        }
+                    })
+                })
+                .collect();
+            let mut result = json!({
+                "ruleId": d.code,
+                "ruleIndex": index,
+                "level": level(d.severity),
+                "message": { "text": text },
+                "locations": [{
+                    "physicalLocation": {
+                        "artifactLocation": { "uri": slash_path(&r.display_path), "uriBaseId": "%SRCROOT%" },
+                        "region": region
+                    }
+                }],
+                "partialFingerprints": { "gpulint/v1": d.fingerprint },
+            });
+            if !related.is_empty() {
+                result["relatedLocations"] = Value::Array(related);
+            }
+            result
+        })
+        .collect();
+    let doc = json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {
+                "driver": {
+                    "name": "gpulint",
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "semanticVersion": env!("CARGO_PKG_VERSION"),
+                    "informationUri": env!("CARGO_PKG_HOMEPAGE"),
+                    "rules": rules,
+                }
+            },
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }]
+    });
+    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    s.push('\n');
+    s
+}
