@@ -75,6 +75,9 @@ pub fn render(reports: &[&FileReport]) -> String {
             if d.location.end_line == d.location.line && d.location.end_column <= d.location.column {
                 region["endColumn"] = json!(d.location.column + 1);
             }
+            if !r.source.text.is_empty() && d.location.line <= r.source.line_count() {
+                region["snippet"] = json!({ "text": r.source.line_text(d.location.line - 1) });
+            }
             let related: Vec<Value> = d
                 .labels
                 .iter()

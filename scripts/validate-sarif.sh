@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Checks the fixtures with gpulint, writes SARIF, and validates it with Microsoft's SARIF
+# Multitool (from npm). Fails on any validation error or warning.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools="${SARIF_TOOLS_DIR:-${TMPDIR:-/tmp}/gpulint-sarif-tools}"
+if [ ! -x "$tools/node_modules/.bin/sarif-multitool" ]; then
+  mkdir -p "$tools"
+  npm install --prefix "$tools" --no-audit --no-fund --silent @microsoft/sarif-multitool@5 >/dev/null
+fi
+# npm may skip the package's postinstall that makes the binary executable.
+find "$tools/node_modules/@microsoft" -name 'Sarif.Multitool' -type f -exec chmod u+x {} + 2>/dev/null || true
+cargo build --release --locked --quiet
+out=$(mktemp -d)
+./target/release/gpulint --isolated --exit-zero --quiet --output-format sarif -o "$out/fixtures.sarif" fixtures
+count=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["runs"][0]["results"]))' "$out/fixtures.sarif")
+echo "SARIF with $count results"
+[ "$count" -gt 0 ] || { echo "no results: nothing was validated"; exit 1; }
+"$tools/node_modules/.bin/sarif-multitool" validate "$out/fixtures.sarif" --output "$out/validation.sarif" --log ForceOverwrite --level Error Warning >/dev/null
+python3 - "$out/validation.sarif" <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+problems = [r for run in runs for r in run.get("results", []) if r.get("level", "warning") in ("error", "warning")]
+for r in problems:
+    print(r.get("level"), r.get("ruleId"), json.dumps(r.get("message")))
+print(f"sarif-multitool: {len(problems)} error(s)/warning(s)")
+sys.exit(1 if problems else 0)
+PY
