@@ -80,6 +80,20 @@ impl<'a> Context<'a> {
             })
     }
 
+    /// A fraction option of the current rule (`[rules.CODE] key = 0.5`), else its default.
+    pub fn option_fraction(&self, key: &str) -> Option<f64> {
+        self.settings
+            .rule_option(self.rule.code, key)
+            .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+            .or_else(|| {
+                self.rule
+                    .options
+                    .iter()
+                    .find(|o| o.key == key)
+                    .and_then(|o| o.default.parse().ok())
+            })
+    }
+
     /// A string-list option of the current rule; empty when unset.
     pub fn option_strings(&self, key: &str) -> Vec<String> {
         self.settings

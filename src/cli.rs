@@ -38,6 +38,8 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ListFormat::Text)]
         output_format: ListFormat,
     },
+    /// Estimate the peak GPU memory of training the model(s) in a Python file.
+    Estimate(crate::memory::report::EstimateArgs),
     /// Print the documentation of a rule, by code or name.
     Explain {
         /// A rule code (`CU001`) or name (`unguarded-thread-index`).
@@ -95,6 +97,9 @@ struct CheckArgs {
     /// GPU-memory budget for the memory rules: 8GiB, 8GB, 8192MiB [default: 8GiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     gpu_memory: Option<u64>,
+    /// GPU model whose memory is the budget: rtx3060, t4, a100-80gb, ... (see the README).
+    #[arg(long, value_name = "NAME", conflicts_with = "gpu_memory")]
+    gpu: Option<String>,
     /// Print the number of findings per rule instead of the findings.
     #[arg(long)]
     statistics: bool,
@@ -132,7 +137,7 @@ pub fn main() -> ExitCode {
 
 /// Inserts the default `check` subcommand when none is given.
 fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
-    const KNOWN: &[&str] = &["check", "rules", "explain", "help", "-h", "--help", "-V", "--version"];
+    const KNOWN: &[&str] = &["check", "rules", "explain", "estimate", "help", "-h", "--help", "-V", "--version"];
     let first = args.get(1).and_then(|a| a.to_str());
     if !first.is_some_and(|a| KNOWN.contains(&a)) {
         args.insert(1.min(args.len()), OsString::from("check"));
@@ -153,6 +158,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         Command::Check(args) => check(args),
         Command::Rules { output_format } => list_rules(output_format),
         Command::Explain { rule } => explain(&rule),
+        Command::Estimate(args) => crate::memory::report::run(args),
     }
 }
 
@@ -225,7 +231,7 @@ fn explain(rule: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn print_out(s: &str) {
+pub(crate) fn print_out(s: &str) {
     let mut out = std::io::stdout().lock();
     // A closed pipe (`| head`) is not an error worth reporting.
     let _ = out.write_all(s.as_bytes());
@@ -275,11 +281,8 @@ fn settings_for(args: &CheckArgs, loaded: Option<&LoadedConfig>, cwd: &Path) -> 
         Some(FailOn::Info) => Severity::Info,
         None => file.fail_on.as_deref().and_then(Severity::parse).unwrap_or(Severity::Warning),
     };
-    settings.gpu_memory = match (args.gpu_memory, &file.gpu_memory) {
-        (Some(b), _) => b,
-        (None, Some(v)) => config::gpu_memory_value(v)?,
-        (None, None) => crate::settings::DEFAULT_GPU_MEMORY,
-    };
+    (settings.gpu_memory, settings.gpu_memory_origin) =
+        config::resolve_budget(args.gpu_memory, args.gpu.as_deref(), loaded)?;
     settings.verbose = args.verbose;
     Ok(settings)
 }

@@ -31,6 +31,8 @@ pub struct ConfigFile {
     pub fail_on: Option<String>,
     /// GPU-memory budget for the memory rules: `"8GiB"`, `"24GB"`, `"8192MiB"`.
     pub gpu_memory: Option<toml::Value>,
+    /// GPU model for the budget, from the built-in table: `"rtx3060"`, `"a100-80gb"`.
+    pub gpu: Option<String>,
     /// Per-rule options: `[rules.PY001] recursion-limit = 3000`.
     pub rules: Option<BTreeMap<String, toml::Table>>,
 }
@@ -153,6 +155,12 @@ fn validate(path: &Path, c: &ConfigFile) -> Result<(), ConfigError> {
     if let Some(v) = &c.gpu_memory {
         gpu_memory_value(v).map_err(|e| err(path, format!("`gpu-memory`: {e}")))?;
     }
+    if let Some(g) = &c.gpu {
+        if c.gpu_memory.is_some() {
+            return Err(err(path, "`gpu` and `gpu-memory` both set the budget: keep one"));
+        }
+        crate::memory::budget::lookup(g).map_err(|e| err(path, format!("`gpu`: {e}")))?;
+    }
     if let Some(rules) = &c.rules {
         for (code, options) in rules {
             let meta = registry::find(code).ok_or_else(|| {
@@ -173,6 +181,10 @@ fn validate(path: &Path, c: &ConfigFile) -> Result<(), ConfigError> {
                 };
                 let ok = match opt.kind {
                     OptionKind::Int => value.as_integer().is_some_and(|i| i >= 0),
+                    OptionKind::Fraction => value
+                        .as_float()
+                        .or(value.as_integer().map(|i| i as f64))
+                        .is_some_and(|f| f > 0.0 && f <= 1.0),
                     OptionKind::Bool => value.is_bool(),
                     OptionKind::StringList => value
                         .as_array()
@@ -181,6 +193,7 @@ fn validate(path: &Path, c: &ConfigFile) -> Result<(), ConfigError> {
                 if !ok {
                     let expected = match opt.kind {
                         OptionKind::Int => "a non-negative integer",
+                        OptionKind::Fraction => "a number greater than 0 and at most 1",
                         OptionKind::Bool => "true or false",
                         OptionKind::StringList => "a list of strings",
                     };
@@ -190,6 +203,34 @@ fn validate(path: &Path, c: &ConfigFile) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+/// The GPU-memory budget and where it came from: `--gpu-memory`, `--gpu`, then `gpu-memory` or
+/// `gpu` in the configuration file, else the default.
+pub fn resolve_budget(
+    flag_size: Option<u64>,
+    flag_gpu: Option<&str>,
+    loaded: Option<&LoadedConfig>,
+) -> Result<(u64, crate::settings::BudgetOrigin), String> {
+    use crate::memory::budget::lookup;
+    use crate::settings::BudgetOrigin;
+    if let Some(b) = flag_size {
+        return Ok((b, BudgetOrigin::Flag));
+    }
+    if let Some(g) = flag_gpu {
+        let (name, bytes) = lookup(g).map_err(|e| format!("--gpu: {e}"))?;
+        return Ok((bytes, BudgetOrigin::GpuFlag(name.to_string())));
+    }
+    if let Some(l) = loaded {
+        if let Some(v) = &l.config.gpu_memory {
+            return Ok((gpu_memory_value(v)?, BudgetOrigin::Config(l.path.clone())));
+        }
+        if let Some(g) = &l.config.gpu {
+            let (name, bytes) = lookup(g)?;
+            return Ok((bytes, BudgetOrigin::GpuConfig(name.to_string(), l.path.clone())));
+        }
+    }
+    Ok((crate::settings::DEFAULT_GPU_MEMORY, BudgetOrigin::Default))
 }
 
 /// `gpu-memory` accepts a size string or a number of bytes.
@@ -236,6 +277,10 @@ mod tests {
         assert!(load(&p).unwrap_err().to_string().contains("gpu-memory"));
         let p = write(tmp.path(), "gpulint.toml", "[rules.GL001]\nfoo = 1\n");
         assert!(load(&p).unwrap_err().to_string().contains("rules.GL001.foo"));
+        let p = write(tmp.path(), "gpulint.toml", "gpu = \"voodoo2\"\n");
+        assert!(load(&p).unwrap_err().to_string().contains("unknown GPU"));
+        let p = write(tmp.path(), "gpulint.toml", "gpu = \"t4\"\ngpu-memory = \"8GiB\"\n");
+        assert!(load(&p).unwrap_err().to_string().contains("keep one"));
         let p = write(tmp.path(), "gpulint.toml", "[rules.XX001]\n");
         assert!(load(&p).unwrap_err().to_string().contains("unknown rule"));
     }

@@ -12,6 +12,7 @@ pub mod discover;
 pub mod docs;
 pub mod engine;
 pub mod lang;
+pub mod memory;
 pub mod registry;
 pub mod render;
 pub mod rule;

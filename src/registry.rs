@@ -7,7 +7,10 @@ use aho_corasick::AhoCorasick;
 use std::collections::BTreeSet;
 
 /// Every rule with a check, in code order.
-pub static RULES: &[&dyn Rule] = &[];
+pub static RULES: &[&dyn Rule] = &[
+    &rules::python::mem001_training_step_over_budget::TrainingStepOverBudget,
+    &rules::python::mem002_huge_tensor_allocation::HugeTensorAllocation,
+];
 
 /// Findings the engine reports itself.
 pub static TOOL_RULES: &[&RuleMeta] = &[&rules::tool::GL001, &rules::tool::GL002, &rules::tool::GL003];

@@ -32,6 +32,8 @@ pub enum OptionKind {
     StringList,
     /// true / false.
     Bool,
+    /// A number in (0, 1].
+    Fraction,
 }
 
 /// One per-rule option: its key, type, default (as text) and meaning.

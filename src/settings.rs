@@ -93,6 +93,8 @@ pub struct Settings {
     pub rule_options: HashMap<String, toml::Table>,
     pub fail_on: Severity,
     pub gpu_memory: u64,
+    /// Where `gpu_memory` came from, for messages.
+    pub gpu_memory_origin: BudgetOrigin,
     pub verbose: bool,
     pub max_file_size: u64,
 }
@@ -126,6 +128,7 @@ impl Settings {
             rule_options: HashMap::new(),
             fail_on: Severity::Warning,
             gpu_memory: DEFAULT_GPU_MEMORY,
+            gpu_memory_origin: BudgetOrigin::Default,
             verbose: false,
             max_file_size: MAX_FILE_SIZE,
         }
@@ -154,6 +157,35 @@ impl Settings {
     /// Should GL003 (partially parsed) findings be shown?
     pub fn show_parse_errors(&self) -> bool {
         self.is_enabled("GL003") && (self.verbose || self.explicit.contains("GL003"))
+    }
+}
+
+/// Where the GPU-memory budget came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BudgetOrigin {
+    Default,
+    /// `--gpu-memory SIZE`.
+    Flag,
+    /// `gpu-memory` in this configuration file.
+    Config(PathBuf),
+    /// `--gpu NAME`: the card's display name.
+    GpuFlag(String),
+    /// `gpu = "NAME"` in this configuration file.
+    GpuConfig(String, PathBuf),
+}
+
+impl BudgetOrigin {
+    /// `the default; set --gpu-memory SIZE or --gpu NAME`, `RTX 3060, from --gpu`.
+    pub fn describe(&self) -> String {
+        match self {
+            BudgetOrigin::Default => {
+                "the default; set `--gpu-memory SIZE` or `--gpu NAME`, or `gpu-memory`/`gpu` in gpulint.toml".into()
+            }
+            BudgetOrigin::Flag => "from `--gpu-memory`".into(),
+            BudgetOrigin::Config(p) => format!("from `gpu-memory` in {}", p.display()),
+            BudgetOrigin::GpuFlag(name) => format!("{name}, from `--gpu`"),
+            BudgetOrigin::GpuConfig(name, p) => format!("{name}, from `gpu` in {}", p.display()),
+        }
     }
 }
 

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Ground truth for the GPU-memory estimator.
+
+Builds every model in tests/memory_models/ with the real frameworks, on the CPU, and records
+what the estimator is compared with in tests/memory_ground_truth.rs:
+
+- the parameter count (`model.count_params()` for Keras, `sum(p.numel() for p in
+  model.parameters())` for PyTorch) and the trainable one;
+- per layer (Keras: `model.layers`; PyTorch: leaf modules, with `LSTM`/`GRU`/`RNN`/
+  `MultiheadAttention` taken whole), its parameters and the per-sample output shape of each
+  call, recorded while running a batch of two samples through the model;
+- the sum of those outputs' elements per sample (what activation memory is made of).
+
+Run it from the repository root after installing scripts/requirements-memory.txt:
+
+    python3 scripts/memory_ground_truth.py            # writes tests/memory_ground_truth.json
+
+It never runs as part of `cargo test`: the JSON it writes is committed.
+"""
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "tests" / "memory_models"
+OUT = ROOT / "tests" / "memory_ground_truth.json"
+
+# PyTorch modules do not declare their input: the per-sample shape fed to each model, and the
+# vocabulary size for integer (token id) inputs.
+TORCH_INPUTS = {
+    "torch_lenet.py": ((3, 32, 32), None),
+    "torch_mlp_sequential.py": ((1, 28, 28), None),
+    "torch_vgg_cfg.py": ((3, 32, 32), None),
+    "torch_resnet_cifar.py": ((3, 32, 32), None),
+    "torch_mobilenet_dw.py": ((3, 224, 224), None),
+    "torch_dcgan_generator.py": ((100, 1, 1), None),
+    "torch_dcgan_discriminator.py": ((3, 64, 64), None),
+    "torch_unet.py": ((3, 256, 256), None),
+    "torch_lstm_classifier.py": ((80,), 25000),
+    "torch_bigru_tagger.py": ((200, 40), None),
+    "torch_embedding_bag.py": ((256,), 50000),
+    "torch_transformer_block.py": ((128,), 8000),
+    "torch_conv1d_audio.py": ((1, 8000), None),
+    "torch_conv3d.py": ((3, 16, 112, 112), None),
+    "torch_autoencoder.py": ((784,), None),
+    "torch_batchnorm_mlp.py": ((57,), None),
+    "torch_dilated_groupnorm.py": ((3, 320, 320), None),
+    "torch_cnn_fashion.py": ((1, 28, 28), None),
+    "torch_siamese.py": ((1, 105, 105), None),
+    "torch_wide_pool.py": ((3, 57, 61), None),
+}
+
+# Subclassed Keras models have no symbolic inputs to read the shape from.
+KERAS_INPUTS = {
+    "keras_subclassed_build.py": (28, 28, 1),
+    "keras_subclassed_input.py": (128, 128, 3),
+}
+
+TORCH_ATOMIC = ("LSTM", "GRU", "RNN", "MultiheadAttention")
+
+
+def load(path):
+    # argparse in a model file must see no arguments of ours.
+    sys.argv = [str(path)]
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.model
+
+
+def prod(shape):
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def keras_truth(name, model):
+    import keras
+    import numpy as np
+
+    if name in KERAS_INPUTS:
+        specs = [(KERAS_INPUTS[name], "float32")]
+    else:
+        specs = [(tuple(int(d) for d in t.shape[1:]), str(t.dtype)) for t in model.inputs]
+    arrays = [
+        np.ones((2,) + shape, dtype="int32") if "int" in dtype else np.random.rand(*((2,) + shape)).astype("float32")
+        for shape, dtype in specs
+    ]
+    calls = {}
+    layers = [l for l in model.layers if type(l).__name__ != "InputLayer"]
+    for layer in layers:
+        original = layer.call
+
+        def wrapped(*args, _original=original, _name=layer.name, **kwargs):
+            out = _original(*args, **kwargs)
+            first = out[0] if isinstance(out, (list, tuple)) else out
+            calls.setdefault(_name, []).append([int(d) for d in first.shape[1:]])
+            return out
+
+        layer.call = wrapped
+    model(arrays if len(arrays) > 1 else arrays[0], training=False)
+    entries = []
+    for layer in layers:
+        entries.append({
+            "name": layer.name,
+            "class": type(layer).__name__,
+            "params": int(layer.count_params()),
+            "output_shapes": calls.get(layer.name, []),
+        })
+    return {
+        "framework": "keras",
+        "input_shape": list(specs[0][0]),
+        "params": int(model.count_params()),
+        "trainable_params": int(sum(prod(w.shape) for w in model.trainable_weights)),
+        "layers": entries,
+    }
+
+
+def torch_truth(name, model):
+    import torch
+
+    shape, vocab = TORCH_INPUTS[name]
+    model.eval()
+    leaves = []
+    skip = set()
+    for path, module in model.named_modules():
+        if any(path.startswith(p + ".") for p in skip) or path == "":
+            continue
+        if type(module).__name__ in TORCH_ATOMIC:
+            skip.add(path)
+            leaves.append((path, module))
+        elif not list(module.children()):
+            leaves.append((path, module))
+    calls = {}
+    order = []
+
+    def hook(path):
+        def fn(_module, _inputs, out):
+            first = out[0] if isinstance(out, (list, tuple)) else out
+            calls.setdefault(path, []).append([int(d) for d in first.shape[1:]])
+            order.append(path)
+
+        return fn
+
+    handles = [m.register_forward_hook(hook(p)) for p, m in leaves]
+    if vocab is None:
+        x = torch.randn((2,) + tuple(shape))
+    else:
+        x = torch.randint(0, vocab, (2,) + tuple(shape))
+    with torch.no_grad():
+        model(x)
+    for h in handles:
+        h.remove()
+    entries = []
+    for path, module in leaves:
+        entries.append({
+            "name": path,
+            "class": type(module).__name__,
+            "params": int(sum(p.numel() for p in module.parameters())),
+            "output_shapes": calls.get(path, []),
+        })
+    return {
+        "framework": "pytorch",
+        "input_shape": list(shape),
+        "params": int(sum(p.numel() for p in model.parameters())),
+        "trainable_params": int(sum(p.numel() for p in model.parameters() if p.requires_grad)),
+        "layers": entries,
+    }
+
+
+def main():
+    import keras
+    import tensorflow as tf
+    import torch
+
+    torch.manual_seed(0)
+    models = {}
+    for path in sorted(MODELS.glob("*.py")):
+        name = path.name
+        if name.startswith("keras_"):
+            keras.backend.clear_session()
+            truth = keras_truth(name, load(path))
+        elif name.startswith("torch_"):
+            truth = torch_truth(name, load(path))
+        else:
+            continue
+        truth["activation_elements_per_sample"] = sum(
+            prod(s) for layer in truth["layers"] for s in layer["output_shapes"]
+        )
+        models[name] = truth
+        print(f"{name}: {truth['params']} parameters, {len(truth['layers'])} layers", file=sys.stderr)
+    doc = {
+        "generated_by": "scripts/memory_ground_truth.py",
+        "versions": {
+            "python": sys.version.split()[0],
+            "tensorflow": tf.__version__,
+            "keras": keras.__version__,
+            "torch": torch.__version__,
+        },
+        "models": models,
+    }
+    OUT.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {OUT.relative_to(ROOT)} ({len(models)} models)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,395 @@
+//! The models a file builds, each traced layer by layer: output shapes per sample and
+//! parameters, or the reason the trace stopped.
+
+use super::interp::Interp;
+use super::layer::{Params, Shape};
+use super::value::{Args, Facts, Fw, ObjKind, Val};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// One layer application (or tensor operation) of a model's forward pass.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// Keras: the layer name (`conv2d_1`); PyTorch: the module path (`features.0`); for
+    /// operations, their name (`view`, `F.relu`).
+    pub name: String,
+    /// The layer class (`Conv2D`, `Linear`) or operation.
+    pub class: String,
+    pub output: Shape,
+    /// Parameters, on the first application of each layer.
+    pub params: Params,
+    /// A layer/module (as the framework lists it), not a tensor operation.
+    pub module: bool,
+    /// Shares storage with its input (a view).
+    pub view: bool,
+    pub int: bool,
+}
+
+/// A model found in the file.
+#[derive(Debug, Clone)]
+pub struct Built {
+    pub fw: Fw,
+    /// `Sequential`, `functional`, `subclassed`, `nn.Module`, `nn.Sequential`.
+    pub kind: &'static str,
+    /// The variable it was first bound to.
+    pub var: Option<String>,
+    /// Where it is built.
+    pub span: (usize, usize),
+    /// The per-sample input shape, and whether it holds integers (token ids).
+    pub input: Option<(Shape, bool)>,
+    pub steps: Vec<Step>,
+    /// All parameters (what `count_params()` / `parameters()` count), when known.
+    pub params: Option<Params>,
+    /// Why the trace is incomplete; `None` when every layer was inferred.
+    pub unknown: Option<String>,
+    pub facts: Facts,
+    /// Some layer was frozen with `trainable=False`.
+    pub frozen: bool,
+}
+
+impl Built {
+    pub fn label(&self) -> String {
+        match &self.var {
+            Some(v) => format!("`{v}`"),
+            None => "the model".into(),
+        }
+    }
+}
+
+impl<'a, 't> Interp<'a, 't> {
+    /// The top-level models (not parts of another model), one per place of creation.
+    pub fn models(&mut self) -> Vec<Built> {
+        let mut nested: HashSet<usize> = HashSet::new();
+        for obj in &self.objs {
+            let vals = obj.attrs.iter().map(|(_, v)| v).chain(match &obj.kind {
+                ObjKind::Sequential { items, .. } | ObjKind::ModuleList { items } => items.iter(),
+                _ => [].iter(),
+            });
+            for v in vals {
+                if let Val::Obj(o) = v {
+                    nested.insert(*o);
+                }
+            }
+        }
+        // One object per creation site: the last one with training facts, else the last.
+        let mut by_site: HashMap<(usize, usize), usize> = HashMap::new();
+        for (o, obj) in self.objs.iter().enumerate() {
+            let is_model = match &obj.kind {
+                ObjKind::Instance { fw, .. } => fw.is_some(),
+                ObjKind::Sequential { .. } | ObjKind::Functional { .. } => true,
+                ObjKind::ModuleList { .. } => false,
+            };
+            let bound = self.var_names.contains_key(&o)
+                || obj.facts.example.is_some()
+                || obj.facts.optimizer.is_some()
+                || !obj.facts.fits.is_empty();
+            if !is_model || nested.contains(&o) || !bound {
+                continue;
+            }
+            let trained = |f: &Facts| f.optimizer.is_some() || !f.fits.is_empty();
+            match by_site.get(&obj.span) {
+                Some(prev) if trained(&self.objs[*prev].facts) && !trained(&obj.facts) => {}
+                _ => {
+                    by_site.insert(obj.span, o);
+                }
+            }
+        }
+        let mut chosen: Vec<usize> = by_site.into_values().collect();
+        chosen.sort_by_key(|o| self.objs[*o].span);
+        chosen.into_iter().map(|o| self.build(o)).collect()
+    }
+
+    fn node_at(&self, span: (usize, usize)) -> tree_sitter::Node<'t> {
+        self.pm
+            .root
+            .descendant_for_byte_range(span.0, span.1)
+            .unwrap_or(self.pm.root)
+    }
+
+    fn build(&mut self, o: usize) -> Built {
+        let obj = self.objs[o].clone();
+        let at = self.node_at(obj.span);
+        let (fw, kind) = match &obj.kind {
+            ObjKind::Instance { fw, .. } => {
+                let fw = fw.unwrap_or(Fw::Torch);
+                (
+                    fw,
+                    if fw == Fw::Keras {
+                        "subclassed"
+                    } else {
+                        "nn.Module"
+                    },
+                )
+            }
+            ObjKind::Sequential { fw, .. } => (
+                *fw,
+                if *fw == Fw::Keras {
+                    "Sequential"
+                } else {
+                    "nn.Sequential"
+                },
+            ),
+            ObjKind::Functional { .. } => (Fw::Keras, "functional"),
+            ObjKind::ModuleList { .. } => (Fw::Torch, "nn.ModuleList"),
+        };
+        let mut built = Built {
+            fw,
+            kind,
+            var: self.var_names.get(&o).cloned(),
+            span: obj.span,
+            input: None,
+            steps: Vec::new(),
+            params: None,
+            unknown: None,
+            facts: obj.facts.clone(),
+            frozen: false,
+        };
+        // The input and a run of the forward pass.
+        let (inputs, outputs): (Vec<usize>, Val) = match &obj.kind {
+            ObjKind::Functional { inputs, outputs } => (
+                inputs.clone(),
+                Val::Tuple(std::rc::Rc::new(
+                    outputs.iter().map(|t| Val::Tensor(*t)).collect(),
+                )),
+            ),
+            ObjKind::Sequential {
+                fw: Fw::Keras,
+                items,
+            } => {
+                let mut items = items.clone();
+                let mut shape = obj.facts.input_shape.clone();
+                let mut int = false;
+                if let Some(Val::Tensor(t)) = items.first() {
+                    if self.tensors[*t].producer.is_none() {
+                        shape = shape.or_else(|| Some(self.tensors[*t].shape.clone()));
+                        int = self.tensors[*t].int;
+                        items.remove(0);
+                    }
+                }
+                if let Some(Val::Layer(l)) = items.first() {
+                    shape = shape.or_else(|| self.layers[*l].input_shape.clone());
+                }
+                let Some(shape) = shape else {
+                    built.unknown = Some(
+                        "the input shape is not known: give the model an `Input(shape=...)` or call `build()`".into(),
+                    );
+                    return built;
+                };
+                let t = self.new_tensor(shape.clone(), int, None);
+                built.input = Some((shape, int));
+                let mut x = Val::Tensor(t);
+                for item in items {
+                    if !matches!(x, Val::Tensor(_)) {
+                        break;
+                    }
+                    x = self.call_value(
+                        item,
+                        Args {
+                            pos: vec![x],
+                            kw: vec![],
+                        },
+                        at,
+                    );
+                }
+                (vec![t], x)
+            }
+            _ => {
+                let example = match (fw, &obj.facts.input_shape, &obj.facts.example) {
+                    (Fw::Keras, Some(s), _) => Some((s.clone(), false)),
+                    (_, _, Some((s, int, _))) => Some((s.clone(), *int)),
+                    _ => None,
+                };
+                let Some((shape, int)) = example else {
+                    built.unknown = Some(match fw {
+                        Fw::Keras => "the input shape is not known: call `build()` or call the model on an `Input`".into(),
+                        Fw::Torch => "the input shape is not known: no example input (`model(torch.randn(...))` or `summary(model, ...)`) in the file".into(),
+                    });
+                    return built;
+                };
+                let t = self.new_tensor(shape.clone(), int, None);
+                built.input = Some((shape, int));
+                let first_app = self.apps.len();
+                let out = self.call_model(
+                    o,
+                    Args {
+                        pos: vec![Val::Tensor(t)],
+                        kw: vec![],
+                    },
+                    at,
+                );
+                let _ = first_app;
+                (vec![t], out)
+            }
+        };
+        if let ObjKind::Functional { inputs, .. } = &obj.kind {
+            if let Some(t) = inputs.first() {
+                built.input = Some((self.tensors[*t].shape.clone(), self.tensors[*t].int));
+            }
+        }
+        let outs: Vec<usize> = match &outputs {
+            Val::Tensor(t) => vec![*t],
+            Val::Tuple(_) | Val::List(_) => self
+                .iterate(&outputs)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|v| {
+                    if let Val::Tensor(t) = v {
+                        Some(*t)
+                    } else {
+                        None
+                    }
+                })
+                .collect(),
+            _ => vec![],
+        };
+        if outs.is_empty() {
+            let why = self.reason(&outputs);
+            built.unknown = Some(if why.is_empty() || why == "not known statically" {
+                "the output of the forward pass is not known".into()
+            } else {
+                why
+            });
+            return built;
+        }
+        // The applications between the inputs and the outputs, in order.
+        let mut apps: BTreeSet<usize> = BTreeSet::new();
+        let mut stack: Vec<usize> = outs.clone();
+        let mut seen: HashSet<usize> = HashSet::new();
+        while let Some(t) = stack.pop() {
+            if !seen.insert(t) {
+                continue;
+            }
+            if let Some(a) = self.tensors[t].producer {
+                apps.insert(a);
+                stack.extend(self.apps[a].inputs.iter().copied());
+            } else if !inputs.contains(&t) {
+                built.unknown = Some(
+                    "the forward pass uses a tensor that is not derived from the input".into(),
+                );
+            }
+        }
+        let paths = if fw == Fw::Torch {
+            self.torch_paths(o)
+        } else {
+            Vec::new()
+        };
+        let path_of: HashMap<usize, &str> =
+            paths.iter().rev().map(|(p, l)| (*l, p.as_str())).collect();
+        let mut seen_layers: HashSet<usize> = HashSet::new();
+        for a in apps {
+            let app = self.apps[a].clone();
+            let out = &self.tensors[app.output];
+            let (name, module, params) = match app.layer {
+                Some(l) => {
+                    let first = seen_layers.insert(l);
+                    let def = &self.layers[l];
+                    let mut p = if first {
+                        def.params.unwrap_or_default()
+                    } else {
+                        Params::default()
+                    };
+                    if def.frozen {
+                        p.trainable = 0;
+                        built.frozen = true;
+                    }
+                    match fw {
+                        Fw::Keras => (def.name.clone(), true, p),
+                        Fw::Torch => match path_of.get(&l) {
+                            Some(path) => (path.to_string(), true, p),
+                            None => (format!("{} (not registered)", def.class), false, p),
+                        },
+                    }
+                }
+                None => (app.op.to_string(), false, Params::default()),
+            };
+            built.steps.push(Step {
+                name,
+                class: app.op.to_string(),
+                output: out.shape.clone(),
+                params,
+                module,
+                view: app.view,
+                int: out.int,
+            });
+        }
+        built.params = match fw {
+            Fw::Keras => Some(built.steps.iter().fold(Params::default(), |acc, s| Params {
+                total: acc.total + s.params.total,
+                trainable: acc.trainable + s.params.trainable,
+            })),
+            Fw::Torch => self.torch_params(&paths),
+        };
+        if built.params.is_none() && built.unknown.is_none() {
+            built.unknown = Some("the parameters of a registered module are not known".into());
+        }
+        built
+    }
+
+    /// Registered modules of a PyTorch model, depth first in registration order, with paths.
+    pub fn torch_paths(&self, o: usize) -> Vec<(String, usize)> {
+        let mut out = Vec::new();
+        let mut visited = HashSet::new();
+        self.walk_modules(&Val::Obj(o), String::new(), 0, &mut out, &mut visited);
+        out
+    }
+
+    fn walk_modules(
+        &self,
+        v: &Val,
+        prefix: String,
+        depth: usize,
+        out: &mut Vec<(String, usize)>,
+        visited: &mut HashSet<usize>,
+    ) {
+        if depth > 16 {
+            return;
+        }
+        match v {
+            Val::Layer(l) => out.push((prefix, *l)),
+            Val::Obj(o) => {
+                if !visited.insert(*o) {
+                    return;
+                }
+                let obj = &self.objs[*o];
+                let dot = |name: &str| {
+                    if prefix.is_empty() {
+                        name.to_string()
+                    } else {
+                        format!("{prefix}.{name}")
+                    }
+                };
+                match &obj.kind {
+                    ObjKind::Sequential { items, .. } | ObjKind::ModuleList { items } => {
+                        for (i, item) in items.iter().enumerate() {
+                            self.walk_modules(item, dot(&i.to_string()), depth + 1, out, visited);
+                        }
+                    }
+                    ObjKind::Instance { .. } => {
+                        for (name, item) in &obj.attrs {
+                            if matches!(item, Val::Layer(_) | Val::Obj(_)) {
+                                self.walk_modules(item, dot(name), depth + 1, out, visited);
+                            }
+                        }
+                    }
+                    ObjKind::Functional { .. } => {}
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn torch_params(&self, paths: &[(String, usize)]) -> Option<Params> {
+        let mut seen = HashSet::new();
+        let mut total = Params::default();
+        for (_, l) in paths {
+            if !seen.insert(*l) {
+                continue;
+            }
+            let def = &self.layers[*l];
+            let spec = def.spec.as_ref().ok()?;
+            let p = spec.static_params().or(def.params)?;
+            total.total += p.total;
+            total.trainable += p.trainable;
+        }
+        Some(total)
+    }
+}
