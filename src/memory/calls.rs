@@ -90,7 +90,7 @@ impl<'a, 't> Interp<'a, 't> {
                 });
                 Val::Tensor(out)
             }
-            Err(e) => self.unknown(at, format!("`{}`: {e}", self.text(at))),
+            Err(e) => self.unknown(at, format!("`{}`: {e}", self.snippet(at))),
         }
     }
 
@@ -100,7 +100,7 @@ impl<'a, 't> Interp<'a, 't> {
         let spec = match &def.spec {
             Ok(s) => s.clone(),
             Err(e) => {
-                return self.unknown(at, format!("{} `{}`: {e}", def.class, self.layer_label(l)))
+                return self.unknown(at, format!("{} {}: {e}", def.class, self.layer_label(l)))
             }
         };
         let tensors = |v: &Val, it: &Interp| -> Option<Vec<usize>> {
@@ -149,7 +149,7 @@ impl<'a, 't> Interp<'a, 't> {
             return self.unknown(
                 at,
                 format!(
-                    "the input of {} `{}` is not known",
+                    "the input of {} {} is not known",
                     def.class,
                     self.layer_label(l)
                 ),
@@ -162,7 +162,7 @@ impl<'a, 't> Interp<'a, 't> {
         let (shape, params) = match spec.infer(&shapes) {
             Ok(r) => r,
             Err(e) => {
-                return self.unknown(at, format!("{} `{}`: {e}", def.class, self.layer_label(l)))
+                return self.unknown(at, format!("{} {}: {e}", def.class, self.layer_label(l)))
             }
         };
         let first = self.layers[l].params.is_none();
@@ -204,9 +204,9 @@ impl<'a, 't> Interp<'a, 't> {
             .map(|s| s.matches('\n').count() + 1)
             .unwrap_or(0);
         if d.fw == Fw::Keras {
-            format!("{}` at line `{line}", d.name)
+            format!("`{}` (created at line {line})", d.name)
         } else {
-            format!("line {line}")
+            format!("(created at line {line})")
         }
     }
 
@@ -789,7 +789,10 @@ impl<'a, 't> Interp<'a, 't> {
                     Some(target) => self.op(at, name, Spec::Reshape { target }, &[t], true),
                     None => self.unknown(
                         at,
-                        format!("`{}`: the new shape is not known per sample", self.text(at)),
+                        format!(
+                            "`{}`: the new shape is not known per sample",
+                            self.snippet(at)
+                        ),
                     ),
                 }
             }
@@ -869,7 +872,10 @@ impl<'a, 't> Interp<'a, 't> {
                     }
                     _ => self.unknown(
                         at,
-                        format!("`{}` over the batch or unknown dimensions", self.text(at)),
+                        format!(
+                            "`{}` over the batch or unknown dimensions",
+                            self.snippet(at)
+                        ),
                     ),
                 }
             }
@@ -979,7 +985,7 @@ impl<'a, 't> Interp<'a, 't> {
                 }
                 _ => self.op(at, name, Spec::Identity, &[t], false),
             },
-            _ => self.unknown(at, format!("`{}` is not understood", self.text(at))),
+            _ => self.unknown(at, format!("`{}` is not understood", self.snippet(at))),
         }
     }
 
@@ -1061,10 +1067,19 @@ impl<'a, 't> Interp<'a, 't> {
             }
             "parameters" | "named_parameters" => Val::Params(o),
             "fit" | "fit_generator" => {
+                let x_node = self.keyword_value(at, "x").or_else(|| {
+                    at.child_by_field_name("arguments").and_then(|a| {
+                        named_children(a)
+                            .find(|n| !matches!(n.kind(), "keyword_argument" | "comment"))
+                    })
+                });
                 let mut fit = Fit {
                     batch: None,
                     batch_unknown: false,
                     span: span(at),
+                    x_name: x_node
+                        .filter(|n| n.kind() == "identifier")
+                        .map(|n| self.text(n).to_string()),
                 };
                 if let Some(v) = args.get(2, "batch_size") {
                     let node = self.keyword_value(at, "batch_size");

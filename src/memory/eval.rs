@@ -221,6 +221,7 @@ impl<'a, 't> Interp<'a, 't> {
             .ok_or_else(|| iterable.clone().unknown_or(0))?;
         let mut scope = frame.clone();
         scope.func = scope.func.or(Some(usize::MAX));
+        scope.id = self.fresh_frame_id();
         let mut out = Vec::new();
         for item in items {
             self.assign(&mut scope, left, item);
@@ -327,7 +328,7 @@ impl<'a, 't> Interp<'a, 't> {
             }
             (Val::Unknown(_), _) => l,
             (_, Val::Unknown(_)) => r,
-            _ => self.unknown(at, format!("`{}` is not understood", self.text(at))),
+            _ => self.unknown(at, format!("`{}` is not understood", self.snippet(at))),
         }
     }
 
@@ -366,9 +367,6 @@ impl<'a, 't> Interp<'a, 't> {
             Val::Unknown(_) => {
                 if let Some(v) = self.pm.const_value(e) {
                     return from_const(&v);
-                }
-                if let Some(q) = self.pm.qualified_name(e) {
-                    return Val::Q(Rc::from(q.as_str()));
                 }
                 owner
             }
@@ -487,7 +485,10 @@ impl<'a, 't> Interp<'a, 't> {
     fn index_tensor(&mut self, frame: &mut Frame, e: Node<'_>, t: usize, idx: &[Node<'_>]) -> Val {
         let full = |n: &Node| n.kind() == "slice" && n.named_child_count() == 0;
         if idx.is_empty() || !full(&idx[0]) {
-            return self.unknown(e, format!("indexing `{}` across the batch", self.text(e)));
+            return self.unknown(
+                e,
+                format!("indexing `{}` across the batch", self.snippet(e)),
+            );
         }
         let mut cur = t;
         let mut dim = 0usize;
@@ -500,7 +501,7 @@ impl<'a, 't> Interp<'a, 't> {
                 return self.unknown(e, "`...` indexing");
             }
             let Some(k) = self.eval(frame, *i).int() else {
-                return self.unknown(e, format!("index in `{}`", self.text(e)));
+                return self.unknown(e, format!("index in `{}`", self.snippet(e)));
             };
             match self.op(
                 e,
@@ -579,14 +580,18 @@ impl<'a, 't> Interp<'a, 't> {
                     .unwrap_or((call.start_byte(), call.end_byte())),
             ),
         };
-        let train = crate::semantic::ancestor_of_kind(call, &["assignment"])
-            .and_then(|a| a.child_by_field_name("left"))
-            .is_some_and(|l| self.text(l).to_ascii_lowercase().contains("train"));
+        let left = crate::semantic::ancestor_of_kind(call, &["assignment"])
+            .and_then(|a| a.child_by_field_name("left"));
+        let train = left.is_some_and(|l| self.text(l).to_ascii_lowercase().contains("train"));
+        let target = left
+            .filter(|l| l.kind() == "identifier")
+            .map(|l| self.text(l).to_string());
         self.batches.push(super::interp::BatchSource {
             value,
             span,
             what: what.to_string(),
             train,
+            target,
         });
     }
 
@@ -644,7 +649,7 @@ impl<'a, 't> Interp<'a, 't> {
             Val::Q(q) => self.framework_call(&q, args, at),
             Val::BoundQ(recv, name) => self.method_call(*recv, &name, args, at),
             Val::Unknown(_) => callee,
-            _ => self.unknown(at, format!("`{}` is not understood", self.text(at))),
+            _ => self.unknown(at, format!("`{}` is not understood", self.snippet(at))),
         }
     }
 
@@ -695,6 +700,10 @@ impl<'a, 't> Interp<'a, 't> {
                 for item in items {
                     if !matches!(x, Val::Tensor(_)) {
                         return x;
+                    }
+                    // A Keras `Input` listed in the Sequential: the input itself.
+                    if matches!(item, Val::Tensor(t) if self.tensors[t].producer.is_none()) {
+                        continue;
                     }
                     x = self.call_value(
                         item,

@@ -11,7 +11,7 @@ use std::rc::Rc;
 use tree_sitter::Node;
 
 /// Statements and expressions evaluated per file, at most.
-const MAX_STEPS: usize = 60_000;
+const MAX_STEPS: usize = 30_000;
 /// Nested calls of the file's own functions, at most.
 const MAX_DEPTH: usize = 12;
 /// Nesting of expressions, statements and calls together, at most: no input, however deep,
@@ -40,6 +40,8 @@ pub struct Frame {
     pub class: Option<usize>,
     /// A `return` taken under a condition whose value is unknown.
     pub pending: Option<Val>,
+    /// Identifies the frame in the undo journals.
+    pub id: usize,
 }
 
 /// How a statement ended.
@@ -69,6 +71,12 @@ pub struct Interp<'a, 't> {
     pub depth: usize,
     /// Current nesting of `eval`/`block`/`assign` (bounded by `MAX_NESTING`).
     pub nesting: usize,
+    /// Undo journals of the branches being run under unknown conditions: (global, frame id,
+    /// name, previous value).
+    journals: Vec<Vec<(bool, usize, String, Option<Val>)>>,
+    frame_ids: usize,
+    /// (scope, local name) → qualified name, from the import statements.
+    imports: HashMap<(Option<usize>, String), Rc<str>>,
     /// > 0 while running a branch whose condition is unknown.
     pub uncertain: usize,
     /// Functions entered, to run the uncalled ones afterwards.
@@ -88,6 +96,8 @@ pub struct BatchSource {
     pub what: String,
     /// Bound to a name that says `train`.
     pub train: bool,
+    /// The name the pipeline is assigned to (`train_ds = ds.batch(64)`).
+    pub target: Option<String>,
 }
 
 impl<'a, 't> Interp<'a, 't> {
@@ -109,6 +119,13 @@ impl<'a, 't> Interp<'a, 't> {
             steps: 0,
             depth: 0,
             nesting: 0,
+            journals: Vec::new(),
+            frame_ids: 0,
+            imports: pm
+                .imports
+                .iter()
+                .map(|i| ((i.scope, i.name.clone()), Rc::from(i.qualified.as_str())))
+                .collect(),
             uncertain: 0,
             entered: vec![false; pm.functions.len()],
             batches: Vec::new(),
@@ -137,6 +154,30 @@ impl<'a, 't> Interp<'a, 't> {
 
     pub fn text(&self, node: Node<'_>) -> &'t str {
         self.pm.text(node)
+    }
+
+    /// The start of a node's text, for messages: its first line, at most 48 characters.
+    pub fn snippet(&self, node: Node<'_>) -> String {
+        let text = self.text(node);
+        let line = text.lines().next().unwrap_or("");
+        if line.chars().count() > 48 || line.len() < text.len() {
+            format!("{}…", line.chars().take(47).collect::<String>())
+        } else {
+            line.to_string()
+        }
+    }
+
+    /// What an imported name stands for in function `func` (or at module level): the import
+    /// in the innermost enclosing scope that has one.
+    fn import_of(&self, func: Option<usize>, name: &str) -> Option<Rc<str>> {
+        let mut scope = func.filter(|f| *f < self.pm.functions.len());
+        for _ in 0..64 {
+            if let Some(q) = self.imports.get(&(scope, name.to_string())) {
+                return Some(q.clone());
+            }
+            scope = self.pm.functions[scope?].parent;
+        }
+        None
     }
 
     /// An unknown value with a reason.
@@ -289,11 +330,15 @@ impl<'a, 't> Interp<'a, 't> {
         }) {
             return Val::Func(f);
         }
-        if let Some(q) = self.pm.qualified_name(at) {
-            return Val::Q(Rc::from(q.as_str()));
+        if let Some(q) = self.import_of(frame.func, name) {
+            return Val::Q(q);
         }
-        if let Some(v) = self.pm.const_value(at) {
-            return super::eval::from_const(&v);
+        // Module constants are in the globals once the module ran; folding inside a function
+        // would rescan its body for every name.
+        if frame.func.is_none() {
+            if let Some(v) = self.pm.const_value(at) {
+                return super::eval::from_const(&v);
+            }
         }
         match name {
             "range" | "len" | "int" | "float" | "min" | "max" | "list" | "tuple" | "enumerate"
@@ -307,11 +352,7 @@ impl<'a, 't> Interp<'a, 't> {
         if let Val::Obj(o) = v {
             self.var_names.entry(o).or_insert_with(|| name.to_string());
         }
-        if frame.func.is_none() {
-            self.globals.insert(name.to_string(), v);
-        } else {
-            frame.locals.insert(name.to_string(), v);
-        }
+        self.set_name(frame, frame.func.is_none(), name, v);
     }
 
     /// Binds an assignment target.
@@ -595,39 +636,135 @@ impl<'a, 't> Interp<'a, 't> {
 
     fn uncertain_arms(&mut self, bodies: &[Node<'_>], has_else: bool, frame: &mut Frame) -> Flow {
         self.uncertain += 1;
-        let before_globals = self.globals.clone();
-        let mut outcomes: Vec<(Frame, HashMap<String, Val>, Option<Val>)> = Vec::new();
+        let pending_before = frame.pending.clone();
+        let mut may_return = false;
+        // Per arm: the names it wrote with their final values, and its return value.
+        let mut outcomes: Vec<(HashMap<(bool, String), Val>, Option<Val>)> = Vec::new();
         for body in bodies {
-            let mut f = frame.clone();
-            self.globals = before_globals.clone();
-            let ret = match self.block(*body, &mut f) {
+            self.journals.push(Vec::new());
+            let ret = match self.block(*body, frame) {
                 Flow::Return(v) => Some(v),
                 _ => None,
             };
-            outcomes.push((f, self.globals.clone(), ret));
+            let journal = self.journals.pop().unwrap_or_default();
+            let writes = self.undo(journal, frame);
+            if !frame
+                .pending
+                .as_ref()
+                .is_some_and(|p| pending_before.as_ref().is_some_and(|b| b.same(p)))
+                && frame.pending.is_some()
+            {
+                may_return = true;
+            }
+            frame.pending = pending_before.clone();
+            outcomes.push((writes, ret));
         }
         if !has_else {
-            outcomes.push((frame.clone(), before_globals.clone(), None));
+            outcomes.push((HashMap::new(), None));
         }
         self.uncertain -= 1;
-        // Names whose values differ between the arms become unknown.
-        let falls: Vec<&(Frame, HashMap<String, Val>, Option<Val>)> =
-            outcomes.iter().filter(|o| o.2.is_none()).collect();
-        let rets: Vec<&Val> = outcomes.iter().filter_map(|o| o.2.as_ref()).collect();
+        let rets: Vec<&Val> = outcomes.iter().filter_map(|o| o.1.as_ref()).collect();
         let merged_ret = merge_all(&rets);
+        let falls: Vec<&HashMap<(bool, String), Val>> = outcomes
+            .iter()
+            .filter(|o| o.1.is_none())
+            .map(|o| &o.0)
+            .collect();
         if falls.is_empty() {
             return Flow::Return(merged_ret.unwrap_or(Val::Unknown(0)));
         }
-        frame.locals = merge_maps(falls.iter().map(|o| &o.0.locals));
-        self.globals = merge_maps(falls.iter().map(|o| &o.1));
-        if let Some(r) = merged_ret {
+        // Names whose values differ between the arms that fall through become unknown.
+        let mut keys: Vec<&(bool, String)> = falls.iter().flat_map(|w| w.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        let mut merged = Vec::new();
+        for key in keys {
+            let current = self.current(key.0, &key.1, frame);
+            let mut vals = falls.iter().map(|w| {
+                w.get(key)
+                    .cloned()
+                    .or_else(|| current.clone())
+                    .unwrap_or(Val::Unknown(0))
+            });
+            let first = vals.next().unwrap_or(Val::Unknown(0));
+            let same = vals.all(|v| v.same(&first));
+            merged.push((key.clone(), if same { first } else { Val::Unknown(0) }));
+        }
+        for ((global, name), v) in merged {
+            self.set_name(frame, global, &name, v);
+        }
+        if may_return || merged_ret.is_some() {
+            let r = merged_ret.unwrap_or(Val::Unknown(0));
             frame.pending = Some(match frame.pending.take() {
-                Some(p) if p.same(&r) => p,
+                Some(p) if p.same(&r) && !may_return => p,
                 Some(_) => Val::Unknown(0),
+                None if may_return => Val::Unknown(0),
                 None => r,
             });
         }
         Flow::Normal
+    }
+
+    fn current(&self, global: bool, name: &str, frame: &Frame) -> Option<Val> {
+        if global {
+            self.globals.get(name).cloned()
+        } else {
+            frame.locals.get(name).cloned()
+        }
+    }
+
+    /// Undoes the writes of a journal to `frame` and the globals; returns the names written
+    /// with the values they had before the undo.
+    fn undo(
+        &mut self,
+        journal: Vec<(bool, usize, String, Option<Val>)>,
+        frame: &mut Frame,
+    ) -> HashMap<(bool, String), Val> {
+        let mut writes = HashMap::new();
+        for (global, fid, name, _) in &journal {
+            if *global || *fid == frame.id {
+                let v = self
+                    .current(*global, name, frame)
+                    .unwrap_or(Val::Unknown(0));
+                writes.insert((*global, name.clone()), v);
+            }
+        }
+        for (global, fid, name, prev) in journal.into_iter().rev() {
+            if !global && fid != frame.id {
+                continue;
+            }
+            let map = if global {
+                &mut self.globals
+            } else {
+                &mut frame.locals
+            };
+            match prev {
+                Some(p) => {
+                    map.insert(name, p);
+                }
+                None => {
+                    map.remove(&name);
+                }
+            }
+        }
+        writes
+    }
+
+    /// Sets a name, recording the write in the innermost journal.
+    fn set_name(&mut self, frame: &mut Frame, global: bool, name: &str, v: Val) {
+        let prev = if global {
+            self.globals.insert(name.to_string(), v)
+        } else {
+            frame.locals.insert(name.to_string(), v)
+        };
+        if let Some(j) = self.journals.last_mut() {
+            j.push((global, frame.id, name.to_string(), prev));
+        }
+    }
+
+    pub fn fresh_frame_id(&mut self) -> usize {
+        self.frame_ids += 1;
+        self.frame_ids
     }
 
     fn for_statement(&mut self, stmt: Node<'_>, frame: &mut Frame) -> Flow {
@@ -676,22 +813,26 @@ impl<'a, 't> Interp<'a, 't> {
             let v = self.unknown(t, "loop variable");
             self.assign(frame, t, v);
         }
-        let before_locals = frame.locals.clone();
-        let before_globals = self.globals.clone();
+        self.journals.push(Vec::new());
         self.uncertain += 1;
         let flow = self.block(body, frame);
         self.uncertain -= 1;
+        let journal = self.journals.pop().unwrap_or_default();
         if let Flow::Return(v) = flow {
             frame.pending = Some(v.unknown_or(0));
         }
-        for (k, v) in frame.locals.iter_mut() {
-            if !before_locals.get(k).is_some_and(|b| b.same(v)) {
-                *v = Val::Unknown(0);
+        // What the body changed is only known for one iteration: forget it.
+        let mut first: HashMap<(bool, String), Option<Val>> = HashMap::new();
+        for (global, fid, name, prev) in journal {
+            if global || fid == frame.id {
+                first.entry((global, name)).or_insert(prev);
             }
         }
-        for (k, v) in self.globals.iter_mut() {
-            if !before_globals.get(k).is_some_and(|b| b.same(v)) {
-                *v = Val::Unknown(0);
+        for ((global, name), prev) in first {
+            let now = self.current(global, &name, frame);
+            let unchanged = matches!((&prev, &now), (Some(a), Some(b)) if a.same(b));
+            if !unchanged {
+                self.set_name(frame, global, &name, Val::Unknown(0));
             }
         }
     }
@@ -711,8 +852,10 @@ impl<'a, 't> Interp<'a, 't> {
             return self.unknown(node, "calls nest too deeply to follow");
         }
         self.entered[f] = true;
+        let id = self.fresh_frame_id();
         let mut frame = Frame {
             func: Some(f),
+            id,
             ..Frame::default()
         };
         if let Some(Val::Obj(o)) = &self_val {
@@ -724,10 +867,12 @@ impl<'a, 't> Interp<'a, 't> {
         };
         // What a call builds is certain relative to the call, even under an unknown branch.
         let uncertain = std::mem::take(&mut self.uncertain);
+        let journals = std::mem::take(&mut self.journals);
         self.depth += 1;
         let flow = self.block(body, &mut frame);
         self.depth -= 1;
         self.uncertain = uncertain;
+        self.journals = journals;
         let ret = match flow {
             Flow::Return(v) => v,
             _ => Val::None,
@@ -830,26 +975,6 @@ fn merge_all(vals: &[&Val]) -> Option<Val> {
     } else {
         Some(Val::Unknown(0))
     }
-}
-
-fn merge_maps<'m>(
-    mut maps: impl Iterator<Item = &'m HashMap<String, Val>>,
-) -> HashMap<String, Val> {
-    let Some(first) = maps.next() else {
-        return HashMap::new();
-    };
-    let mut out = first.clone();
-    for m in maps {
-        for (k, v) in out.iter_mut() {
-            if !m.get(k).is_some_and(|o| o.same(v)) {
-                *v = Val::Unknown(0);
-            }
-        }
-        for (k, _) in m.iter() {
-            out.entry(k.clone()).or_insert(Val::Unknown(0));
-        }
-    }
-    out
 }
 
 impl Val {

@@ -70,8 +70,9 @@ impl<'a, 't> Interp<'a, 't> {
                 }
             }
         }
-        // One object per creation site: the last one with training facts, else the last.
+        // Every trained model; of the untrained ones, one per creation site.
         let mut by_site: HashMap<(usize, usize), usize> = HashMap::new();
+        let mut chosen: Vec<usize> = Vec::new();
         for (o, obj) in self.objs.iter().enumerate() {
             let is_model = match &obj.kind {
                 ObjKind::Instance { fw, .. } => fw.is_some(),
@@ -86,15 +87,15 @@ impl<'a, 't> Interp<'a, 't> {
                 continue;
             }
             let trained = |f: &Facts| f.optimizer.is_some() || !f.fits.is_empty();
-            match by_site.get(&obj.span) {
-                Some(prev) if trained(&self.objs[*prev].facts) && !trained(&obj.facts) => {}
-                _ => {
-                    by_site.insert(obj.span, o);
-                }
+            if trained(&obj.facts) {
+                chosen.push(o);
+                by_site.remove(&obj.span);
+            } else if !chosen.iter().any(|c| self.objs[*c].span == obj.span) {
+                by_site.insert(obj.span, o);
             }
         }
-        let mut chosen: Vec<usize> = by_site.into_values().collect();
-        chosen.sort_by_key(|o| self.objs[*o].span);
+        chosen.extend(by_site.into_values());
+        chosen.sort_by_key(|o| (self.objs[*o].span, *o));
         chosen.into_iter().map(|o| self.build(o)).collect()
     }
 

@@ -191,22 +191,31 @@ pub fn setup(model: &Built, file: &FileFacts, sources: &[BatchSource]) -> Setup 
             Some(fit) if fit.batch_unknown => {
                 Err("the `batch_size` of `fit()` is not a constant".into())
             }
-            Some(fit) => match fit.batch {
-                Some((n, span)) => Ok(Batch {
-                    size: n,
-                    span,
-                    source: "`fit(batch_size=...)`".into(),
-                }),
-                None if !sources.is_empty() => pick_source(sources),
-                None if file.keras_pipeline => {
-                    Err("the batch size comes from a data pipeline that is not understood".into())
+            Some(fit) => {
+                // `fit(train_ds)` where `train_ds = ds.batch(64)`.
+                let pipeline = fit.x_name.as_ref().and_then(|x| {
+                    sources
+                        .iter()
+                        .filter(|s| s.target.as_deref() == Some(x.as_str()))
+                        .last()
+                });
+                match (fit.batch, pipeline) {
+                    (Some((n, span)), _) => Ok(Batch {
+                        size: n,
+                        span,
+                        source: "`fit(batch_size=...)`".into(),
+                    }),
+                    (None, Some(s)) => pick_source(std::slice::from_ref(s)),
+                    (None, None) if file.keras_pipeline => Err(
+                        "the batch size comes from a data pipeline that is not understood".into(),
+                    ),
+                    (None, None) => Ok(Batch {
+                        size: 32,
+                        span: fit.span,
+                        source: "the default of `fit()` (32)".into(),
+                    }),
                 }
-                None => Ok(Batch {
-                    size: 32,
-                    span: fit.span,
-                    source: "the default of `fit()` (32)".into(),
-                }),
-            },
+            }
         },
         Fw::Torch if sources.is_empty() => {
             Err("no `DataLoader(batch_size=...)` in the file".into())

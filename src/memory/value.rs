@@ -314,6 +314,8 @@ pub struct Fit {
     pub batch_unknown: bool,
     /// The call.
     pub span: (usize, usize),
+    /// The training data: the name passed as `x`, if a plain name.
+    pub x_name: Option<String>,
 }
 
 #[derive(Debug, Clone)]
