@@ -47,7 +47,9 @@ fn dtype_of(name: &str) -> Option<(&'static str, u64)> {
         "int64" | "long" => ("int64", 8),
         "int32" | "int" => ("int32", 4),
         "int16" | "short" => ("int16", 2),
-        "int8" | "uint8" | "bool" => ("int8", 1),
+        "int8" => ("int8", 1),
+        "uint8" => ("uint8", 1),
+        "bool" => ("bool", 1),
         "complex64" => ("complex64", 8),
         _ => return None,
     })

@@ -1080,6 +1080,10 @@ impl<'a, 't> Interp<'a, 't> {
                     x_name: x_node
                         .filter(|n| n.kind() == "identifier")
                         .map(|n| self.text(n).to_string()),
+                    x_rows: x_node
+                        .filter(|n| n.kind() == "call")
+                        .and_then(|n| super::alloc::literal_allocation(self.pm, n))
+                        .and_then(|a| a.shape.first().copied()),
                 };
                 if let Some(v) = args.get(2, "batch_size") {
                     let node = self.keyword_value(at, "batch_size");

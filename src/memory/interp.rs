@@ -20,6 +20,11 @@ pub const MAX_NESTING: usize = 64;
 /// Iterations of one unrolled loop, at most.
 pub const MAX_UNROLL: usize = 256;
 
+/// Writes to names, with what they replaced: (global, frame id, name, previous value).
+type Journal = Vec<(bool, usize, String, Option<Val>)>;
+/// Names written by a branch, (global, name), with their final values.
+type Writes = HashMap<(bool, String), Val>;
+
 /// A class of the file.
 #[derive(Debug, Clone)]
 pub struct ClassDef<'t> {
@@ -73,7 +78,7 @@ pub struct Interp<'a, 't> {
     pub nesting: usize,
     /// Undo journals of the branches being run under unknown conditions: (global, frame id,
     /// name, previous value).
-    journals: Vec<Vec<(bool, usize, String, Option<Val>)>>,
+    journals: Vec<Journal>,
     frame_ids: usize,
     /// (scope, local name) → qualified name, from the import statements.
     imports: HashMap<(Option<usize>, String), Rc<str>>,
@@ -639,7 +644,7 @@ impl<'a, 't> Interp<'a, 't> {
         let pending_before = frame.pending.clone();
         let mut may_return = false;
         // Per arm: the names it wrote with their final values, and its return value.
-        let mut outcomes: Vec<(HashMap<(bool, String), Val>, Option<Val>)> = Vec::new();
+        let mut outcomes: Vec<(Writes, Option<Val>)> = Vec::new();
         for body in bodies {
             self.journals.push(Vec::new());
             let ret = match self.block(*body, frame) {
@@ -715,11 +720,7 @@ impl<'a, 't> Interp<'a, 't> {
 
     /// Undoes the writes of a journal to `frame` and the globals; returns the names written
     /// with the values they had before the undo.
-    fn undo(
-        &mut self,
-        journal: Vec<(bool, usize, String, Option<Val>)>,
-        frame: &mut Frame,
-    ) -> HashMap<(bool, String), Val> {
+    fn undo(&mut self, journal: Journal, frame: &mut Frame) -> HashMap<(bool, String), Val> {
         let mut writes = HashMap::new();
         for (global, fid, name, _) in &journal {
             if *global || *fid == frame.id {

@@ -135,6 +135,8 @@ pub struct Batch {
     pub span: (usize, usize),
     /// `fit(batch_size=64)`, `the Keras default of fit()`, `DataLoader(batch_size=...)`.
     pub source: String,
+    /// The `fit(...)` call that trains with it (Keras).
+    pub call: Option<(usize, usize)>,
 }
 
 /// Bytes per element of each kind of tensor.
@@ -179,6 +181,7 @@ fn pick_source(sources: &[BatchSource]) -> Result<Batch, String> {
         size: pick.value.unwrap_or(1),
         span: pick.span,
         source: pick.what.clone(),
+        call: None,
     })
 }
 
@@ -196,16 +199,20 @@ pub fn setup(model: &Built, file: &FileFacts, sources: &[BatchSource]) -> Setup 
                 let pipeline = fit.x_name.as_ref().and_then(|x| {
                     sources
                         .iter()
-                        .filter(|s| s.target.as_deref() == Some(x.as_str()))
-                        .last()
+                        .rev()
+                        .find(|s| s.span.0 < fit.span.0 && s.target.as_deref() == Some(x.as_str()))
                 });
                 match (fit.batch, pipeline) {
                     (Some((n, span)), _) => Ok(Batch {
                         size: n,
                         span,
                         source: "`fit(batch_size=...)`".into(),
+                        call: Some(fit.span),
                     }),
-                    (None, Some(s)) => pick_source(std::slice::from_ref(s)),
+                    (None, Some(s)) => pick_source(std::slice::from_ref(s)).map(|b| Batch {
+                        call: Some(fit.span),
+                        ..b
+                    }),
                     (None, None) if file.keras_pipeline => Err(
                         "the batch size comes from a data pipeline that is not understood".into(),
                     ),
@@ -213,8 +220,17 @@ pub fn setup(model: &Built, file: &FileFacts, sources: &[BatchSource]) -> Setup 
                         size: 32,
                         span: fit.span,
                         source: "the default of `fit()` (32)".into(),
+                        call: Some(fit.span),
                     }),
                 }
+                .map(|b| match fit.x_rows {
+                    Some(rows) if rows < b.size => Batch {
+                        size: rows.max(1),
+                        source: format!("{} capped by the {rows} rows of the data", b.source),
+                        ..b
+                    },
+                    _ => b,
+                })
             }
         },
         Fw::Torch if sources.is_empty() => {

@@ -316,6 +316,9 @@ pub struct Fit {
     pub span: (usize, usize),
     /// The training data: the name passed as `x`, if a plain name.
     pub x_name: Option<String>,
+    /// Rows of `x` when it is an array with a literal shape (`np.random.random((2, 3))`):
+    /// `fit` never uses a batch larger than the data.
+    pub x_rows: Option<u64>,
 }
 
 #[derive(Debug, Clone)]

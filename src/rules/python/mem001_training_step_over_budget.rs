@@ -110,6 +110,8 @@ impl Rule for TrainingStepOverBudget {
             return;
         }
         let budget = ctx.settings.gpu_memory;
+        // One finding per place: several models trained with one pipeline keep the largest.
+        let mut found: Vec<(Span, u64, crate::diagnostic::Diagnostic)> = Vec::new();
         for report in memory::analyze(pm) {
             let (Some(e), Ok(batch)) = (&report.estimate, &report.setup.batch) else {
                 continue;
@@ -123,10 +125,17 @@ impl Rule for TrainingStepOverBudget {
             }
             let over = peak as f64 > budget as f64 * (1.0 + MARGIN);
             let m = &report.model;
-            let Some(at) = pm
-                .root
-                .descendant_for_byte_range(batch.span.0, batch.span.1)
-            else {
+            // The batch size inside the `fit(...)` call, or the call with a label on where
+            // the pipeline sets it.
+            let inside = batch
+                .call
+                .is_none_or(|c| c.0 <= batch.span.0 && batch.span.1 <= c.1);
+            let primary = if inside {
+                batch.span
+            } else {
+                batch.call.unwrap_or(batch.span)
+            };
+            let Some(at) = pm.root.descendant_for_byte_range(primary.0, primary.1) else {
                 continue;
             };
             let budget_text = format!(
@@ -168,7 +177,7 @@ impl Rule for TrainingStepOverBudget {
                 .severity(if over { Severity::Error } else { Severity::Warning })
                 .primary_label(format!("batch size {} from {}", batch.size, batch.source))
                 .with_label(
-                    Span::new(m.span.0, m.span.1),
+                    first_line(ctx.source(), m.span),
                     format!(
                         "{framework} {} model with {} parameters and {} of activations per sample",
                         m.kind,
@@ -194,7 +203,31 @@ impl Rule for TrainingStepOverBudget {
                     "the largest batch size that fits is about {n}; lower the batch size, or use mixed precision, gradient accumulation or gradient checkpointing (`gpulint estimate` shows the per-layer table)"
                 ),
             };
-            ctx.report(d.help(help));
+            if !inside {
+                d = d.with_label(
+                    Span::new(batch.span.0, batch.span.1),
+                    format!("batch size {} set here", batch.size),
+                );
+            }
+            let d = d.help(help);
+            let key = Span::new(primary.0, primary.1);
+            match found.iter_mut().find(|f| f.0 == key) {
+                Some(f) if f.1 >= peak => {}
+                Some(f) => *f = (key, peak, d),
+                None => found.push((key, peak, d)),
+            }
+        }
+        for (_, _, d) in found {
+            ctx.report(d);
         }
     }
+}
+
+/// The first line of a span (a model built over many lines is labelled where it starts).
+fn first_line(src: &str, span: (usize, usize)) -> Span {
+    let end = src
+        .get(span.0..span.1)
+        .and_then(|t| t.find('\n'))
+        .map_or(span.1, |n| span.0 + n);
+    Span::new(span.0, end)
 }
