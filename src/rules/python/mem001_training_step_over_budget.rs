@@ -181,7 +181,7 @@ impl Rule for TrainingStepOverBudget {
                     format!(
                         "{framework} {} model with {} parameters and {} of activations per sample",
                         m.kind,
-                        e.params.total,
+                        thousands(e.params.total),
                         format_size(e.activation_bytes_per_sample)
                     ),
                 )
@@ -230,4 +230,17 @@ fn first_line(src: &str, span: (usize, usize)) -> Span {
         .and_then(|t| t.find('\n'))
         .map_or(span.1, |n| span.0 + n);
     Span::new(span.0, end)
+}
+
+/// `275640` → `275,640`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }

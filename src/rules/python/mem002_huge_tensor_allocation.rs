@@ -129,7 +129,12 @@ impl Rule for HugeTensorAllocation {
             .severity(severity)
             .primary_label(format!("{size} in one tensor"));
         if let Some(m) = alloc.moved_by {
-            d = d.with_label(Span::of(&m), "moved to the GPU here");
+            // From the method name (`.cuda()`, `.to(device)`) or the wrapping call to its end.
+            let start = m
+                .child_by_field_name("function")
+                .and_then(|f| f.child_by_field_name("attribute"))
+                .map_or(m.start_byte(), |a| a.start_byte());
+            d = d.with_label(Span::new(start, m.end_byte()), "moved to the GPU here");
         }
         d = d
             .note("every operation on it (a product, a sum, its gradient) allocates another tensor of similar size beside the model's own memory")
