@@ -36,15 +36,25 @@ pub fn render(format: Format, reports: &[&FileReport], color: bool) -> String {
 }
 
 /// All findings in output order, with the report each belongs to.
-fn each<'a>(reports: &'a [&'a FileReport]) -> impl Iterator<Item = (&'a FileReport, &'a Diagnostic)> {
-    reports.iter().flat_map(|r| r.diagnostics.iter().map(move |d| (*r, d)))
+fn each<'a>(
+    reports: &'a [&'a FileReport],
+) -> impl Iterator<Item = (&'a FileReport, &'a Diagnostic)> {
+    reports
+        .iter()
+        .flat_map(|r| r.diagnostics.iter().map(move |d| (*r, d)))
 }
 
 /// `path:line:col` or, in a notebook, `path:cell N:line L:col`.
 fn position(report: &FileReport, d: &Diagnostic) -> String {
     match d.cell {
-        Some(cell) => format!("{}:cell {}:{}:{}", report.display_path, cell, d.location.line, d.location.column),
-        None => format!("{}:{}:{}", report.display_path, d.location.line, d.location.column),
+        Some(cell) => format!(
+            "{}:cell {}:{}:{}",
+            report.display_path, cell, d.location.line, d.location.column
+        ),
+        None => format!(
+            "{}:{}:{}",
+            report.display_path, d.location.line, d.location.column
+        ),
     }
 }
 

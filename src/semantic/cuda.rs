@@ -61,7 +61,9 @@ impl<'t> CudaBuilder<'t> {
         match node.kind() {
             "function_definition" => {
                 let space = exec_space(node, self.source);
-                let name = function_name(node, self.source).unwrap_or_default().to_string();
+                let name = function_name(node, self.source)
+                    .unwrap_or_default()
+                    .to_string();
                 self.functions.push(Function { node, name, space });
             }
             "preproc_def" => {
@@ -69,25 +71,30 @@ impl<'t> CudaBuilder<'t> {
                     node.child_by_field_name("name"),
                     node.child_by_field_name("value"),
                 ) {
-                    self.constants
-                        .insert(text(name, self.source), ConstDef::Macro(text(value, self.source).trim()));
+                    self.constants.insert(
+                        text(name, self.source),
+                        ConstDef::Macro(text(value, self.source).trim()),
+                    );
                 }
             }
             "declaration" => {
                 let t = text(node, self.source);
                 let is_const = named_children(node).any(|c| {
-                    c.kind() == "type_qualifier" && matches!(text(c, self.source), "const" | "constexpr")
+                    c.kind() == "type_qualifier"
+                        && matches!(text(c, self.source), "const" | "constexpr")
                 }) || t.starts_with("constexpr")
                     || t.starts_with("static constexpr");
                 if !is_const {
                     return;
                 }
                 for d in named_children(node).filter(|c| c.kind() == "init_declarator") {
-                    if let (Some(name), Some(value)) =
-                        (d.child_by_field_name("declarator"), d.child_by_field_name("value"))
-                    {
+                    if let (Some(name), Some(value)) = (
+                        d.child_by_field_name("declarator"),
+                        d.child_by_field_name("value"),
+                    ) {
                         if name.kind() == "identifier" {
-                            self.constants.insert(text(name, self.source), ConstDef::Expr(value));
+                            self.constants
+                                .insert(text(name, self.source), ConstDef::Expr(value));
                         }
                     }
                 }
@@ -161,7 +168,9 @@ pub fn function_name<'s>(func: Node<'_>, source: &'s str) -> Option<&'s str> {
         if decl.kind() == "function_declarator" {
             break;
         }
-        decl = decl.child_by_field_name("declarator").or_else(|| decl.named_child(0))?;
+        decl = decl
+            .child_by_field_name("declarator")
+            .or_else(|| decl.named_child(0))?;
     }
     let mut name = decl.child_by_field_name("declarator")?;
     for _ in 0..8 {
