@@ -107,6 +107,22 @@ struct CheckArgs {
     /// Benchmark baseline: read and parse every file, run no rule, report nothing.
     #[arg(long)]
     parse_only: bool,
+    /// Record today's findings in FILE (by fingerprint) and exit 0; see --baseline.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["baseline", "add_noqa"])]
+    write_baseline: Option<PathBuf>,
+    /// Report only findings that are not recorded in this baseline FILE.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Add a suppression comment for every finding (`# noqa: CODE`, `// NOLINT(CODE)`), with an
+    /// optional reason: --add-noqa="legacy kernel".
+    #[arg(long, value_name = "REASON", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    add_noqa: Option<String>,
+    /// Do not read or write the cache (.gpulint_cache/).
+    #[arg(long)]
+    no_cache: bool,
+    /// Check source read from standard input, as if it were the file PATH (for editors).
+    #[arg(long, value_name = "PATH")]
+    stdin_filename: Option<PathBuf>,
 }
 
 /// Entry point of the binary.
@@ -384,14 +400,45 @@ fn check(args: CheckArgs) -> ExitCode {
     }
 
     let engine = Engine::new(settings);
-    let results: Vec<FileResult> = pool.install(|| {
-        discovery
-            .files
-            .par_iter()
-            .map(|c| engine.check_path(&c.path, c.display.clone(), c.lang))
-            .collect()
-    });
+    let mut results: Vec<FileResult> = match &args.stdin_filename {
+        Some(path) => {
+            let Some(lang) = crate::lang::Lang::of_path(path) else {
+                return fail(format!(
+                    "--stdin-filename {}: not a Python or CUDA/C++ file name",
+                    path.display()
+                ));
+            };
+            let mut bytes = Vec::new();
+            if let Err(e) = std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes) {
+                return fail(format!("cannot read standard input: {e}"));
+            }
+            vec![engine.check_bytes(path, discover::display_path(path, &cwd), bytes, lang)]
+        }
+        None => {
+            let use_cache = !args.no_cache && args.add_noqa.is_none();
+            run_files(
+                &engine,
+                &discovery.files,
+                &pool,
+                use_cache,
+                &cwd,
+                !args.quiet,
+            )
+        }
+    };
     let settings = &engine.settings;
+
+    if let Some(path) = &args.baseline {
+        let known = match crate::baseline::read(path) {
+            Ok(k) => k,
+            Err(e) => return fail(e),
+        };
+        for r in &mut results {
+            r.report
+                .diagnostics
+                .retain(|d| !known.contains(&d.fingerprint));
+        }
+    }
 
     // Output: sorted by path, then position, whatever the thread count.
     let mut reports: Vec<&FileReport> = results
@@ -400,6 +447,47 @@ fn check(args: CheckArgs) -> ExitCode {
         .filter(|r| !r.diagnostics.is_empty())
         .collect();
     reports.sort_by(|a, b| a.display_path.cmp(&b.display_path));
+    if let Some(path) = &args.write_baseline {
+        return match crate::baseline::write(path, &reports) {
+            Ok(n) => {
+                if !args.quiet {
+                    eprintln!("Wrote {n} finding(s) to the baseline {}", path.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        };
+    }
+    if let Some(reason) = &args.add_noqa {
+        let reason = Some(reason.as_str()).filter(|r| !r.is_empty());
+        let mut outcome = crate::noqa_writer::Outcome::default();
+        for r in &results {
+            if r.report.diagnostics.is_empty() {
+                continue;
+            }
+            let lang = crate::lang::Lang::of_path(&r.report.source.path)
+                .unwrap_or(crate::lang::Lang::Python);
+            if let Err(e) = crate::noqa_writer::add_noqa(
+                &r.report.source.path,
+                &r.report,
+                lang,
+                reason,
+                &mut outcome,
+            ) {
+                eprintln!("gpulint: {e}");
+            }
+        }
+        for place in &outcome.refused {
+            eprintln!("{place}: no suppression added (the line ends inside a string or continues on the next)");
+        }
+        if !args.quiet {
+            eprintln!(
+                "Added {} suppression(s) to {} file(s).",
+                outcome.added, outcome.files
+            );
+        }
+        return ExitCode::SUCCESS;
+    }
     let color = args.output_file.is_none()
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
@@ -436,6 +524,100 @@ fn check(args: CheckArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Checks the files in parallel, through the cache when asked, with a progress bar on a terminal.
+fn run_files(
+    engine: &Engine,
+    files: &[discover::Candidate],
+    pool: &rayon::ThreadPool,
+    use_cache: bool,
+    cwd: &Path,
+    progress: bool,
+) -> Vec<FileResult> {
+    let cache = use_cache.then(|| {
+        crate::cache::Cache::open(
+            &engine.settings.root.join(".gpulint_cache"),
+            &engine.settings.cache_key(),
+        )
+    });
+    let bar = (progress && files.len() > 200 && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(files.len() as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} checking {pos}/{len} files {wide_bar} {elapsed}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let key = |c: &discover::Candidate| cwd.join(&c.path).display().to_string();
+    let checked: Vec<(FileResult, Option<(String, crate::cache::Entry)>)> = pool.install(|| {
+        files
+            .par_iter()
+            .map(|c| {
+                let out = match &cache {
+                    None => (engine.check_path(&c.path, c.display.clone(), c.lang), None),
+                    Some(cache) => {
+                        let bytes =
+                            match crate::engine::read_bytes(&c.path, engine.settings.max_file_size)
+                            {
+                                Ok(b) => b,
+                                Err(_) => {
+                                    return (
+                                        engine.check_path(&c.path, c.display.clone(), c.lang),
+                                        None,
+                                    )
+                                }
+                            };
+                        let hash = crate::cache::content_hash(&bytes);
+                        let k = key(c);
+                        let hit = cache.get(&k, hash, bytes.len().max(1) * 2).and_then(
+                            |(d, parsed, partial)| {
+                                engine.restore(
+                                    &c.path,
+                                    c.display.clone(),
+                                    bytes.clone(),
+                                    d,
+                                    parsed,
+                                    partial,
+                                )
+                            },
+                        );
+                        let result = hit.unwrap_or_else(|| {
+                            engine.check_bytes(&c.path, c.display.clone(), bytes, c.lang)
+                        });
+                        let entry = matches!(result.status, Status::Checked | Status::Prefiltered)
+                            .then(|| {
+                                (
+                                    k,
+                                    crate::cache::Cache::entry(
+                                        hash,
+                                        result.status == Status::Checked,
+                                        result.partial,
+                                        &result.report.diagnostics,
+                                    ),
+                                )
+                            });
+                        (result, entry)
+                    }
+                };
+                if let Some(b) = &bar {
+                    b.inc(1);
+                }
+                out
+            })
+            .collect()
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let (results, entries): (Vec<FileResult>, Vec<_>) = checked.into_iter().unzip();
+    if let Some(cache) = cache {
+        // A cache that cannot be written only makes the next run slower.
+        let _ = cache.save(entries.into_iter().flatten().collect());
+    }
+    results
 }
 
 fn statistics(reports: &[&FileReport], format: Format) -> String {

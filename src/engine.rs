@@ -72,7 +72,21 @@ impl Engine {
 
     /// Reads and checks one file. Never panics.
     pub fn check_path(&self, path: &Path, display: String, lang: Lang) -> FileResult {
-        match read_source(path, self.settings.max_file_size) {
+        match read_bytes(path, self.settings.max_file_size) {
+            Ok(bytes) => self.check_bytes(path, display, bytes, lang),
+            Err(reason) => skipped(path, display, reason),
+        }
+    }
+
+    /// Checks a file's bytes: binary content is skipped (GL002), invalid UTF-8 decoded lossily.
+    pub fn check_bytes(
+        &self,
+        path: &Path,
+        display: String,
+        bytes: Vec<u8>,
+        lang: Lang,
+    ) -> FileResult {
+        match decode(bytes) {
             Ok(text) => self.check_text(path, display, text, lang),
             Err(reason) => skipped(path, display, reason),
         }
@@ -292,6 +306,47 @@ fn enclosing_function_name(
     (!names.is_empty()).then(|| names.join("."))
 }
 
+impl Engine {
+    /// Rebuilds a file's result from cached findings: the text (and notebook map) is restored
+    /// from the bytes, nothing is parsed. `None` if the bytes no longer decode as they did.
+    pub fn restore(
+        &self,
+        path: &Path,
+        display: String,
+        bytes: Vec<u8>,
+        diagnostics: Vec<Diagnostic>,
+        parsed: bool,
+        partial: bool,
+    ) -> Option<FileResult> {
+        let text = decode(bytes).ok()?;
+        let (text, notebook) = if lang::is_notebook(path) {
+            let mut nb = crate::notebook::parse(&text).ok()?;
+            let source = std::mem::take(&mut nb.source);
+            (source, Some(Arc::new(nb)))
+        } else {
+            (text, None)
+        };
+        if diagnostics.iter().any(|d| d.span.end > text.len()) {
+            return None;
+        }
+        Some(FileResult {
+            report: FileReport {
+                display_path: display.clone(),
+                source: Arc::new(SourceFile::new(path.to_path_buf(), display, text)),
+                diagnostics,
+                notebook,
+            },
+            status: if parsed {
+                Status::Checked
+            } else {
+                Status::Prefiltered
+            },
+            reason: None,
+            partial,
+        })
+    }
+}
+
 fn skipped(path: &Path, display: String, reason: String) -> FileResult {
     let source = Arc::new(SourceFile::new(
         path.to_path_buf(),
@@ -326,6 +381,11 @@ fn skipped(path: &Path, display: String, reason: String) -> FileResult {
 /// Reads a file as text: binary content and oversized files are refused, invalid UTF-8 is
 /// decoded with replacement characters.
 pub fn read_source(path: &Path, max_size: u64) -> Result<String, String> {
+    decode(read_bytes(path, max_size)?)
+}
+
+/// Reads a file's bytes, refusing directories and files over `max_size`.
+pub fn read_bytes(path: &Path, max_size: u64) -> Result<Vec<u8>, String> {
     let file =
         std::fs::File::open(path).map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
     let meta = file
@@ -351,7 +411,7 @@ pub fn read_source(path: &Path, max_size: u64) -> Result<String, String> {
             crate::settings::format_size(max_size)
         ));
     }
-    decode(bytes)
+    Ok(bytes)
 }
 
 /// Text from bytes: `Err` for binary content (a NUL byte), lossy for invalid UTF-8.

@@ -17,6 +17,11 @@ pub struct Cell {
     pub first_line: usize,
     /// For each line of the cell, the 1-based line of the `.ipynb` file holding it (0 if unknown).
     pub file_lines: Vec<usize>,
+    /// For each line of the cell, the index of the `source` list element that holds exactly
+    /// that line (`None` when the source is one string, or an element spans several lines).
+    pub elements: Vec<Option<usize>>,
+    /// 0-based index of the cell in the notebook's `cells` list.
+    pub index: usize,
 }
 
 /// The code cells of a notebook, joined.
@@ -94,22 +99,26 @@ pub fn parse(text: &str) -> Result<Notebook, String> {
         if cell.get("cell_type").and_then(Value::as_str) != Some("code") {
             continue;
         }
-        let (code, element_lines): (String, Vec<usize>) = match cell.get("source") {
-            Some(Value::String(s)) => (
-                s.clone(),
-                vec![positions.line_of(i, 0); s.lines().count().max(1)],
-            ),
+        type Lines = (String, Vec<usize>, Vec<Option<usize>>);
+        let (code, element_lines, mut elements): Lines = match cell.get("source") {
+            Some(Value::String(s)) => {
+                let n = s.lines().count().max(1);
+                (s.clone(), vec![positions.line_of(i, 0); n], vec![None; n])
+            }
             Some(Value::Array(parts)) => {
                 let mut code = String::new();
                 let mut lines = Vec::new();
+                let mut elements = Vec::new();
                 for (j, p) in parts.iter().enumerate() {
                     let s = p.as_str().unwrap_or("");
                     code.push_str(s);
                     let at = positions.line_of(i, j);
                     let n = s.matches('\n').count() + usize::from(!s.ends_with('\n'));
                     lines.extend(std::iter::repeat_n(at, n.max(1)));
+                    let holder = if n <= 1 { Some(j) } else { None };
+                    elements.extend(std::iter::repeat_n(holder, n.max(1)));
                 }
-                (code, lines)
+                (code, lines, elements)
             }
             _ => continue,
         };
@@ -122,12 +131,15 @@ pub fn parse(text: &str) -> Result<Notebook, String> {
         let n_lines = code.matches('\n').count();
         let mut file_lines = element_lines;
         file_lines.resize(n_lines, file_lines.last().copied().unwrap_or(0));
+        elements.resize(n_lines, None);
         nb.cells.push(Cell {
             number: i + 1,
             start,
             end: nb.source.len(),
             first_line: line,
             file_lines,
+            elements,
+            index: i,
         });
         line += n_lines;
     }
@@ -181,25 +193,32 @@ fn blank(s: &str) -> String {
         .collect()
 }
 
-/// Lines of the `cells[i].source[j]` strings in the raw JSON text.
-struct Positions {
-    /// (cell index, element index, 1-based line).
-    entries: Vec<(usize, usize, usize)>,
+/// Where the `cells[i].source[j]` strings are in the raw JSON text.
+pub struct Positions {
+    /// (cell index, element index, 1-based line, byte range of the string token with quotes).
+    pub entries: Vec<(usize, usize, usize, (usize, usize))>,
 }
 
 impl Positions {
     fn line_of(&self, cell: usize, element: usize) -> usize {
+        self.span_of(cell, element).map(|(l, _)| l).unwrap_or(0)
+    }
+
+    /// The line and byte range (quotes included) of `cells[cell].source[element]`.
+    pub fn span_of(&self, cell: usize, element: usize) -> Option<(usize, (usize, usize))> {
+        let i = self
+            .entries
+            .partition_point(|(c, e, _, _)| (*c, *e) < (cell, element));
         self.entries
-            .iter()
-            .find(|(c, e, _)| *c == cell && *e == element)
-            .map(|(_, _, l)| *l)
-            .unwrap_or(0)
+            .get(i)
+            .filter(|(c, e, _, _)| *c == cell && *e == element)
+            .map(|(_, _, l, s)| (*l, *s))
     }
 }
 
-/// A small JSON scanner that records where each `cells[i].source[j]` string starts. Iterative,
+/// A small JSON scanner that records where each `cells[i].source[j]` string is. Iterative,
 /// with an explicit stack of containers.
-fn source_line_positions(text: &str) -> Positions {
+pub fn source_line_positions(text: &str) -> Positions {
     #[derive(Clone)]
     enum Frame {
         Object { key: Option<String> },
@@ -301,13 +320,14 @@ fn source_line_positions(text: &str) -> Positions {
                         *key = Some(s);
                     }
                 } else if let Some((cell, element)) = path_match(&stack) {
-                    entries.push((cell, element, start_line));
+                    entries.push((cell, element, start_line, (i, (j + 1).min(bytes.len()))));
                 }
                 i = j + 1;
             }
             _ => i += 1,
         }
     }
+    entries.sort_unstable_by_key(|(c, e, _, _)| (*c, *e));
     Positions { entries }
 }
 
