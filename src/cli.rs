@@ -31,7 +31,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Check files and directories (the default command).
-    Check(CheckArgs),
+    Check(Box<CheckArgs>),
     /// List the rules: code, name, severity, language and summary.
     Rules {
         /// Output format.
@@ -175,7 +175,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
     };
     match cli.command {
-        Command::Check(args) => check(args),
+        Command::Check(args) => check(*args),
         Command::Rules { output_format } => list_rules(output_format),
         Command::Explain { rule } => explain(&rule),
     }
