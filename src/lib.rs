@@ -7,6 +7,7 @@
 pub mod checker;
 pub mod cli;
 pub mod config;
+pub mod decode;
 pub mod diagnostic;
 pub mod discover;
 pub mod docs;
