@@ -15,8 +15,11 @@ echo "-- building the wheel with maturin"
 python3 -m venv "$work/build"
 pip_q "$work/build" "maturin>=1.5,<2"
 t=$SECONDS
-(cd "$repo" && "$work/build/bin/maturin" build --release --out "$work/wheels" 2>&1 | grep -E "Built wheel|error|warning" || true)
-wheel=$(ls "$work"/wheels/gpulint-"$version"-*.whl 2>/dev/null | head -1)
+if ! (cd "$repo" && "$work/build/bin/maturin" build --release --out "$work/wheels") >"$work/build.log" 2>&1; then
+  cat "$work/build.log"
+  fail "maturin build failed"
+fi
+wheel=$(find "$work/wheels" -name "gpulint-$version-*.whl" | head -1)
 [ -f "$wheel" ] || fail "no wheel for version $version in $work/wheels"
 echo "ok: built $(basename "$wheel") in $((SECONDS - t))s"
 
