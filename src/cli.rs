@@ -1,6 +1,8 @@
-//! The command line: `gpulint [check] [PATH...]`, `gpulint rules`, `gpulint explain CODE`.
+//! The command line: `gpulint [check] [PATH...]`, `gpulint rules`, `gpulint explain CODE`,
+//! `gpulint decode EXIT_CODE`.
 
 use crate::config::{self, LoadedConfig};
+use crate::decode;
 use crate::diagnostic::{FileReport, Severity};
 use crate::discover::{self, Excludes, DEFAULT_EXCLUDE};
 use crate::engine::{Engine, FileResult, Status};
@@ -43,6 +45,16 @@ enum Command {
         /// A rule code (`CU001`) or name (`unguarded-thread-index`).
         rule: String,
     },
+    /// Explain a crashed process's exit code (`-1073740791`, `0xC0000409`, `139`, `-11`) and
+    /// name the rules that look for its causes. Exits 2 for a code it does not know.
+    Decode {
+        /// The exit code: signed or unsigned decimal, or hexadecimal (`0xC0000409`).
+        #[arg(allow_hyphen_values = true)]
+        code: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Text)]
+        output_format: ListFormat,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -60,8 +72,11 @@ enum FailOn {
 
 #[derive(Args, Debug)]
 struct CheckArgs {
-    /// Files or directories to check [default: .]
+    /// Files or directories to check [default: .; none after `--` checks nothing]
     paths: Vec<PathBuf>,
+    /// Set when the command line ends with `--` and names no path: check nothing.
+    #[arg(skip)]
+    no_paths: bool,
     /// Rules to enable: codes, prefixes (`CU`), names, or `ALL`. Replaces the configured selection.
     #[arg(long, value_delimiter = ',', value_name = "RULES")]
     select: Vec<String>,
@@ -123,6 +138,9 @@ struct CheckArgs {
     /// Check source read from standard input, as if it were the file PATH (for editors).
     #[arg(long, value_name = "PATH")]
     stdin_filename: Option<PathBuf>,
+    /// Apply the exclusions to files named on the command line too (for pre-commit and editors).
+    #[arg(long)]
+    force_exclude: bool,
 }
 
 /// Entry point of the binary.
@@ -152,6 +170,7 @@ fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
         "check",
         "rules",
         "explain",
+        "decode",
         "help",
         "-h",
         "--help",
@@ -167,6 +186,7 @@ fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
 
 /// Runs gpulint with these arguments (the program name first) and returns the exit code.
 pub fn run(args: Vec<OsString>) -> ExitCode {
+    let ends_with_separator = args.last().is_some_and(|a| a == "--");
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -175,9 +195,16 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
     };
     match cli.command {
-        Command::Check(args) => check(*args),
+        Command::Check(mut args) => {
+            args.no_paths = ends_with_separator && args.paths.is_empty();
+            check(*args)
+        }
         Command::Rules { output_format } => list_rules(output_format),
         Command::Explain { rule } => explain(&rule),
+        Command::Decode {
+            code,
+            output_format,
+        } => decode(&code, output_format),
     }
 }
 
@@ -251,6 +278,26 @@ fn explain(rule: &str) -> ExitCode {
     }
     print_out(&s);
     ExitCode::SUCCESS
+}
+
+fn decode(input: &str, format: ListFormat) -> ExitCode {
+    let code = match decode::parse(input) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    match decode::lookup(code) {
+        Some(entry) => {
+            print_out(&match format {
+                ListFormat::Text => decode::render_text(code, entry),
+                ListFormat::Json => decode::render_json(code, entry),
+            });
+            ExitCode::SUCCESS
+        }
+        None => {
+            eprint!("{}", decode::unknown_text(code));
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn print_out(s: &str) {
@@ -357,12 +404,18 @@ fn check(args: CheckArgs) -> ExitCode {
         Ok(e) => e,
         Err(e) => return fail(e),
     };
-    let paths = if args.paths.is_empty() {
+    let paths = if args.paths.is_empty() && !args.no_paths {
         vec![PathBuf::from(".")]
     } else {
         args.paths.clone()
     };
-    let discovery = discover::discover(&paths, &excludes, &cwd);
+    let mut discovery = discover::discover(&paths, &excludes, &cwd);
+    if args.force_exclude {
+        // Exclusions are relative to the configuration file's folder, as for per-file-ignores.
+        discovery
+            .files
+            .retain(|c| !excludes.excludes_file(&c.path, &settings.root, &cwd));
+    }
     for missing in &discovery.missing {
         eprintln!("gpulint: error: {missing}: no such file or directory");
     }

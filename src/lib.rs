@@ -9,6 +9,7 @@ pub mod cache;
 pub mod checker;
 pub mod cli;
 pub mod config;
+pub mod decode;
 pub mod diagnostic;
 pub mod discover;
 pub mod docs;

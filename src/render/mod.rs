@@ -3,7 +3,9 @@
 mod concise;
 mod full;
 mod github;
+mod gitlab;
 mod json;
+mod junit;
 mod sarif;
 
 use crate::diagnostic::{Diagnostic, FileReport};
@@ -22,6 +24,10 @@ pub enum Format {
     Sarif,
     /// GitHub Actions workflow commands (annotations).
     Github,
+    /// GitLab Code Quality report (JSON), for `artifacts:reports:codequality`.
+    Gitlab,
+    /// JUnit XML: one test suite per file, one failure per finding.
+    Junit,
 }
 
 /// Renders `reports` (already sorted by path) in `format`.
@@ -32,6 +38,8 @@ pub fn render(format: Format, reports: &[&FileReport], color: bool) -> String {
         Format::Json => json::render(reports),
         Format::Sarif => sarif::render(reports),
         Format::Github => github::render(reports),
+        Format::Gitlab => gitlab::render(reports),
+        Format::Junit => junit::render(reports),
     }
 }
 
