@@ -122,7 +122,11 @@ impl Engine {
     }
 
     fn check_source(&self, file: &SourceFile, lang: Lang, table: &RuleTable) -> Option<(Vec<Diagnostic>, bool)> {
-        let tree = lang::parse(lang, &file.text)?;
+        let mut tree = lang::parse(lang, &file.text)?;
+        if lang == Lang::Cuda {
+            // Macro-heavy C++ often needs a second, line-preserving parse (see `cuda_retry`).
+            tree = lang::cuda_retry::reparse(&file.text, tree);
+        }
         let (mut diagnostics, info) = checker::check_tree(file, &tree, lang, table, &self.settings);
         let settings = &self.settings;
         diagnostics.retain(|d| settings.is_enabled(d.code) && !settings.ignored_for(&file.path, d.code));
