@@ -171,7 +171,14 @@ impl Engine {
                 }
                 trees
             }
-            None => vec![lang::parse(lang, &file.text)?],
+            None => {
+                let mut tree = lang::parse(lang, &file.text)?;
+                if lang == Lang::Cuda {
+                    // Macro-heavy C++ often needs a second, line-preserving parse (see `cuda_retry`).
+                    tree = lang::cuda_retry::reparse(&file.text, tree);
+                }
+                vec![tree]
+            }
         };
         let (mut diagnostics, info) =
             checker::check_tree(file, &trees, lang, table, &self.settings);

@@ -7,7 +7,10 @@ use aho_corasick::AhoCorasick;
 use std::collections::BTreeSet;
 
 /// Every rule with a check, in code order.
-pub static RULES: &[&dyn Rule] = &[];
+pub static RULES: &[&dyn Rule] = &[
+    &rules::cuda::cu001_unguarded_thread_index::UnguardedThreadIndex,
+    &rules::cuda::cu002_guard_index_mismatch::GuardIndexMismatch,
+];
 
 /// Findings the engine reports itself.
 pub static TOOL_RULES: &[&RuleMeta] = &[

@@ -1,5 +1,7 @@
 //! Languages gpulint reads, their grammars and file kinds.
 
+pub mod cuda_retry;
+
 use std::cell::RefCell;
 use std::path::Path;
 use tree_sitter::{Language, Parser, Tree};
