@@ -7,7 +7,11 @@ use aho_corasick::AhoCorasick;
 use std::collections::BTreeSet;
 
 /// Every rule with a check, in code order.
-pub static RULES: &[&dyn Rule] = &[];
+pub static RULES: &[&dyn Rule] = &[
+    &rules::python::py001_unbounded_recursion::UnboundedRecursion,
+    &rules::python::tf001_memory_config_after_init::MemoryConfigAfterInit,
+    &rules::python::tf002_missing_memory_growth::MissingMemoryGrowth,
+];
 
 /// Findings the engine reports itself.
 pub static TOOL_RULES: &[&RuleMeta] = &[&rules::tool::GL001, &rules::tool::GL002, &rules::tool::GL003];
