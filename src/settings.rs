@@ -187,7 +187,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         }
     };
     let bytes = num * mult;
-    if !(bytes.is_finite()) || bytes < 1.0 || bytes > 1e15 {
+    if !bytes.is_finite() || !(1.0..=1e15).contains(&bytes) {
         return Err(format!("invalid size `{s}`: must be between 1 byte and 1 PB"));
     }
     Ok(bytes.round() as u64)
