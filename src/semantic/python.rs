@@ -136,6 +136,8 @@ pub struct PythonModel<'t> {
     function_index: HashMap<usize, usize>,
     class_names: HashSet<String>,
     call_graph: OnceCell<CallGraph<'t>>,
+    /// Per function: the names it binds itself (parameters, assignments, nested defs).
+    locals: OnceCell<Vec<HashSet<&'t str>>>,
     order: OnceCell<order::ExecOrder<'t>>,
     tf: OnceCell<tf::TfFacts<'t>>,
     env_writes: OnceCell<Vec<env::EnvWrite<'t>>>,
@@ -493,6 +495,7 @@ impl<'t> PythonBuilder<'t> {
             function_index,
             class_names,
             call_graph: OnceCell::new(),
+            locals: OnceCell::new(),
             order: OnceCell::new(),
             tf: OnceCell::new(),
             env_writes: OnceCell::new(),
@@ -850,6 +853,17 @@ impl<'t> PythonModel<'t> {
                 if candidates.is_empty() || self.qualified_name(func).is_some() {
                     return None;
                 }
+                // `global pager; pager = getpager(); pager(text)`: the caller rebinds the name,
+                // so the call goes to whatever was bound, not to the function of that name
+                // (unless that function is nested in the caller, which also binds it).
+                if let Some(c) = caller {
+                    let nested_here = candidates
+                        .iter()
+                        .any(|&f| self.functions[f].parent == Some(c));
+                    if !nested_here && self.function_binds(c, name) {
+                        return None;
+                    }
+                }
                 // Prefer a function nested in the caller's chain, then a module-level one.
                 let mut scope = caller;
                 while let Some(s) = scope {
@@ -970,41 +984,82 @@ impl<'t> PythonModel<'t> {
         }
     }
 
-    /// Does function `f` bind `name` as a parameter or by assignment in its own body?
-    fn function_binds(&self, f: usize, name: &str) -> bool {
+    /// Does function `f` bind `name` as a parameter or by assignment in its own body (including
+    /// `global x; x = ...`, which rebinds the module's `x`)?
+    pub fn function_binds(&self, f: usize, name: &str) -> bool {
+        self.locals
+            .get_or_init(|| {
+                (0..self.functions.len())
+                    .map(|f| self.compute_locals(f))
+                    .collect()
+            })
+            .get(f)
+            .is_some_and(|l| l.contains(name))
+    }
+
+    fn compute_locals(&self, f: usize) -> HashSet<&'t str> {
+        let mut out = HashSet::new();
         let node = self.functions[f].node;
         if let Some(params) = node.child_by_field_name("parameters") {
-            for p in super::descendants(params) {
-                if p.kind() == "identifier" && self.text(p) == name {
-                    return true;
+            for p in named_children(params) {
+                let id = match p.kind() {
+                    "identifier" => Some(p),
+                    "default_parameter" | "typed_default_parameter" => {
+                        p.child_by_field_name("name")
+                    }
+                    _ => named_children(p).find(|c| c.kind() == "identifier"),
+                };
+                if let Some(id) = id {
+                    out.insert(self.text(id));
                 }
             }
         }
         let Some(body) = node.child_by_field_name("body") else {
-            return false;
+            return out;
         };
-        for n in super::descendants(body) {
-            if matches!(
-                n.kind(),
-                "function_definition" | "class_definition" | "lambda"
-            ) {
+        let mut cursor = body.walk();
+        'walk: loop {
+            let n = cursor.node();
+            let mut descend = true;
+            match n.kind() {
+                "function_definition" | "class_definition" => {
+                    if let Some(name) = n.child_by_field_name("name") {
+                        out.insert(self.text(name));
+                    }
+                    descend = false;
+                }
+                "lambda" => descend = false,
+                "assignment" | "augmented_assignment" | "for_statement" => {
+                    if let Some(left) = n.child_by_field_name("left") {
+                        out.extend(identifiers_in_target(left).iter().map(|i| self.text(*i)));
+                    }
+                }
+                "named_expression" => {
+                    if let Some(name) = n.child_by_field_name("name") {
+                        out.insert(self.text(name));
+                    }
+                }
+                "as_pattern_target" => {
+                    out.extend(identifiers_in_target(n).iter().map(|i| self.text(*i)));
+                }
+                _ => {}
+            }
+            if descend && cursor.goto_first_child() {
                 continue;
             }
-            if matches!(
-                n.kind(),
-                "assignment" | "augmented_assignment" | "for_statement"
-            ) {
-                if let Some(left) = n.child_by_field_name("left") {
-                    if identifiers_in_target(left)
-                        .iter()
-                        .any(|i| self.text(*i) == name)
-                    {
-                        return true;
-                    }
+            loop {
+                if cursor.node().id() == body.id() {
+                    break 'walk;
+                }
+                if cursor.goto_next_sibling() {
+                    continue 'walk;
+                }
+                if !cursor.goto_parent() {
+                    break 'walk;
                 }
             }
         }
-        false
+        out
     }
 }
 

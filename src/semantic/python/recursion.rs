@@ -516,7 +516,7 @@ fn classify_part(m: &PythonModel<'_>, f: usize, expr: Node<'_>) -> Descent {
                 .child_by_field_name("subscript")
                 .filter(|s| s.kind() == "slice")
             {
-                return if drops_constant(m, slice) {
+                return if drops_constant(m, slice) && takes_head(m, f, expr) {
                     Descent::Rest
                 } else {
                     Descent::Container
@@ -558,6 +558,25 @@ fn drops_constant(m: &PythonModel<'_>, slice: Node<'_>) -> bool {
         (None, Some(b)) => int(b).is_some_and(|v| v < 0),
         _ => false,
     }
+}
+
+/// Head-and-rest list processing: besides `xs[1:]` the function reads an item `xs[0]` of the
+/// same sequence. (Stripping a suffix off a string, `word[:-2]`, without reading items, is
+/// bounded by the length of a word.)
+fn takes_head(m: &PythonModel<'_>, f: usize, rest: Node<'_>) -> bool {
+    let Some(seq) = rest.child_by_field_name("value").map(|v| m.text(v)) else {
+        return false;
+    };
+    let Some(body) = m.functions[f].node.child_by_field_name("body") else {
+        return false;
+    };
+    own_nodes(body).any(|n| {
+        n.kind() == "subscript"
+            && n.child_by_field_name("value")
+                .is_some_and(|v| m.text(v) == seq)
+            && n.child_by_field_name("subscript")
+                .is_some_and(|i| m.const_value(i).and_then(|v| v.as_int()).is_some())
+    })
 }
 
 /// The kind of structure a loop iterates over: `node.children`, `graph[v]`, `module.children()`,
