@@ -25,7 +25,10 @@ pub struct Context<'a> {
     pub model: &'a Model<'a>,
     pub settings: &'a Settings,
     rule: &'static RuleMeta,
-    diagnostics: &'a mut Vec<Diagnostic>,
+    /// Findings of this rule run, appended to the file's findings afterwards. Owned rather than
+    /// borrowed: the semantic model holds lazily computed facts, which makes it invariant over
+    /// its lifetime, so a `&mut` tied to that lifetime could not be taken once per rule.
+    diagnostics: Vec<Diagnostic>,
 }
 
 impl<'a> Context<'a> {
@@ -214,7 +217,7 @@ fn run_rule<'a>(
     lang: Lang,
     model: &'a Model<'a>,
     settings: &'a Settings,
-    diagnostics: &'a mut Vec<Diagnostic>,
+    diagnostics: &mut Vec<Diagnostic>,
     f: impl FnOnce(&dyn Rule, &mut Context<'_>),
 ) {
     let mut ctx = Context {
@@ -225,7 +228,8 @@ fn run_rule<'a>(
         model,
         settings,
         rule: rule.meta(),
-        diagnostics,
+        diagnostics: Vec::new(),
     };
     f(rule, &mut ctx);
+    diagnostics.append(&mut ctx.diagnostics);
 }

@@ -346,7 +346,7 @@ fn configuration_files() {
     write(
         d,
         "cfg/pyproject.toml",
-        "[tool.gpulint]\nselect = [\"GL001\"]\nfail-on = \"info\"\n",
+        "[tool.gpulint]\nselect = [\"GL001\", \"PY\"]\nfail-on = \"info\"\n",
     );
     let o = gpulint(
         d,
@@ -358,7 +358,8 @@ fn configuration_files() {
         ],
     );
     assert_eq!(code(&o), 1);
-    assert_eq!(stdout(&o).lines().count(), 1, "{}", stdout(&o));
+    assert_eq!(stdout(&o).lines().count(), 2, "{}", stdout(&o));
+    assert!(!stdout(&o).contains("CU001"), "{}", stdout(&o));
     std::fs::remove_file(d.join("gpulint.toml")).unwrap();
     write(
         d,
@@ -417,7 +418,7 @@ fn suppressions() {
     write(
         d,
         "t.py",
-        "import torch\n\n\ndef walk(node):  # noqa: PY001\n    return [walk(c) for c in node.children]\n\n\ndef walk2(node):  # gpulint: ignore[PY001]\n    return [walk2(c) for c in node.children]\n\n\ndef fine(x):  # noqa: PY001, E501\n    return x\n",
+        "import torch\n\n\ndef walk(node):\n    return [walk(c) for c in node.children]  # noqa: PY001\n\n\ndef walk2(node):\n    return [walk2(c) for c in node.children]  # gpulint: ignore[PY001]\n\n\ndef fine(x):  # noqa: PY001, E501\n    return x\n",
     );
     write(
         d,
@@ -434,7 +435,7 @@ fn suppressions() {
     assert_eq!(lines.len(), 2, "{out}");
     assert!(
         lines[0].starts_with(
-            "k.cu:15:31: GL001 [info] unused suppression: no CU001 finding on this line"
+            "k.cu:16:31: GL001 [info] unused suppression: no CU001 finding on this line"
         ),
         "{out}"
     );

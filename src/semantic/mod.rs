@@ -11,20 +11,22 @@ use tree_sitter::{Node, Tree};
 /// variants costs nothing).
 #[allow(clippy::large_enum_variant)]
 pub enum Model<'t> {
-    Python(python::PythonModel<'t>),
+    /// Boxed: the Python model (with its lazily computed facts) is much larger than the CUDA one.
+    Python(Box<python::PythonModel<'t>>),
     Cuda(cuda::CudaModel<'t>),
 }
 
-/// Builds a [`Model`] from the enter/leave events of the checker's walk.
+/// Builds a [`Model`] from the enter/leave events of the checker's walk. One per file.
+#[allow(clippy::large_enum_variant)]
 pub enum Builder<'t> {
-    Python(python::PythonBuilder<'t>),
+    Python(Box<python::PythonBuilder<'t>>),
     Cuda(cuda::CudaBuilder<'t>),
 }
 
 impl<'t> Builder<'t> {
     pub fn new(lang: Lang, source: &'t str, settings: &Settings) -> Builder<'t> {
         match lang {
-            Lang::Python => Builder::Python(python::PythonBuilder::new(source)),
+            Lang::Python => Builder::Python(Box::new(python::PythonBuilder::new(source))),
             Lang::Cuda => Builder::Cuda(cuda::CudaBuilder::new(source, settings)),
         }
     }
@@ -51,7 +53,7 @@ impl<'t> Builder<'t> {
             Builder::Python(b) => {
                 let mut m = b.finish(&trees[0]);
                 m.roots = trees.iter().map(Tree::root_node).collect();
-                Model::Python(m)
+                Model::Python(Box::new(m))
             }
             Builder::Cuda(b) => Model::Cuda(b.finish(&trees[0])),
         }
@@ -64,9 +66,53 @@ pub fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
     source.get(node.start_byte()..node.end_byte()).unwrap_or("")
 }
 
-/// Iterates over the named children of `node` (no allocation of a cursor per call site).
-pub fn named_children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
-    (0..node.named_child_count() as u32).filter_map(move |i| node.named_child(i))
+/// Iterates over the named children of `node`.
+///
+/// Walks the children with a cursor: `Node::named_child(i)` scans from the first child on
+/// every call, which made iterating a long block (a module with thousands of statements)
+/// quadratic.
+pub fn named_children<'t>(node: Node<'t>) -> NamedChildren<'t> {
+    NamedChildren {
+        cursor: node.walk(),
+        state: ChildState::Start,
+    }
+}
+
+/// See [`named_children`].
+pub struct NamedChildren<'t> {
+    cursor: tree_sitter::TreeCursor<'t>,
+    state: ChildState,
+}
+
+enum ChildState {
+    Start,
+    Walking,
+    Done,
+}
+
+impl<'t> Iterator for NamedChildren<'t> {
+    type Item = Node<'t>;
+
+    fn next(&mut self) -> Option<Node<'t>> {
+        loop {
+            let moved = match self.state {
+                ChildState::Start => {
+                    self.state = ChildState::Walking;
+                    self.cursor.goto_first_child()
+                }
+                ChildState::Walking => self.cursor.goto_next_sibling(),
+                ChildState::Done => return None,
+            };
+            if !moved {
+                self.state = ChildState::Done;
+                return None;
+            }
+            let n = self.cursor.node();
+            if n.is_named() {
+                return Some(n);
+            }
+        }
+    }
 }
 
 /// Iterates over all nodes of the subtree under `node` in document order, without recursion.

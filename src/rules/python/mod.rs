@@ -1,1 +1,5 @@
 //! Rules for Python training code.
+
+pub mod py001_unbounded_recursion;
+pub mod tf001_memory_config_after_init;
+pub mod tf002_missing_memory_growth;
