@@ -175,9 +175,11 @@ fn walk_tree<'t>(
     info: &mut ParseInfo,
     wanted: &mut Vec<Node<'t>>,
 ) {
-    let mut cursor = tree.walk();
-    'walk: loop {
-        let node = cursor.node();
+    crate::semantic::walk(tree, |node, entering| {
+        if !entering {
+            builder.leave(node);
+            return;
+        }
         builder.enter(node);
         if node.is_error() || node.is_missing() {
             info.error_spans.push(Span::of(&node));
@@ -189,19 +191,7 @@ fn walk_tree<'t>(
         if table.is_comment(kind) {
             info.comments.push(Span::of(&node));
         }
-        if cursor.goto_first_child() {
-            continue;
-        }
-        loop {
-            builder.leave(cursor.node());
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                break 'walk;
-            }
-        }
-    }
+    });
 }
 
 fn overlaps(a: Span, b: Span) -> bool {

@@ -60,6 +60,27 @@ impl<'t> Builder<'t> {
     }
 }
 
+/// The one iterative walk: calls `visit(node, true)` when entering a node and
+/// `visit(node, false)` when leaving it, in document order, without recursion.
+pub fn walk<'t>(tree: &'t Tree, mut visit: impl FnMut(Node<'t>, bool)) {
+    let mut cursor = tree.walk();
+    'walk: loop {
+        visit(cursor.node(), true);
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            visit(cursor.node(), false);
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+}
+
 /// Source text of a node (empty if the range is not valid UTF-8, which cannot happen for text
 /// that came from a `String`).
 pub fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {

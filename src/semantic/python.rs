@@ -512,22 +512,13 @@ impl<'t> PythonBuilder<'t> {
 /// files read on the side, such as a sibling setup module, and for tests).
 pub fn build<'t>(tree: &'t Tree, source: &'t str) -> PythonModel<'t> {
     let mut b = PythonBuilder::new(source);
-    let mut cursor = tree.walk();
-    'walk: loop {
-        b.enter(cursor.node());
-        if cursor.goto_first_child() {
-            continue;
+    super::walk(tree, |node, entering| {
+        if entering {
+            b.enter(node)
+        } else {
+            b.leave(node)
         }
-        loop {
-            b.leave(cursor.node());
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                break 'walk;
-            }
-        }
-    }
+    });
     b.finish(tree)
 }
 

@@ -5,22 +5,13 @@ use crate::lang::{parse, Lang};
 fn with_model(src: &str, settings: &Settings, f: impl FnOnce(&CudaModel<'_>)) {
     let tree = parse(Lang::Cuda, src).unwrap();
     let mut b = CudaBuilder::new(src, settings);
-    let mut cursor = tree.walk();
-    'walk: loop {
-        b.enter(cursor.node());
-        if cursor.goto_first_child() {
-            continue;
+    crate::semantic::walk(&tree, |node, entering| {
+        if entering {
+            b.enter(node)
+        } else {
+            b.leave(node)
         }
-        loop {
-            b.leave(cursor.node());
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                break 'walk;
-            }
-        }
-    }
+    });
     let model = b.finish(&tree);
     f(&model);
 }
