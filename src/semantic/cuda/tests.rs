@@ -1,5 +1,6 @@
 use super::*;
 use crate::lang::{parse, Lang};
+use crate::settings::Settings;
 
 /// Builds the model of `src` with the same enter/leave walk as the checker.
 fn with_model(src: &str, settings: &Settings, f: impl FnOnce(&CudaModel<'_>)) {
