@@ -17,7 +17,10 @@ use tree_sitter::{Node, Tree};
 /// What a rule sees while it checks a file.
 pub struct Context<'a> {
     pub file: &'a SourceFile,
+    /// The file's tree; for a notebook, the tree of its first code cell (see `trees`).
     pub tree: &'a Tree,
+    /// One tree per notebook code cell, in order; a single tree otherwise.
+    pub trees: &'a [Tree],
     pub lang: Lang,
     pub model: &'a Model<'a>,
     pub settings: &'a Settings,
@@ -62,7 +65,9 @@ impl<'a> Context<'a> {
     pub fn cuda(&self) -> &'a CudaModel<'a> {
         match self.model {
             Model::Cuda(m) => m,
-            Model::Python(_) => panic!("{} asked for a CUDA model in a Python file", self.rule.code),
+            Model::Python(_) => {
+                panic!("{} asked for a CUDA model in a Python file", self.rule.code)
+            }
         }
     }
 
@@ -85,7 +90,11 @@ impl<'a> Context<'a> {
         self.settings
             .rule_option(self.rule.code, key)
             .and_then(|v| v.as_array())
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
@@ -99,10 +108,11 @@ pub struct ParseInfo {
     pub comments: Vec<Span>,
 }
 
-/// Runs the enabled rules of `table` over one parsed file.
+/// Runs the enabled rules of `table` over one parsed file: one tree, or one per notebook cell
+/// (sharing the file's text).
 pub fn check_tree(
     file: &SourceFile,
-    tree: &Tree,
+    trees: &[Tree],
     lang: Lang,
     table: &RuleTable,
     settings: &Settings,
@@ -111,6 +121,57 @@ pub fn check_tree(
     let mut info = ParseInfo::default();
     let mut wanted: Vec<Node<'_>> = Vec::new();
 
+    for tree in trees {
+        walk_tree(tree, table, &mut builder, &mut info, &mut wanted);
+    }
+
+    let model = builder.finish(trees);
+    let tree = &trees[0];
+    let mut diagnostics = Vec::new();
+    for node in wanted {
+        for rule in table.rules_for(node.kind_id()) {
+            run_rule(
+                *rule,
+                file,
+                tree,
+                trees,
+                lang,
+                &model,
+                settings,
+                &mut diagnostics,
+                |r, ctx| r.check(node, ctx),
+            );
+        }
+    }
+    for rule in table.rules() {
+        run_rule(
+            *rule,
+            file,
+            tree,
+            trees,
+            lang,
+            &model,
+            settings,
+            &mut diagnostics,
+            |r, ctx| r.check_file(ctx),
+        );
+    }
+
+    // Nothing is reported from evidence inside a region the parser did not understand.
+    if !info.error_spans.is_empty() {
+        diagnostics.retain(|d| !info.error_spans.iter().any(|e| overlaps(*e, d.span)));
+    }
+    (diagnostics, info)
+}
+
+/// The single iterative walk over one tree.
+fn walk_tree<'t>(
+    tree: &'t Tree,
+    table: &RuleTable,
+    builder: &mut crate::semantic::Builder<'t>,
+    info: &mut ParseInfo,
+    wanted: &mut Vec<Node<'t>>,
+) {
     let mut cursor = tree.walk();
     'walk: loop {
         let node = cursor.node();
@@ -138,27 +199,6 @@ pub fn check_tree(
             }
         }
     }
-
-    let model = builder.finish(tree);
-    let mut diagnostics = Vec::new();
-    for node in wanted {
-        for rule in table.rules_for(node.kind_id()) {
-            run_rule(*rule, file, tree, lang, &model, settings, &mut diagnostics, |r, ctx| {
-                r.check(node, ctx)
-            });
-        }
-    }
-    for rule in table.rules() {
-        run_rule(*rule, file, tree, lang, &model, settings, &mut diagnostics, |r, ctx| {
-            r.check_file(ctx)
-        });
-    }
-
-    // Nothing is reported from evidence inside a region the parser did not understand.
-    if !info.error_spans.is_empty() {
-        diagnostics.retain(|d| !info.error_spans.iter().any(|e| overlaps(*e, d.span)));
-    }
-    (diagnostics, info)
 }
 
 fn overlaps(a: Span, b: Span) -> bool {
@@ -170,6 +210,7 @@ fn run_rule<'a>(
     rule: &'static dyn Rule,
     file: &'a SourceFile,
     tree: &'a Tree,
+    trees: &'a [Tree],
     lang: Lang,
     model: &'a Model<'a>,
     settings: &'a Settings,
@@ -179,6 +220,7 @@ fn run_rule<'a>(
     let mut ctx = Context {
         file,
         tree,
+        trees,
         lang,
         model,
         settings,

@@ -72,14 +72,41 @@ impl Engine {
 
     /// Reads and checks one file. Never panics.
     pub fn check_path(&self, path: &Path, display: String, lang: Lang) -> FileResult {
-        match read_source(path, self.settings.max_file_size) {
+        match read_bytes(path, self.settings.max_file_size) {
+            Ok(bytes) => self.check_bytes(path, display, bytes, lang),
+            Err(reason) => skipped(path, display, reason),
+        }
+    }
+
+    /// Checks a file's bytes: binary content is skipped (GL002), invalid UTF-8 decoded lossily.
+    pub fn check_bytes(
+        &self,
+        path: &Path,
+        display: String,
+        bytes: Vec<u8>,
+        lang: Lang,
+    ) -> FileResult {
+        match decode(bytes) {
             Ok(text) => self.check_text(path, display, text, lang),
             Err(reason) => skipped(path, display, reason),
         }
     }
 
-    /// Checks text as if it were the file at `path`. Never panics.
+    /// Checks text as if it were the file at `path` (a notebook's JSON if `path` ends in
+    /// `.ipynb`). Never panics.
     pub fn check_text(&self, path: &Path, display: String, text: String, lang: Lang) -> FileResult {
+        let (text, notebook) = if lang::is_notebook(path) {
+            match crate::notebook::parse(&text) {
+                Ok(nb) => {
+                    let mut nb = nb;
+                    let source = std::mem::take(&mut nb.source);
+                    (source, Some(Arc::new(nb)))
+                }
+                Err(reason) => return skipped(path, display, reason),
+            }
+        } else {
+            (text, None)
+        };
         let source = Arc::new(SourceFile::new(path.to_path_buf(), display.clone(), text));
         let table = self.table(lang);
         if !table.may_match(&source.text) {
@@ -88,19 +115,23 @@ impl Engine {
                     display_path: display,
                     source,
                     diagnostics: Vec::new(),
+                    notebook,
                 },
                 status: Status::Prefiltered,
                 reason: None,
                 partial: false,
             };
         }
-        let outcome = catch_unwind(AssertUnwindSafe(|| self.check_source(&source, lang, table)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            self.check_source(&source, lang, table, notebook.as_deref())
+        }));
         match outcome {
             Ok(Some((diagnostics, partial))) => FileResult {
                 report: FileReport {
                     display_path: display,
                     source,
                     diagnostics,
+                    notebook,
                 },
                 status: Status::Checked,
                 reason: None,
@@ -113,7 +144,8 @@ impl Engine {
                     .map(|s| s.to_string())
                     .or_else(|| payload.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".into());
-                let reason = format!("internal error while checking this file ({msg}); please report it");
+                let reason =
+                    format!("internal error while checking this file ({msg}); please report it");
                 let mut r = skipped(path, display, reason);
                 r.status = Status::InternalError;
                 r
@@ -121,17 +153,40 @@ impl Engine {
         }
     }
 
-    fn check_source(&self, file: &SourceFile, lang: Lang, table: &RuleTable) -> Option<(Vec<Diagnostic>, bool)> {
-        let mut tree = lang::parse(lang, &file.text)?;
-        if lang == Lang::Cuda {
-            // Macro-heavy C++ often needs a second, line-preserving parse (see `cuda_retry`).
-            tree = lang::cuda_retry::reparse(&file.text, tree);
-        }
-        let (mut diagnostics, info) = checker::check_tree(file, &tree, lang, table, &self.settings);
+    fn check_source(
+        &self,
+        file: &SourceFile,
+        lang: Lang,
+        table: &RuleTable,
+        notebook: Option<&crate::notebook::Notebook>,
+    ) -> Option<(Vec<Diagnostic>, bool)> {
+        let trees: Vec<tree_sitter::Tree> = match notebook {
+            Some(nb) => {
+                let mut trees = Vec::with_capacity(nb.cells.len());
+                for cell in &nb.cells {
+                    trees.push(lang::parse_range(lang, &file.text, cell.start, cell.end)?);
+                }
+                if trees.is_empty() {
+                    return Some((Vec::new(), false));
+                }
+                trees
+            }
+            None => {
+                let mut tree = lang::parse(lang, &file.text)?;
+                if lang == Lang::Cuda {
+                    // Macro-heavy C++ often needs a second, line-preserving parse (see `cuda_retry`).
+                    tree = lang::cuda_retry::reparse(&file.text, tree);
+                }
+                vec![tree]
+            }
+        };
+        let (mut diagnostics, info) =
+            checker::check_tree(file, &trees, lang, table, &self.settings);
         let settings = &self.settings;
-        diagnostics.retain(|d| settings.is_enabled(d.code) && !settings.ignored_for(&file.path, d.code));
+        diagnostics
+            .retain(|d| settings.is_enabled(d.code) && !settings.ignored_for(&file.path, d.code));
 
-        let mut suppressions = suppress::collect(&tree, file, lang, &info.comments);
+        let mut suppressions = suppress::collect(&trees, file, lang, &info.comments);
         suppress::apply(&mut diagnostics, &mut suppressions, file);
         if settings.is_enabled("GL001") && !settings.ignored_for(&file.path, "GL001") {
             let unused = suppress::unused(&suppressions, &|code| settings.is_enabled(code));
@@ -164,17 +219,28 @@ impl Engine {
                 .primary_label("the parser could not read from here"),
             );
         }
-        finalize(file, &mut diagnostics, Some(&tree), lang);
+        finalize(file, &mut diagnostics, &trees, lang, notebook);
         Some((diagnostics, partial))
     }
 }
 
-/// Resolves positions and fingerprints, and sorts.
-pub fn finalize(file: &SourceFile, diagnostics: &mut [Diagnostic], tree: Option<&tree_sitter::Tree>, lang: Lang) {
+/// Resolves positions (cell-relative in notebooks) and fingerprints, and sorts.
+pub fn finalize(
+    file: &SourceFile,
+    diagnostics: &mut [Diagnostic],
+    trees: &[tree_sitter::Tree],
+    lang: Lang,
+    notebook: Option<&crate::notebook::Notebook>,
+) {
     let mut seen: HashMap<String, usize> = HashMap::new();
     for d in diagnostics.iter_mut() {
-        let (line, column) = file.position(d.span.start);
-        let (end_line, end_column) = file.position(d.span.end);
+        let (mut line, column) = file.position(d.span.start);
+        let (mut end_line, end_column) = file.position(d.span.end);
+        if let Some(cell) = notebook.and_then(|nb| nb.cell_at(d.span.start)) {
+            line -= cell.first_line;
+            end_line = end_line.saturating_sub(cell.first_line).max(line);
+            d.cell = Some(cell.number);
+        }
         d.location = crate::diagnostic::Location {
             line,
             column,
@@ -183,17 +249,34 @@ pub fn finalize(file: &SourceFile, diagnostics: &mut [Diagnostic], tree: Option<
         };
     }
     diagnostics.sort_by(|a, b| {
-        (a.location, a.code, &a.message).cmp(&(b.location, b.code, &b.message))
+        (a.cell, a.location, a.code, &a.message).cmp(&(b.cell, b.location, b.code, &b.message))
     });
     for d in diagnostics.iter_mut() {
-        let function = tree.and_then(|t| enclosing_function_name(t, file, d.span, lang)).unwrap_or_default();
+        let tree = trees
+            .iter()
+            .find(|t| {
+                t.root_node().start_byte() <= d.span.start
+                    && d.span.start < t.root_node().end_byte().max(1)
+            })
+            .or(trees.first());
+        let function = tree
+            .and_then(|t| enclosing_function_name(t, file, d.span, lang))
+            .unwrap_or_default();
         let snippet: String = if file.text.is_empty() {
             String::new()
         } else {
-            file.line_text(d.location.line - 1).split_whitespace().collect::<Vec<_>>().join(" ")
+            file.line_text(file.line_index(d.span.start.min(file.text.len())))
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
         };
         let mut h = Sha256::new();
-        for part in [d.code, file.display_path.as_str(), function.as_str(), snippet.as_str()] {
+        for part in [
+            d.code,
+            file.display_path.as_str(),
+            function.as_str(),
+            snippet.as_str(),
+        ] {
             h.update(part.as_bytes());
             h.update([0u8]);
         }
@@ -204,8 +287,15 @@ pub fn finalize(file: &SourceFile, diagnostics: &mut [Diagnostic], tree: Option<
     }
 }
 
-fn enclosing_function_name(tree: &tree_sitter::Tree, file: &SourceFile, span: Span, lang: Lang) -> Option<String> {
-    let mut node = tree.root_node().descendant_for_byte_range(span.start, span.end.max(span.start));
+fn enclosing_function_name(
+    tree: &tree_sitter::Tree,
+    file: &SourceFile,
+    span: Span,
+    lang: Lang,
+) -> Option<String> {
+    let mut node = tree
+        .root_node()
+        .descendant_for_byte_range(span.start, span.end.max(span.start));
     let mut names = Vec::new();
     while let Some(n) = node {
         if n.kind() == "function_definition" {
@@ -223,8 +313,53 @@ fn enclosing_function_name(tree: &tree_sitter::Tree, file: &SourceFile, span: Sp
     (!names.is_empty()).then(|| names.join("."))
 }
 
+impl Engine {
+    /// Rebuilds a file's result from cached findings: the text (and notebook map) is restored
+    /// from the bytes, nothing is parsed. `None` if the bytes no longer decode as they did.
+    pub fn restore(
+        &self,
+        path: &Path,
+        display: String,
+        bytes: Vec<u8>,
+        diagnostics: Vec<Diagnostic>,
+        parsed: bool,
+        partial: bool,
+    ) -> Option<FileResult> {
+        let text = decode(bytes).ok()?;
+        let (text, notebook) = if lang::is_notebook(path) {
+            let mut nb = crate::notebook::parse(&text).ok()?;
+            let source = std::mem::take(&mut nb.source);
+            (source, Some(Arc::new(nb)))
+        } else {
+            (text, None)
+        };
+        if diagnostics.iter().any(|d| d.span.end > text.len()) {
+            return None;
+        }
+        Some(FileResult {
+            report: FileReport {
+                display_path: display.clone(),
+                source: Arc::new(SourceFile::new(path.to_path_buf(), display, text)),
+                diagnostics,
+                notebook,
+            },
+            status: if parsed {
+                Status::Checked
+            } else {
+                Status::Prefiltered
+            },
+            reason: None,
+            partial,
+        })
+    }
+}
+
 fn skipped(path: &Path, display: String, reason: String) -> FileResult {
-    let source = Arc::new(SourceFile::new(path.to_path_buf(), display.clone(), String::new()));
+    let source = Arc::new(SourceFile::new(
+        path.to_path_buf(),
+        display.clone(),
+        String::new(),
+    ));
     let mut d = Diagnostic::new(&GL002, Span::new(0, 0), format!("file skipped: {reason}"))
         .primary_label("not checked")
         .help("fix the file or exclude it with `extend-exclude` in gpulint.toml");
@@ -242,6 +377,7 @@ fn skipped(path: &Path, display: String, reason: String) -> FileResult {
             display_path: display,
             source,
             diagnostics: vec![d],
+            notebook: None,
         },
         status: Status::Skipped,
         reason: Some(reason),
@@ -252,8 +388,16 @@ fn skipped(path: &Path, display: String, reason: String) -> FileResult {
 /// Reads a file as text: binary content and oversized files are refused, invalid UTF-8 is
 /// decoded with replacement characters.
 pub fn read_source(path: &Path, max_size: u64) -> Result<String, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
-    let meta = file.metadata().map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
+    decode(read_bytes(path, max_size)?)
+}
+
+/// Reads a file's bytes, refusing directories and files over `max_size`.
+pub fn read_bytes(path: &Path, max_size: u64) -> Result<Vec<u8>, String> {
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
     if meta.is_dir() {
         return Err("it is a directory".into());
     }
@@ -269,9 +413,12 @@ pub fn read_source(path: &Path, max_size: u64) -> Result<String, String> {
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
     if bytes.len() as u64 > max_size {
-        return Err(format!("it is over the {} limit", crate::settings::format_size(max_size)));
+        return Err(format!(
+            "it is over the {} limit",
+            crate::settings::format_size(max_size)
+        ));
     }
-    decode(bytes)
+    Ok(bytes)
 }
 
 /// Text from bytes: `Err` for binary content (a NUL byte), lossy for invalid UTF-8.

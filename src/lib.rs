@@ -4,14 +4,19 @@
 //! The flow of one run: discover files → read → prefilter → parse once → one walk (semantic
 //! model + rule dispatch by node kind) → suppressions → sort → render → exit code.
 
+pub mod baseline;
+pub mod cache;
 pub mod checker;
 pub mod cli;
 pub mod config;
+pub mod decode;
 pub mod diagnostic;
 pub mod discover;
 pub mod docs;
 pub mod engine;
 pub mod lang;
+pub mod noqa_writer;
+pub mod notebook;
 pub mod registry;
 pub mod render;
 pub mod rule;
@@ -25,7 +30,11 @@ use std::path::Path;
 
 /// Checks `text` as the file at `path` with `settings`, and returns its findings, sorted.
 /// The entry point for tests and embedders.
-pub fn check_source(path: &Path, text: &str, settings: &settings::Settings) -> Vec<diagnostic::Diagnostic> {
+pub fn check_source(
+    path: &Path,
+    text: &str,
+    settings: &settings::Settings,
+) -> Vec<diagnostic::Diagnostic> {
     let Some(lang) = lang::Lang::of_path(path) else {
         return Vec::new();
     };

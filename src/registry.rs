@@ -13,7 +13,11 @@ pub static RULES: &[&dyn Rule] = &[
 ];
 
 /// Findings the engine reports itself.
-pub static TOOL_RULES: &[&RuleMeta] = &[&rules::tool::GL001, &rules::tool::GL002, &rules::tool::GL003];
+pub static TOOL_RULES: &[&RuleMeta] = &[
+    &rules::tool::GL001,
+    &rules::tool::GL002,
+    &rules::tool::GL003,
+];
 
 /// Metadata of every rule, tool rules included, sorted by code.
 pub fn all_metas() -> Vec<&'static RuleMeta> {
@@ -61,7 +65,10 @@ impl RuleTable {
             }
         }
         let parse_always = rules.iter().any(|r| r.meta().needles.is_empty());
-        let mut needles: Vec<&str> = rules.iter().flat_map(|r| r.meta().needles.iter().copied()).collect();
+        let mut needles: Vec<&str> = rules
+            .iter()
+            .flat_map(|r| r.meta().needles.iter().copied())
+            .collect();
         needles.extend_from_slice(extra_needles);
         needles.sort_unstable();
         needles.dedup();
@@ -89,7 +96,10 @@ impl RuleTable {
 
     #[inline]
     pub fn rules_for(&self, kind_id: u16) -> &[&'static dyn Rule] {
-        self.by_kind.get(kind_id as usize).map(Vec::as_slice).unwrap_or(&[])
+        self.by_kind
+            .get(kind_id as usize)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
     }
 
     #[inline]
@@ -145,18 +155,30 @@ mod tests {
             assert!(names.insert(m.name), "duplicate name {}", m.name);
             assert!(
                 m.code.len() >= 5
-                    && m.code[..m.code.len() - 3].bytes().all(|b| b.is_ascii_uppercase())
-                    && m.code[m.code.len() - 3..].bytes().all(|b| b.is_ascii_digit()),
+                    && m.code[..m.code.len() - 3]
+                        .bytes()
+                        .all(|b| b.is_ascii_uppercase())
+                    && m.code[m.code.len() - 3..]
+                        .bytes()
+                        .all(|b| b.is_ascii_digit()),
                 "bad code {}",
                 m.code
             );
             assert!(
-                m.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'-' || b.is_ascii_digit()),
+                m.name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'-' || b.is_ascii_digit()),
                 "name {} is not kebab-case",
                 m.name
             );
             let doc = m.doc_markdown();
-            for section in ["## What it does", "## Why is this risky?", "## Example", "## Use instead", "## References"] {
+            for section in [
+                "## What it does",
+                "## Why is this risky?",
+                "## Example",
+                "## Use instead",
+                "## References",
+            ] {
                 assert!(doc.contains(section), "{} doc lacks `{section}`", m.code);
             }
         }

@@ -39,7 +39,11 @@ fn codes_after<'a>(line: &'a str, marker: &str) -> Vec<&'a str> {
     line[at + marker.len()..]
         .split(|c: char| c == ',' || c.is_whitespace())
         .filter(|w| !w.is_empty())
-        .take_while(|w| w.len() >= 5 && w.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()))
+        .take_while(|w| {
+            w.len() >= 5
+                && w.bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        })
         .collect()
 }
 
@@ -65,8 +69,10 @@ fn expectations(text: &str) -> (Expectations, Expectations) {
 
 #[test]
 fn fixtures_match_their_annotations() {
-    let mut settings = Settings::default();
-    settings.verbose = true;
+    let settings = Settings {
+        verbose: true,
+        ..Settings::default()
+    };
     let engine = Engine::new(settings);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let files = fixture_files();
@@ -81,13 +87,18 @@ fn fixtures_match_their_annotations() {
         let mut actual = Expectations::new();
         let mut messages = BTreeMap::new();
         for d in &result.report.diagnostics {
-            *actual.entry((d.location.line, d.code.to_string())).or_default() += 1;
+            *actual
+                .entry((d.location.line, d.code.to_string()))
+                .or_default() += 1;
             messages.insert((d.location.line, d.code.to_string()), d.message.clone());
         }
         for (key, n) in &expected {
             let got = actual.get(key).copied().unwrap_or(0);
             if got < *n {
-                failures.push(format!("{rel}:{}: expected {} but it did not fire", key.0, key.1));
+                failures.push(format!(
+                    "{rel}:{}: expected {} but it did not fire",
+                    key.0, key.1
+                ));
             }
         }
         for (key, n) in &actual {
@@ -109,7 +120,12 @@ fn fixtures_match_their_annotations() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} fixture mismatch(es):\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} fixture mismatch(es):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -125,5 +141,8 @@ fn every_rule_has_positive_fixtures() {
         .filter(|m| !seen.contains(m.code))
         .map(|m| m.code)
         .collect();
-    assert!(missing.is_empty(), "rules without a fixture line that expects them: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "rules without a fixture line that expects them: {missing:?}"
+    );
 }
