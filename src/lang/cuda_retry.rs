@@ -635,6 +635,20 @@ mod tests {
     }
 
     #[test]
+    fn nested_groups_keep_their_first_branches() {
+        let out = rewrite(
+            "#if defined(A) && \\\n    defined(B)\nint a;\n#ifdef C\nint c;\n#else\nint d;\n#endif\n#elif E\nint e;\n#else\nint f;\n#endif\nint g;\n",
+            keep_first_if_branch,
+        );
+        let kept: Vec<&str> = out
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(kept, ["int a;", "int c;", "int g;"]);
+    }
+
+    #[test]
     fn the_retry_keeps_the_better_tree() {
         let text = "INSTANTIATE(float)\nINSTANTIATE(half)\nDS_D_INLINE void f(int a) { return; }\n";
         let first = parse(Lang::Cuda, text).unwrap();

@@ -221,8 +221,28 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
                 d = d.note("grids are rounded up to whole blocks, so the last block has threads whose index is past the data");
             }
         }
+        // Name the kernel's own size parameter in the suggestion when it has one.
+        let n = k
+            .params
+            .iter()
+            .find(|p| {
+                p.size_like && {
+                    let ty = p
+                        .node
+                        .child_by_field_name("type")
+                        .map(|t| m.text(t))
+                        .unwrap_or("");
+                    ty.contains("int")
+                        || ty.contains("size")
+                        || ty.contains("long")
+                        || ty.contains("unsigned")
+                        || ty.contains("index")
+                }
+            })
+            .map(|p| p.name)
+            .unwrap_or("n");
         d = d.help(format!(
-            "bound the index first, e.g. `if ({bound} >= n) return;`, or use a grid-stride loop `for (; {bound} < n; {bound} += blockDim.x * gridDim.x)`; confirm at run time with `{SANITIZER}`"
+            "bound the index first, e.g. `if ({bound} >= {n}) return;`, or use a grid-stride loop `for (; {bound} < {n}; {bound} += blockDim.x * gridDim.x)`; confirm at run time with `{SANITIZER}`"
         ));
         ctx.report(d);
     }

@@ -14,17 +14,18 @@ declare_rule! {
     /// ## What it does
     /// Finds global-memory accesses inside a bounds guard whose index is the guarded index plus
     /// at least the guard's own bound: under `if (i < n)` (or after `if (i >= n) return;`, or in
-    /// a grid-stride loop over `i < n`), an access `out[i + n]`, `out[i + 2 * n]`, or `out[i + N]`
-    /// with a constant `N` at least the constant bound. The guard proves `i < n`, so the accessed
-    /// index reaches up to `2n - 1`.
+    /// a grid-stride loop over `i < n`), an access `out[i + n]`, or `out[i + N]` with a constant
+    /// `N` at least the constant bound. The guard proves `i < n`, so the accessed index reaches
+    /// up to `2n - 1`.
     ///
     /// Smaller offsets are not reported: `rowptr[i + 1]` under `i < rows` is the CSR idiom, with a
     /// buffer of `rows + 1` entries. Nor are accesses checked by a second guard on the accessed
     /// index itself (`if (i + n < size)`), clamped ones (`min(i + n, size - 1)`), sums with more
     /// terms (`x[row * 2 * d + i + d]` spells out a row of `2 * d`), accesses through a pointer
-    /// offset into a row, kernels that mention twice the bound (`2 * n`), and files whose glue
-    /// allocates a doubled buffer (`torch::empty({2 * n})`, `size * 2`): concatenation kernels
-    /// write both halves on purpose.
+    /// offset into a row, kernels that spell out a multiple of the bound (`2 * n`, `3 * n`,
+    /// `n << 1`: buffers of several planes of `n`), and files whose glue allocates a doubled
+    /// buffer (`torch::empty({2 * n})`, `size * 2`): concatenation kernels write both halves on
+    /// purpose.
     ///
     /// ## Why is this risky?
     /// The guard makes the kernel look safe while the write lands past the end of the buffer:
@@ -136,7 +137,8 @@ fn mismatch<'a, 't>(
                     continue;
                 }
                 let other = terms[1 - i].0;
-                if reaches_bound(m, k, other, b) && !mentions_double(m, k, span_text(m, b.limit)) {
+                if reaches_bound(m, k, other, b) && !mentions_multiple(m, k, span_text(m, b.limit))
+                {
                     return Some((g, b, other));
                 }
             }
@@ -145,8 +147,8 @@ fn mismatch<'a, 't>(
     None
 }
 
-/// Is `term` at least the guard's bound: the same expression, a multiple of it, or a
-/// constant at least as large?
+/// Is `term` at least the guard's bound: the same expression, or a constant at least as
+/// large?
 fn reaches_bound(m: &CudaModel<'_>, k: &Kernel<'_>, term: Node<'_>, b: &Bound<'_>) -> bool {
     let limit = compact(span_text(m, b.limit));
     if limit.is_empty() || k.flags(m, term).thread_dependent() {
@@ -156,23 +158,6 @@ fn reaches_bound(m: &CudaModel<'_>, k: &Kernel<'_>, term: Node<'_>, b: &Bound<'_
     if t == limit || t == format!("({limit})") {
         return true;
     }
-    // `k * n` / `n * k` with a constant k >= 1.
-    let f = crate::semantic::cuda::kernel::peel(term);
-    if f.kind() == "binary_expression"
-        && f.child_by_field_name("operator")
-            .is_some_and(|o| o.kind() == "*")
-    {
-        if let (Some(l), Some(r)) = (
-            f.child_by_field_name("left"),
-            f.child_by_field_name("right"),
-        ) {
-            for (x, y) in [(l, r), (r, l)] {
-                if compact(m.text(x)) == limit && m.eval(y).is_some_and(|v| v >= 1) {
-                    return true;
-                }
-            }
-        }
-    }
     // Two constants.
     match (m.eval(term), b.limit_node.and_then(|n| m.eval(n))) {
         (Some(t), Some(l)) => l > 0 && t >= l,
@@ -180,30 +165,66 @@ fn reaches_bound(m: &CudaModel<'_>, k: &Kernel<'_>, term: Node<'_>, b: &Bound<'_
     }
 }
 
-/// Does the kernel spell out twice the bound (`2 * n`, `n * 2`, `n << 1`, `n + n`)? Then its
-/// buffers are laid out for it.
-fn mentions_double(m: &CudaModel<'_>, k: &Kernel<'_>, limit: &str) -> bool {
+/// Does the kernel spell out a multiple of the bound (`2 * n`, `n * 3`, `n << 1`, `n + n`)?
+/// Then its buffers hold several planes of `n` (structure-of-arrays, concatenations), and
+/// `p[i + n]` is the second one.
+fn mentions_multiple(m: &CudaModel<'_>, k: &Kernel<'_>, limit: &str) -> bool {
     let limit = compact(limit);
     if limit.is_empty() {
         return false;
     }
     let body = compact(m.text(k.node));
-    let p = |s: &str| s.replace("{}", &limit);
-    [
-        p("2*{}"),
-        p("{}*2"),
-        p("{}<<1"),
-        p("{}+{}"),
-        p("2*({})"),
-        p("({})*2"),
-    ]
-    .iter()
-    .any(|pat| {
-        body.match_indices(pat.as_str()).any(|(at, _)| {
-            let before = body[..at].chars().next_back();
-            let after = body[at + pat.len()..].chars().next();
-            !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
-                && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '.';
+    let forms = [limit.clone(), format!("({limit})")];
+    forms.iter().any(|form| {
+        body.match_indices(form.as_str()).any(|(at, _)| {
+            let before = &body[..at];
+            let after = &body[at + form.len()..];
+            if before
+                .chars()
+                .next_back()
+                .is_some_and(|c| ident(c) && c != '.')
+                && form == &limit
+            {
+                return false;
+            }
+            if after
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+                && form == &limit
+            {
+                return false;
+            }
+            // `k*n` / `n*k` with a literal k >= 2, `n<<1`, `n+n`.
+            let factor_before = before
+                .strip_suffix('*')
+                .map(|b| {
+                    b.chars()
+                        .rev()
+                        .take_while(char::is_ascii_digit)
+                        .collect::<String>()
+                })
+                .filter(|d| !d.is_empty())
+                .map(|d| d.chars().rev().collect::<String>());
+            let factor_after = after
+                .strip_prefix('*')
+                .map(|a| {
+                    a.chars()
+                        .take_while(char::is_ascii_digit)
+                        .collect::<String>()
+                })
+                .filter(|d| !d.is_empty());
+            let big = |d: Option<String>| {
+                d.and_then(|d| d.parse::<u64>().ok())
+                    .is_some_and(|v| v >= 2)
+            };
+            big(factor_before)
+                || big(factor_after)
+                || after.starts_with("<<")
+                || after
+                    .strip_prefix('+')
+                    .is_some_and(|a| a.starts_with(form.as_str()))
         })
     })
 }
@@ -235,8 +256,9 @@ fn report(
         .with_label(guard.label, format!("this guard bounds `{g}`, not `{}`", m.text(a.index.unwrap_or(a.node))))
         .note(format!("unless `{}` holds at least `{limit}` more elements than the guard's bound, the access writes out of bounds", a.base))
         .help(format!(
-            "check the accessed index itself (`if ({} < size)`) or allocate `{}` for it where the kernel is launched; confirm at run time with `{SANITIZER}`",
+            "check the accessed index against the buffer's real size (`if ({} < {}_size)`), or allocate `{}` for it where the kernel is launched; confirm at run time with `{SANITIZER}`",
             m.text(a.index.unwrap_or(a.node)),
+            a.base,
             a.base
         ));
     ctx.report(d);

@@ -1,5 +1,6 @@
 use super::*;
 use crate::lang::{parse, Lang};
+use crate::settings::Settings;
 
 /// Builds the model of `src` with the same enter/leave walk as the checker.
 fn with_model(src: &str, settings: &Settings, f: impl FnOnce(&CudaModel<'_>)) {
@@ -321,5 +322,48 @@ fn deep_nesting_does_not_recurse() {
     model(&src, |m| {
         let k = &m.kernels[0];
         assert_eq!(m.guard_chain(k.accesses[0].guard).count(), depth);
+    });
+}
+
+#[test]
+fn launch_grids_are_classified() {
+    let src = r#"__global__ void k(float* x, int n) {}
+void go(float* x, int n, int batch, int heads) {
+  k<<<(n + 255) / 256, 256>>>(x, n);
+  k<<<n / 256, 256>>>(x, n);
+  k<<<DIVUP(n, 256), 256>>>(x, n);
+  dim3 plain(batch, heads);
+  k<<<plain, 64>>>(x, n);
+  int blocks = n / 512 + 1;
+  k<<<blocks, 512>>>(x, n);
+  dim3 filled;
+  make_config(n, filled);
+  k<<<filled, 128>>>(x, n);
+  if (n > 4) {
+    dim3 g((n + 63) / 64);
+    k<<<g, 64>>>(x, n);
+  } else {
+    dim3 g(n);
+    k<<<g, 64>>>(x, n);
+  }
+}
+"#;
+    model(src, |m| {
+        let kinds: Vec<Option<GridKind>> = m.launches.iter().map(|l| m.grid_kind(l)).collect();
+        use GridKind::*;
+        assert_eq!(
+            kinds,
+            [
+                Some(CeilDiv),
+                Some(Plain),
+                Some(CeilDiv),
+                Some(Plain),
+                Some(CeilDiv),
+                Some(Unknown),
+                Some(CeilDiv),
+                Some(Plain)
+            ]
+        );
+        assert_eq!(m.kernel_grid("k").map(|(g, _)| g), Some(CeilDiv));
     });
 }
