@@ -146,8 +146,12 @@ impl<'t> ExecOrder<'t> {
             stack: Vec::new(),
             visited: HashSet::new(),
         };
-        // Module level: every root in order (one per notebook cell).
-        let reached = b.sequence(None, &m.roots);
+        // Module level. In a notebook each code cell is a sequence of its own: cells can run
+        // in any order, so only what happens inside one cell is certain to be ordered.
+        let mut reached = HashSet::new();
+        for root in &m.roots {
+            reached.extend(b.sequence(None, std::slice::from_ref(root)));
+        }
         let graph = m.call_graph();
         for f in 0..m.functions.len() {
             if b.order.events.len() >= MAX_EVENTS {
