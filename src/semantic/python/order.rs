@@ -87,8 +87,17 @@ impl<'t> ExecOrder<'t> {
     }
 
     /// The events of the module, in execution order.
+    /// Every event that runs at module level: the module's sequence, or in a notebook the
+    /// sequences of all its cells (laid out one after the other).
     pub fn module(&self) -> &[Event<'t>] {
-        self.events(0)
+        let end = self
+            .sequences
+            .iter()
+            .take_while(|s| s.entry.is_none())
+            .last()
+            .map(|s| s.end)
+            .unwrap_or(0);
+        &self.events[..end]
     }
 
     pub fn frame(&self, ev: &Event<'t>) -> &Frame<'t> {
