@@ -36,11 +36,32 @@ struct CachedDiagnostic {
     fingerprint: String,
 }
 
+/// Another file or folder a result depends on, with its size and modification time then
+/// (`None`: it did not exist).
+#[derive(Serialize, Deserialize, Clone, PartialEq)]
+struct Dependency {
+    path: PathBuf,
+    stamp: Option<(u64, u128)>,
+}
+
+fn stamp(path: &Path) -> Option<(u64, u128)> {
+    let m = std::fs::metadata(path).ok()?;
+    let mtime = m
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    Some((m.len(), mtime))
+}
+
 /// What is remembered about one file.
 #[derive(Serialize, Deserialize, Clone)]
 pub struct Entry {
     /// xxh3 of the file's bytes.
     hash: u64,
+    /// Other files its findings depend on; a change to any of them invalidates the entry.
+    dependencies: Vec<Dependency>,
     /// The file was parsed (false: no rule could match, it was not).
     parsed: bool,
     partial: bool,
@@ -61,6 +82,10 @@ pub struct Cache {
     settings_key: String,
     old: BTreeMap<String, Entry>,
 }
+
+/// A cached result: findings, whether the file was parsed, whether partly, and what it
+/// depends on.
+pub type Cached = (Vec<Diagnostic>, bool, bool, Vec<PathBuf>);
 
 /// Hash of a file's content.
 pub fn content_hash(bytes: &[u8]) -> u64 {
@@ -87,26 +112,38 @@ impl Cache {
         }
     }
 
-    /// The cached result for `key` if the content hash matches and every finding is valid for
-    /// a text of `text_len` bytes: `(diagnostics, parsed, partial)`.
-    pub fn get(
-        &self,
-        key: &str,
-        hash: u64,
-        text_len: usize,
-    ) -> Option<(Vec<Diagnostic>, bool, bool)> {
+    /// The cached result for `key` if the content hash matches, the files it depends on are
+    /// unchanged, and every finding is valid for a text of `text_len` bytes.
+    pub fn get(&self, key: &str, hash: u64, text_len: usize) -> Option<Cached> {
         let e = self.old.get(key).filter(|e| e.hash == hash)?;
+        if e.dependencies.iter().any(|d| stamp(&d.path) != d.stamp) {
+            return None;
+        }
         let mut out = Vec::with_capacity(e.diagnostics.len());
         for c in &e.diagnostics {
             out.push(restore(c, text_len)?);
         }
-        Some((out, e.parsed, e.partial))
+        let deps = e.dependencies.iter().map(|d| d.path.clone()).collect();
+        Some((out, e.parsed, e.partial, deps))
     }
 
     /// Makes an entry to store.
-    pub fn entry(hash: u64, parsed: bool, partial: bool, diagnostics: &[Diagnostic]) -> Entry {
+    pub fn entry(
+        hash: u64,
+        parsed: bool,
+        partial: bool,
+        diagnostics: &[Diagnostic],
+        dependencies: &[PathBuf],
+    ) -> Entry {
         Entry {
             hash,
+            dependencies: dependencies
+                .iter()
+                .map(|p| Dependency {
+                    path: p.clone(),
+                    stamp: stamp(p),
+                })
+                .collect(),
             parsed,
             partial,
             diagnostics: diagnostics.iter().map(store).collect(),
@@ -217,7 +254,7 @@ mod tests {
             end_line: 1,
             end_column: 4,
         };
-        let mut e = Cache::entry(7, true, false, &[d]);
+        let mut e = Cache::entry(7, true, false, &[d], &[]);
         let c = Cache::open(tmp.path(), "settings");
         c.save(vec![("a.py".into(), e.clone())]).unwrap();
         let c = Cache::open(tmp.path(), "settings");
@@ -228,6 +265,20 @@ mod tests {
         c.save(vec![("a.py".into(), e)]).unwrap();
         assert!(Cache::open(tmp.path(), "settings")
             .get("a.py", 7, 10)
+            .is_none());
+        // A dependency that changed invalidates the entry.
+        let dep = tmp.path().join("run.sh");
+        std::fs::write(&dep, "export X=1\n").unwrap();
+        let e = Cache::entry(9, true, false, &[], std::slice::from_ref(&dep));
+        Cache::open(tmp.path(), "settings")
+            .save(vec![("b.py".into(), e)])
+            .unwrap();
+        assert!(Cache::open(tmp.path(), "settings")
+            .get("b.py", 9, 10)
+            .is_some());
+        std::fs::write(&dep, "export X=22\n").unwrap();
+        assert!(Cache::open(tmp.path(), "settings")
+            .get("b.py", 9, 10)
             .is_none());
         // Other settings: another cache file.
         assert!(Cache::open(tmp.path(), "other").old.is_empty());

@@ -638,7 +638,7 @@ fn run_files(
                         let hash = crate::cache::content_hash(&bytes);
                         let k = key(c);
                         let hit = cache.get(&k, hash, bytes.len().max(1) * 2).and_then(
-                            |(d, parsed, partial)| {
+                            |(d, parsed, partial, deps)| {
                                 engine.restore(
                                     &c.path,
                                     c.display.clone(),
@@ -646,6 +646,7 @@ fn run_files(
                                     d,
                                     parsed,
                                     partial,
+                                    deps,
                                 )
                             },
                         );
@@ -661,6 +662,7 @@ fn run_files(
                                         result.status == Status::Checked,
                                         result.partial,
                                         &result.report.diagnostics,
+                                        &result.dependencies,
                                     ),
                                 )
                             });

@@ -16,6 +16,17 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::Arc;
 
+thread_local! {
+    /// Other files the check of the current file read (launchers, imported local modules).
+    static DEPENDENCIES: std::cell::RefCell<Vec<std::path::PathBuf>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Records that the result of the file being checked depends on `path` (a file or a folder
+/// whose listing was read), so that a cached result is dropped when `path` changes.
+pub fn note_dependency(path: &Path) {
+    DEPENDENCIES.with(|d| d.borrow_mut().push(path.to_path_buf()));
+}
+
 /// What happened to one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -38,6 +49,8 @@ pub struct FileResult {
     pub reason: Option<String>,
     /// The file was parsed with errors.
     pub partial: bool,
+    /// Other files and folders its findings depend on.
+    pub dependencies: Vec<std::path::PathBuf>,
 }
 
 /// The enabled rules of each language and the settings: everything needed to check a file.
@@ -120,11 +133,17 @@ impl Engine {
                 status: Status::Prefiltered,
                 reason: None,
                 partial: false,
+                dependencies: Vec::new(),
             };
         }
+        DEPENDENCIES.with(|d| d.borrow_mut().clear());
+        DEPENDENCIES.with(|d| d.borrow_mut().clear());
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             self.check_source(&source, lang, table, notebook.as_deref())
         }));
+        let mut dependencies = DEPENDENCIES.with(|d| std::mem::take(&mut *d.borrow_mut()));
+        dependencies.sort();
+        dependencies.dedup();
         match outcome {
             Ok(Some((diagnostics, partial))) => FileResult {
                 report: FileReport {
@@ -136,6 +155,7 @@ impl Engine {
                 status: Status::Checked,
                 reason: None,
                 partial,
+                dependencies,
             },
             Ok(None) => skipped(path, display, "the parser gave up on it".into()),
             Err(payload) => {
@@ -324,6 +344,7 @@ impl Engine {
         diagnostics: Vec<Diagnostic>,
         parsed: bool,
         partial: bool,
+        dependencies: Vec<std::path::PathBuf>,
     ) -> Option<FileResult> {
         let text = decode(bytes).ok()?;
         let (text, notebook) = if lang::is_notebook(path) {
@@ -350,6 +371,7 @@ impl Engine {
             },
             reason: None,
             partial,
+            dependencies,
         })
     }
 }
@@ -382,6 +404,7 @@ fn skipped(path: &Path, display: String, reason: String) -> FileResult {
         status: Status::Skipped,
         reason: Some(reason),
         partial: false,
+        dependencies: Vec::new(),
     }
 }
 

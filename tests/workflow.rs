@@ -252,6 +252,28 @@ fn cache_is_used_and_a_corrupt_cache_is_rebuilt() {
     )
     .unwrap();
     assert_eq!(stdout(&gpulint(d, &["--output-format", "json"])), cold);
+    // A result that depends on another file (a launcher setting TF_FORCE_GPU_ALLOW_GROWTH) is
+    // re-checked when that file appears or changes, although the file itself did not change.
+    std::fs::create_dir_all(d.join(".git")).unwrap();
+    write(
+        d,
+        "fit.py",
+        "import tensorflow as tf\n\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmodel.compile(\"adam\", \"mse\")\nmodel.fit(x, y)\n",
+    );
+    assert!(stdout(&gpulint(d, &["--output-format", "concise"])).contains("fit.py:1:1: TF002"));
+    write(
+        d,
+        "run.sh",
+        "export TF_FORCE_GPU_ALLOW_GROWTH=true\npython fit.py\n",
+    );
+    assert!(!stdout(&gpulint(d, &["--output-format", "concise"])).contains("TF002"));
+    write(
+        d,
+        "run.sh",
+        "export TF_FORCE_GPU_ALLOW_GROWTH=false\npython fit.py\n",
+    );
+    assert!(stdout(&gpulint(d, &["--output-format", "concise"])).contains("TF002"));
+    std::fs::remove_file(d.join("fit.py")).unwrap();
     // --no-cache neither reads nor writes it.
     std::fs::remove_dir_all(&cache_dir).unwrap();
     assert_eq!(

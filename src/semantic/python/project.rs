@@ -25,6 +25,8 @@ const MAX_DIR_ENTRIES: usize = 512;
 struct DirFacts {
     vars: HashMap<String, (PathBuf, String)>,
     is_repo_root: bool,
+    /// The launcher files read.
+    read: Vec<PathBuf>,
 }
 
 static DIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<DirFacts>>>> = LazyLock::new(Default::default);
@@ -123,6 +125,7 @@ fn dir_facts(dir: &Path) -> Arc<DirFacts> {
             let Ok(bytes) = std::fs::read(&path) else {
                 continue;
             };
+            facts.read.push(path.clone());
             let text = String::from_utf8_lossy(&bytes);
             for var in LAUNCHER_VARS {
                 if facts.vars.contains_key(*var) {
@@ -170,6 +173,11 @@ fn launcher_dirs(file: &Path, root: &Path) -> Vec<PathBuf> {
 pub fn launcher_setting(file: &Path, root: &Path, var: &str) -> Option<(PathBuf, String)> {
     for dir in launcher_dirs(file, root) {
         let facts = dir_facts(&dir);
+        // The answer depends on this folder's listing and its launchers (for the cache).
+        crate::engine::note_dependency(&dir);
+        for f in &facts.read {
+            crate::engine::note_dependency(f);
+        }
         if let Some((p, v)) = facts.vars.get(var) {
             return Some((p.clone(), v.clone()));
         }
@@ -247,6 +255,7 @@ pub fn tf_memory_configured_by_import(m: &PythonModel<'_>, file: &Path) -> Optio
     let mut checked: HashMap<PathBuf, Option<Arc<ModuleFacts>>> = HashMap::new();
     let mut facts_of = |dotted: &str| -> Option<(PathBuf, usize, Arc<ModuleFacts>)> {
         let (path, n) = local_module(file, dotted)?;
+        crate::engine::note_dependency(&path);
         let f = checked
             .entry(path.clone())
             .or_insert_with(|| module_facts(&path))
