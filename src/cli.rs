@@ -637,19 +637,11 @@ fn run_files(
                             };
                         let hash = crate::cache::content_hash(&bytes);
                         let k = key(c);
-                        let hit = cache.get(&k, hash, bytes.len().max(1) * 2).and_then(
-                            |(d, parsed, partial, deps)| {
-                                engine.restore(
-                                    &c.path,
-                                    c.display.clone(),
-                                    bytes.clone(),
-                                    d,
-                                    parsed,
-                                    partial,
-                                    deps,
-                                )
-                            },
-                        );
+                        let hit = cache
+                            .get(&k, hash, bytes.len().max(1) * 2)
+                            .and_then(|cached| {
+                                engine.restore(&c.path, c.display.clone(), bytes.clone(), cached)
+                            });
                         let result = hit.unwrap_or_else(|| {
                             engine.check_bytes(&c.path, c.display.clone(), bytes, c.lang)
                         });

@@ -341,11 +341,9 @@ impl Engine {
         path: &Path,
         display: String,
         bytes: Vec<u8>,
-        diagnostics: Vec<Diagnostic>,
-        parsed: bool,
-        partial: bool,
-        dependencies: Vec<std::path::PathBuf>,
+        cached: crate::cache::Cached,
     ) -> Option<FileResult> {
+        let (diagnostics, parsed, partial, dependencies) = cached;
         let text = decode(bytes).ok()?;
         let (text, notebook) = if lang::is_notebook(path) {
             let mut nb = crate::notebook::parse(&text).ok()?;
