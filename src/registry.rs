@@ -24,16 +24,21 @@ pub static TOOL_RULES: &[&RuleMeta] = &[
 
 /// Metadata of every rule, tool rules included, sorted by code.
 pub fn all_metas() -> Vec<&'static RuleMeta> {
+    ALL_METAS.clone()
+}
+
+static ALL_METAS: std::sync::LazyLock<Vec<&'static RuleMeta>> = std::sync::LazyLock::new(|| {
     let mut v: Vec<&'static RuleMeta> = RULES.iter().map(|r| r.meta()).collect();
     v.extend(TOOL_RULES.iter().copied());
     v.sort_by_key(|m| m.code);
     v
-}
+});
 
 /// A rule by code (`cu001` works) or by name (`unguarded-thread-index`).
 pub fn find(code_or_name: &str) -> Option<&'static RuleMeta> {
-    all_metas()
-        .into_iter()
+    ALL_METAS
+        .iter()
+        .copied()
         .find(|m| m.code.eq_ignore_ascii_case(code_or_name) || m.name == code_or_name)
 }
 
