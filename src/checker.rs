@@ -62,7 +62,9 @@ impl<'a> Context<'a> {
     pub fn cuda(&self) -> &'a CudaModel<'a> {
         match self.model {
             Model::Cuda(m) => m,
-            Model::Python(_) => panic!("{} asked for a CUDA model in a Python file", self.rule.code),
+            Model::Python(_) => {
+                panic!("{} asked for a CUDA model in a Python file", self.rule.code)
+            }
         }
     }
 
@@ -85,7 +87,11 @@ impl<'a> Context<'a> {
         self.settings
             .rule_option(self.rule.code, key)
             .and_then(|v| v.as_array())
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
@@ -97,6 +103,9 @@ pub struct ParseInfo {
     pub error_spans: Vec<Span>,
     /// Spans of comments, for suppressions.
     pub comments: Vec<Span>,
+    /// What a `setup.py` declares (`install_requires`, …), for the manifest rules; read from
+    /// the Python model when those rules are enabled.
+    pub manifest: Option<crate::manifest::Manifest>,
 }
 
 /// Runs the enabled rules of `table` over one parsed file.
@@ -140,18 +149,39 @@ pub fn check_tree(
     }
 
     let model = builder.finish(tree);
+    if let Model::Python(python) = &model {
+        if crate::manifest::is_setup_py(&file.path)
+            && !crate::registry::manifest_rules(settings).is_empty()
+        {
+            info.manifest = crate::manifest::setup_py::extract(python);
+        }
+    }
     let mut diagnostics = Vec::new();
     for node in wanted {
         for rule in table.rules_for(node.kind_id()) {
-            run_rule(*rule, file, tree, lang, &model, settings, &mut diagnostics, |r, ctx| {
-                r.check(node, ctx)
-            });
+            run_rule(
+                *rule,
+                file,
+                tree,
+                lang,
+                &model,
+                settings,
+                &mut diagnostics,
+                |r, ctx| r.check(node, ctx),
+            );
         }
     }
     for rule in table.rules() {
-        run_rule(*rule, file, tree, lang, &model, settings, &mut diagnostics, |r, ctx| {
-            r.check_file(ctx)
-        });
+        run_rule(
+            *rule,
+            file,
+            tree,
+            lang,
+            &model,
+            settings,
+            &mut diagnostics,
+            |r, ctx| r.check_file(ctx),
+        );
     }
 
     // Nothing is reported from evidence inside a region the parser did not understand.

@@ -132,7 +132,16 @@ pub fn main() -> ExitCode {
 
 /// Inserts the default `check` subcommand when none is given.
 fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
-    const KNOWN: &[&str] = &["check", "rules", "explain", "help", "-h", "--help", "-V", "--version"];
+    const KNOWN: &[&str] = &[
+        "check",
+        "rules",
+        "explain",
+        "help",
+        "-h",
+        "--help",
+        "-V",
+        "--version",
+    ];
     let first = args.get(1).and_then(|a| a.to_str());
     if !first.is_some_and(|a| KNOWN.contains(&a)) {
         args.insert(1.min(args.len()), OsString::from("check"));
@@ -218,7 +227,10 @@ fn explain(rule: &str) -> ExitCode {
     if !m.options.is_empty() {
         s.push_str("\n## Options\n");
         for o in m.options {
-            s.push_str(&format!("- `{}` (default `{}`): {}\n", o.key, o.default, o.doc));
+            s.push_str(&format!(
+                "- `{}` (default `{}`): {}\n",
+                o.key, o.default, o.doc
+            ));
         }
     }
     print_out(&s);
@@ -239,7 +251,11 @@ fn parse_selectors(list: &[String], what: &str) -> Result<Vec<Selector>, String>
 }
 
 /// Builds the settings from the configuration file and the command line (the command line wins).
-fn settings_for(args: &CheckArgs, loaded: Option<&LoadedConfig>, cwd: &Path) -> Result<Settings, String> {
+fn settings_for(
+    args: &CheckArgs,
+    loaded: Option<&LoadedConfig>,
+    cwd: &Path,
+) -> Result<Settings, String> {
     let file = loaded.map(|l| l.config.clone()).unwrap_or_default();
     let select = if !args.select.is_empty() {
         parse_selectors(&args.select, "--select")?
@@ -248,7 +264,10 @@ fn settings_for(args: &CheckArgs, loaded: Option<&LoadedConfig>, cwd: &Path) -> 
     } else {
         vec![Selector::parse("ALL")?]
     };
-    let mut extend = parse_selectors(file.extend_select.as_deref().unwrap_or(&[]), "extend-select")?;
+    let mut extend = parse_selectors(
+        file.extend_select.as_deref().unwrap_or(&[]),
+        "extend-select",
+    )?;
     extend.extend(parse_selectors(&args.extend_select, "--extend-select")?);
     // An explicit --select replaces the configured selection, ignores included.
     let mut ignore = if args.select.is_empty() {
@@ -264,16 +283,21 @@ fn settings_for(args: &CheckArgs, loaded: Option<&LoadedConfig>, cwd: &Path) -> 
         settings.root = root;
     }
     for (glob, codes) in file.per_file_ignores.iter().flatten() {
-        settings
-            .per_file_ignores
-            .push(PerFileIgnore::new(glob, parse_selectors(codes, "per-file-ignores")?)?);
+        settings.per_file_ignores.push(PerFileIgnore::new(
+            glob,
+            parse_selectors(codes, "per-file-ignores")?,
+        )?);
     }
     settings.rule_options = file.rules.clone().unwrap_or_default().into_iter().collect();
     settings.fail_on = match args.fail_on {
         Some(FailOn::Error) => Severity::Error,
         Some(FailOn::Warning) => Severity::Warning,
         Some(FailOn::Info) => Severity::Info,
-        None => file.fail_on.as_deref().and_then(Severity::parse).unwrap_or(Severity::Warning),
+        None => file
+            .fail_on
+            .as_deref()
+            .and_then(Severity::parse)
+            .unwrap_or(Severity::Warning),
     };
     settings.gpu_memory = match (args.gpu_memory, &file.gpu_memory) {
         (Some(b), _) => b,
@@ -281,6 +305,23 @@ fn settings_for(args: &CheckArgs, loaded: Option<&LoadedConfig>, cwd: &Path) -> 
         (None, None) => crate::settings::DEFAULT_GPU_MEMORY,
     };
     settings.verbose = args.verbose;
+    // Manifests read the files they include only below the checked paths.
+    let paths = if args.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.paths.clone()
+    };
+    settings.roots = paths
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .map(|p| {
+            if p.is_file() {
+                p.parent().map(Path::to_path_buf).unwrap_or(p)
+            } else {
+                p
+            }
+        })
+        .collect();
     Ok(settings)
 }
 
@@ -304,7 +345,10 @@ fn check(args: CheckArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let file_cfg = loaded.as_ref().map(|l| l.config.clone()).unwrap_or_default();
+    let file_cfg = loaded
+        .as_ref()
+        .map(|l| l.config.clone())
+        .unwrap_or_default();
     let mut exclude: Vec<String> = match &file_cfg.exclude {
         Some(list) => list.clone(),
         None => DEFAULT_EXCLUDE.iter().map(|s| s.to_string()).collect(),
@@ -341,8 +385,10 @@ fn check(args: CheckArgs) -> ExitCode {
                 .map(|c| {
                     crate::engine::read_source(&c.path, settings.max_file_size)
                         .ok()
-                        .and_then(|t| crate::lang::parse(c.lang, &t))
-                        .is_some() as usize
+                        .is_some_and(|t| {
+                            c.lang == crate::lang::Lang::Manifest
+                                || crate::lang::parse(c.lang, &t).is_some()
+                        }) as usize
                 })
                 .sum()
         });
@@ -444,21 +490,41 @@ fn summary(
     started: Instant,
     verbose: bool,
 ) {
-    let checked = results.iter().filter(|r| matches!(r.status, Status::Checked | Status::Prefiltered)).count();
-    let prefiltered = results.iter().filter(|r| r.status == Status::Prefiltered).count();
+    let checked = results
+        .iter()
+        .filter(|r| matches!(r.status, Status::Checked | Status::Prefiltered))
+        .count();
+    let prefiltered = results
+        .iter()
+        .filter(|r| r.status == Status::Prefiltered)
+        .count();
     let partial = results.iter().filter(|r| r.partial).count();
     let skipped: Vec<(&str, &str)> = results
         .iter()
         .filter(|r| matches!(r.status, Status::Skipped | Status::InternalError))
-        .map(|r| (r.report.display_path.as_str(), r.reason.as_deref().unwrap_or("")))
-        .chain(discovery.skipped.iter().map(|(p, w)| (p.as_str(), w.as_str())))
+        .map(|r| {
+            (
+                r.report.display_path.as_str(),
+                r.reason.as_deref().unwrap_or(""),
+            )
+        })
+        .chain(
+            discovery
+                .skipped
+                .iter()
+                .map(|(p, w)| (p.as_str(), w.as_str())),
+        )
         .collect();
     let mut err = std::io::stderr().lock();
     for (path, why) in skipped.iter().take(if verbose { usize::MAX } else { 10 }) {
         let _ = writeln!(err, "skipped {path}: {why}");
     }
     if skipped.len() > 10 && !verbose {
-        let _ = writeln!(err, "… and {} more skipped (see --verbose)", skipped.len() - 10);
+        let _ = writeln!(
+            err,
+            "… and {} more skipped (see --verbose)",
+            skipped.len() - 10
+        );
     }
     let n = |s| counts.get(&s).copied().unwrap_or(0);
     let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
@@ -471,7 +537,9 @@ fn summary(
         details.push(format!("{partial} partly parsed"));
     }
     if verbose {
-        details.push(format!("{prefiltered} needed no parse: no enabled rule could match them"));
+        details.push(format!(
+            "{prefiltered} needed no parse: no enabled rule could match them"
+        ));
     }
     if !details.is_empty() {
         line.push_str(&format!(" ({})", details.join(", ")));

@@ -121,9 +121,10 @@ pub fn discover(paths: &[PathBuf], excludes: &Excludes, cwd: &Path) -> Discovery
                     display: display_path(root, cwd),
                     lang,
                 }),
-                None => out
-                    .skipped
-                    .push((display_path(root, cwd), "not a Python or CUDA/C++ source file".into())),
+                None => out.skipped.push((
+                    display_path(root, cwd),
+                    "not a Python, CUDA/C++ or dependency manifest file".into(),
+                )),
             },
             Ok(_) => walk(root, excludes, cwd, &mut out),
         }
@@ -161,8 +162,13 @@ fn walk(root: &Path, excludes: &Excludes, cwd: &Path, out: &mut Discovery) {
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
-                let path = error_path(&e).map(|p| display_path(&p, cwd)).unwrap_or_else(|| display_path(root, cwd));
-                out.skipped.push((path, format!("cannot walk into it: {}", first_line(&e.to_string()))));
+                let path = error_path(&e)
+                    .map(|p| display_path(&p, cwd))
+                    .unwrap_or_else(|| display_path(root, cwd));
+                out.skipped.push((
+                    path,
+                    format!("cannot walk into it: {}", first_line(&e.to_string())),
+                ));
                 continue;
             }
         };
@@ -211,7 +217,16 @@ mod tests {
     fn walks_respecting_gitignore_and_excludes() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path();
-        for f in ["a.py", "k.cu", "notes.txt", "ignored/x.py", ".hidden/y.py", "venv/z.py", "sub/op.cc", "build/gen.py"] {
+        for f in [
+            "a.py",
+            "k.cu",
+            "notes.txt",
+            "ignored/x.py",
+            ".hidden/y.py",
+            "venv/z.py",
+            "sub/op.cc",
+            "build/gen.py",
+        ] {
             let p = root.join(f);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(&p, "x = 1\n").unwrap();
@@ -223,7 +238,11 @@ mod tests {
         let names: Vec<_> = d.files.iter().map(|c| c.display.clone()).collect();
         assert_eq!(names, vec!["a.py", "k.cu", "sub/op.cc"]);
         // Named explicitly: always checked.
-        let d = discover(&[root.join("venv/z.py")], &Excludes::new(&ex).unwrap(), root);
+        let d = discover(
+            &[root.join("venv/z.py")],
+            &Excludes::new(&ex).unwrap(),
+            root,
+        );
         assert_eq!(d.files.len(), 1);
         let d = discover(&[root.join("nope")], &Excludes::new(&ex).unwrap(), root);
         assert_eq!(d.missing.len(), 1);

@@ -4,7 +4,9 @@
 use crate::checker;
 use crate::diagnostic::{Diagnostic, FileReport, Span};
 use crate::lang::{self, Lang};
+use crate::manifest::{self, Loader};
 use crate::registry::RuleTable;
+use crate::rule::Rule;
 use crate::rules::tool::{GL002, GL003};
 use crate::settings::Settings;
 use crate::source::SourceFile;
@@ -45,6 +47,8 @@ pub struct Engine {
     pub settings: Settings,
     python: RuleTable,
     cuda: RuleTable,
+    /// The enabled manifest rules (they read no syntax tree).
+    manifest: Vec<&'static dyn Rule>,
 }
 
 impl Engine {
@@ -59,14 +63,16 @@ impl Engine {
         Engine {
             python: RuleTable::new(Lang::Python, &settings.enabled, &extra),
             cuda: RuleTable::new(Lang::Cuda, &settings.enabled, &extra),
+            manifest: crate::registry::manifest_rules(&settings),
             settings,
         }
     }
 
-    fn table(&self, lang: Lang) -> &RuleTable {
+    fn table(&self, lang: Lang) -> Option<&RuleTable> {
         match lang {
-            Lang::Python => &self.python,
-            Lang::Cuda => &self.cuda,
+            Lang::Python => Some(&self.python),
+            Lang::Cuda => Some(&self.cuda),
+            Lang::Manifest => None,
         }
     }
 
@@ -81,8 +87,28 @@ impl Engine {
     /// Checks text as if it were the file at `path`. Never panics.
     pub fn check_text(&self, path: &Path, display: String, text: String, lang: Lang) -> FileResult {
         let source = Arc::new(SourceFile::new(path.to_path_buf(), display.clone(), text));
-        let table = self.table(lang);
-        if !table.may_match(&source.text) {
+        let Some(table) = self.table(lang) else {
+            // Manifests are small: every one is parsed.
+            let outcome = catch_unwind(AssertUnwindSafe(|| self.check_manifest(&source)));
+            return match outcome {
+                Ok(Ok((diagnostics, partial))) => FileResult {
+                    report: FileReport {
+                        display_path: display,
+                        source,
+                        diagnostics,
+                    },
+                    status: Status::Checked,
+                    reason: None,
+                    partial,
+                },
+                Ok(Err(reason)) => skipped(path, display, reason),
+                Err(payload) => internal_error(path, display, payload),
+            };
+        };
+        // A setup.py is read for its requirements whenever the manifest rules are on.
+        let setup_py =
+            lang == Lang::Python && !self.manifest.is_empty() && manifest::is_setup_py(path);
+        if !setup_py && !table.may_match(&source.text) {
             return FileResult {
                 report: FileReport {
                     display_path: display,
@@ -107,27 +133,78 @@ impl Engine {
                 partial,
             },
             Ok(None) => skipped(path, display, "the parser gave up on it".into()),
-            Err(payload) => {
-                let msg = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
-                let reason = format!("internal error while checking this file ({msg}); please report it");
-                let mut r = skipped(path, display, reason);
-                r.status = Status::InternalError;
-                r
-            }
+            Err(payload) => internal_error(path, display, payload),
         }
     }
 
-    fn check_source(&self, file: &SourceFile, lang: Lang, table: &RuleTable) -> Option<(Vec<Diagnostic>, bool)> {
+    fn check_source(
+        &self,
+        file: &SourceFile,
+        lang: Lang,
+        table: &RuleTable,
+    ) -> Option<(Vec<Diagnostic>, bool)> {
         let tree = lang::parse(lang, &file.text)?;
         let (mut diagnostics, info) = checker::check_tree(file, &tree, lang, table, &self.settings);
-        let settings = &self.settings;
-        diagnostics.retain(|d| settings.is_enabled(d.code) && !settings.ignored_for(&file.path, d.code));
+        if let Some(m) = &info.manifest {
+            diagnostics.extend(manifest::check::run(
+                &self.manifest,
+                file,
+                m,
+                &self.settings,
+            ));
+        }
+        let suppressions = suppress::collect(&tree, file, lang, &info.comments);
+        let diagnostics = self.finish_file(
+            file,
+            diagnostics,
+            suppressions,
+            &info.error_spans,
+            Some(&tree),
+            lang,
+        );
+        Some((diagnostics, !info.error_spans.is_empty()))
+    }
 
-        let mut suppressions = suppress::collect(&tree, file, lang, &info.comments);
+    /// Reads a manifest (and, lazily, the files it includes) and runs the manifest rules.
+    /// `Err` when the file is not readable as its format at all (GL002).
+    fn check_manifest(&self, file: &SourceFile) -> Result<(Vec<Diagnostic>, bool), String> {
+        let Some(format) = manifest::Format::of_path(&file.path) else {
+            return Ok((Vec::new(), false));
+        };
+        let mut loader = Loader::new(&file.path, &self.settings.roots);
+        let m = manifest::parse(format, file, &mut loader);
+        if let Some(reason) = m.fatal {
+            return Err(format!("not a readable {}: {reason}", format.describe()));
+        }
+        let diagnostics = manifest::check::run(&self.manifest, file, &m, &self.settings);
+        let suppressions = suppress::collect_with(file, Lang::Manifest, &m.comments, &|line| {
+            m.coverage(file, line)
+        });
+        let diagnostics = self.finish_file(
+            file,
+            diagnostics,
+            suppressions,
+            &m.errors,
+            None,
+            Lang::Manifest,
+        );
+        Ok((diagnostics, !m.errors.is_empty()))
+    }
+
+    /// What every checked file gets after its rules ran: selection and per-file ignores,
+    /// suppressions and unused ones (GL001), the partial-parse note (GL003), positions.
+    fn finish_file(
+        &self,
+        file: &SourceFile,
+        mut diagnostics: Vec<Diagnostic>,
+        mut suppressions: Vec<suppress::Suppression>,
+        error_spans: &[Span],
+        tree: Option<&tree_sitter::Tree>,
+        lang: Lang,
+    ) -> Vec<Diagnostic> {
+        let settings = &self.settings;
+        diagnostics
+            .retain(|d| settings.is_enabled(d.code) && !settings.ignored_for(&file.path, d.code));
         suppress::apply(&mut diagnostics, &mut suppressions, file);
         if settings.is_enabled("GL001") && !settings.ignored_for(&file.path, "GL001") {
             let unused = suppress::unused(&suppressions, &|code| settings.is_enabled(code));
@@ -141,32 +218,55 @@ impl Engine {
             suppress::apply(&mut unused, &mut file_level, file);
             diagnostics.extend(unused);
         }
-        let partial = !info.error_spans.is_empty();
-        if partial && settings.show_parse_errors() && !settings.ignored_for(&file.path, "GL003") {
-            let first = info.error_spans[0];
+        if !error_spans.is_empty()
+            && settings.show_parse_errors()
+            && !settings.ignored_for(&file.path, "GL003")
+        {
+            let first = error_spans[0];
             let (line, _) = file.position(first.start);
-            let bytes: usize = info.error_spans.iter().map(|s| s.end - s.start).sum();
+            let bytes: usize = error_spans.iter().map(|s| s.end - s.start).sum();
             diagnostics.push(
                 Diagnostic::new(
                     &GL003,
                     Span::new(first.start, first.start),
                     format!(
                         "file only partly understood: {} region{} did not parse ({} bytes, first at line {line}); nothing is reported from inside them",
-                        info.error_spans.len(),
-                        if info.error_spans.len() == 1 { "" } else { "s" },
+                        error_spans.len(),
+                        if error_spans.len() == 1 { "" } else { "s" },
                         bytes
                     ),
                 )
                 .primary_label("the parser could not read from here"),
             );
         }
-        finalize(file, &mut diagnostics, Some(&tree), lang);
-        Some((diagnostics, partial))
+        finalize(file, &mut diagnostics, tree, lang);
+        diagnostics
     }
 }
 
+fn internal_error(
+    path: &Path,
+    display: String,
+    payload: Box<dyn std::any::Any + Send>,
+) -> FileResult {
+    let msg = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    let reason = format!("internal error while checking this file ({msg}); please report it");
+    let mut r = skipped(path, display, reason);
+    r.status = Status::InternalError;
+    r
+}
+
 /// Resolves positions and fingerprints, and sorts.
-pub fn finalize(file: &SourceFile, diagnostics: &mut [Diagnostic], tree: Option<&tree_sitter::Tree>, lang: Lang) {
+pub fn finalize(
+    file: &SourceFile,
+    diagnostics: &mut [Diagnostic],
+    tree: Option<&tree_sitter::Tree>,
+    lang: Lang,
+) {
     let mut seen: HashMap<String, usize> = HashMap::new();
     for d in diagnostics.iter_mut() {
         let (line, column) = file.position(d.span.start);
@@ -178,18 +278,27 @@ pub fn finalize(file: &SourceFile, diagnostics: &mut [Diagnostic], tree: Option<
             end_column,
         };
     }
-    diagnostics.sort_by(|a, b| {
-        (a.location, a.code, &a.message).cmp(&(b.location, b.code, &b.message))
-    });
+    diagnostics
+        .sort_by(|a, b| (a.location, a.code, &a.message).cmp(&(b.location, b.code, &b.message)));
     for d in diagnostics.iter_mut() {
-        let function = tree.and_then(|t| enclosing_function_name(t, file, d.span, lang)).unwrap_or_default();
+        let function = tree
+            .and_then(|t| enclosing_function_name(t, file, d.span, lang))
+            .unwrap_or_default();
         let snippet: String = if file.text.is_empty() {
             String::new()
         } else {
-            file.line_text(d.location.line - 1).split_whitespace().collect::<Vec<_>>().join(" ")
+            file.line_text(d.location.line - 1)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
         };
         let mut h = Sha256::new();
-        for part in [d.code, file.display_path.as_str(), function.as_str(), snippet.as_str()] {
+        for part in [
+            d.code,
+            file.display_path.as_str(),
+            function.as_str(),
+            snippet.as_str(),
+        ] {
             h.update(part.as_bytes());
             h.update([0u8]);
         }
@@ -200,8 +309,15 @@ pub fn finalize(file: &SourceFile, diagnostics: &mut [Diagnostic], tree: Option<
     }
 }
 
-fn enclosing_function_name(tree: &tree_sitter::Tree, file: &SourceFile, span: Span, lang: Lang) -> Option<String> {
-    let mut node = tree.root_node().descendant_for_byte_range(span.start, span.end.max(span.start));
+fn enclosing_function_name(
+    tree: &tree_sitter::Tree,
+    file: &SourceFile,
+    span: Span,
+    lang: Lang,
+) -> Option<String> {
+    let mut node = tree
+        .root_node()
+        .descendant_for_byte_range(span.start, span.end.max(span.start));
     let mut names = Vec::new();
     while let Some(n) = node {
         if n.kind() == "function_definition" {
@@ -210,6 +326,7 @@ fn enclosing_function_name(tree: &tree_sitter::Tree, file: &SourceFile, span: Sp
                     .child_by_field_name("name")
                     .and_then(|x| file.text.get(x.start_byte()..x.end_byte())),
                 Lang::Cuda => crate::semantic::cuda::function_name(n, &file.text),
+                Lang::Manifest => None,
             };
             names.push(name.unwrap_or("?").to_string());
         }
@@ -220,7 +337,11 @@ fn enclosing_function_name(tree: &tree_sitter::Tree, file: &SourceFile, span: Sp
 }
 
 fn skipped(path: &Path, display: String, reason: String) -> FileResult {
-    let source = Arc::new(SourceFile::new(path.to_path_buf(), display.clone(), String::new()));
+    let source = Arc::new(SourceFile::new(
+        path.to_path_buf(),
+        display.clone(),
+        String::new(),
+    ));
     let mut d = Diagnostic::new(&GL002, Span::new(0, 0), format!("file skipped: {reason}"))
         .primary_label("not checked")
         .help("fix the file or exclude it with `extend-exclude` in gpulint.toml");
@@ -248,8 +369,11 @@ fn skipped(path: &Path, display: String, reason: String) -> FileResult {
 /// Reads a file as text: binary content and oversized files are refused, invalid UTF-8 is
 /// decoded with replacement characters.
 pub fn read_source(path: &Path, max_size: u64) -> Result<String, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
-    let meta = file.metadata().map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
     if meta.is_dir() {
         return Err("it is a directory".into());
     }
@@ -265,7 +389,10 @@ pub fn read_source(path: &Path, max_size: u64) -> Result<String, String> {
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
     if bytes.len() as u64 > max_size {
-        return Err(format!("it is over the {} limit", crate::settings::format_size(max_size)));
+        return Err(format!(
+            "it is over the {} limit",
+            crate::settings::format_size(max_size)
+        ));
     }
     decode(bytes)
 }

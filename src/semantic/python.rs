@@ -163,7 +163,11 @@ impl<'t> PythonBuilder<'t> {
                 let decorators = node
                     .parent()
                     .filter(|p| p.kind() == "decorated_definition")
-                    .map(|p| named_children(p).filter(|c| c.kind() == "decorator").collect())
+                    .map(|p| {
+                        named_children(p)
+                            .filter(|c| c.kind() == "decorator")
+                            .collect()
+                    })
                     .unwrap_or_default();
                 if self.scope_stack.is_empty() && class.is_none() {
                     self.bind_module_name(node, name.clone(), None);
@@ -226,10 +230,14 @@ impl<'t> PythonBuilder<'t> {
     }
 
     fn bind_module_name(&mut self, value: Node<'t>, name: String, _q: Option<()>) {
-        let Some(name) = self.source.get(value.start_byte()..value.end_byte()).and_then(|_| {
-            // Keep a borrowed &'t str for the name: find it in the source.
-            find_name(self.source, value, &name)
-        }) else {
+        let Some(name) = self
+            .source
+            .get(value.start_byte()..value.end_byte())
+            .and_then(|_| {
+                // Keep a borrowed &'t str for the name: find it in the source.
+                find_name(self.source, value, &name)
+            })
+        else {
             return;
         };
         self.module_bindings
@@ -332,7 +340,9 @@ impl<'t> PythonBuilder<'t> {
             }
             Some(f) => {
                 if left.kind() == "identifier" {
-                    if let Some(r) = right.filter(|r| matches!(r.kind(), "attribute" | "identifier")) {
+                    if let Some(r) =
+                        right.filter(|r| matches!(r.kind(), "attribute" | "identifier"))
+                    {
                         self.local_aliases.insert((f, text(left, self.source)), r);
                     }
                 }
@@ -370,7 +380,9 @@ impl<'t> PythonBuilder<'t> {
                     }
                 }
                 "keyword_argument" => {
-                    let key = arg.child_by_field_name("name").map(|n| text(n, self.source));
+                    let key = arg
+                        .child_by_field_name("name")
+                        .map(|n| text(n, self.source));
                     let value = arg.child_by_field_name("value");
                     match key {
                         Some("default") => default = value,
@@ -392,7 +404,10 @@ impl<'t> PythonBuilder<'t> {
         let mut functions_by_name: HashMap<&'t str, Vec<usize>> = HashMap::new();
         for (i, f) in self.functions.iter().enumerate() {
             if let Some(n) = f.node.child_by_field_name("name") {
-                functions_by_name.entry(text(n, self.source)).or_default().push(i);
+                functions_by_name
+                    .entry(text(n, self.source))
+                    .or_default()
+                    .push(i);
             }
         }
         PythonModel {
@@ -411,7 +426,9 @@ impl<'t> PythonBuilder<'t> {
 
 /// `a . b` (with spaces or line continuations) → `a.b`.
 fn compact_dotted(s: &str) -> String {
-    s.chars().filter(|c| !c.is_whitespace() && *c != '\\').collect()
+    s.chars()
+        .filter(|c| !c.is_whitespace() && *c != '\\')
+        .collect()
 }
 
 fn find_name<'t>(source: &'t str, node: Node<'_>, name: &str) -> Option<&'t str> {
@@ -428,8 +445,14 @@ fn identifiers_in_target(target: Node<'_>) -> Vec<Node<'_>> {
     while let Some(n) = stack.pop() {
         match n.kind() {
             "identifier" => out.push(n),
-            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list"
-            | "expression_list" | "parenthesized_expression" | "list_splat_pattern"
+            "pattern_list"
+            | "tuple_pattern"
+            | "list_pattern"
+            | "tuple"
+            | "list"
+            | "expression_list"
+            | "parenthesized_expression"
+            | "list_splat_pattern"
             | "as_pattern_target" => stack.extend(named_children(n)),
             _ => {}
         }
@@ -581,7 +604,10 @@ impl<'t> PythonModel<'t> {
 
     /// Functions defined under a name (module functions, methods and nested functions alike).
     pub fn functions_named(&self, name: &str) -> &[usize] {
-        self.functions_by_name.get(name).map(Vec::as_slice).unwrap_or(&[])
+        self.functions_by_name
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
     }
 
     /// The local function a call invokes: `f(...)` for a module-level or enclosing `def f`,
@@ -599,15 +625,17 @@ impl<'t> PythonModel<'t> {
                 // Prefer a function nested in the caller's chain, then a module-level one.
                 let mut scope = caller;
                 while let Some(s) = scope {
-                    if let Some(&c) = candidates.iter().find(|&&c| self.functions[c].parent == Some(s)) {
+                    if let Some(&c) = candidates
+                        .iter()
+                        .find(|&&c| self.functions[c].parent == Some(s))
+                    {
                         return Some(c);
                     }
                     scope = self.functions[s].parent;
                 }
-                candidates
-                    .iter()
-                    .copied()
-                    .find(|&c| self.functions[c].parent.is_none() && self.functions[c].class.is_none())
+                candidates.iter().copied().find(|&c| {
+                    self.functions[c].parent.is_none() && self.functions[c].class.is_none()
+                })
             }
             "attribute" => {
                 let object = func.child_by_field_name("object")?;
@@ -633,6 +661,14 @@ impl<'t> PythonModel<'t> {
             .filter(|(_, scope)| *scope == Some(f))
             .filter_map(|(call, _)| self.local_callee(*call).map(|c| (*call, c)))
             .collect()
+    }
+
+    /// The value node of a module-level name bound exactly once (`REQUIRED = [...]`).
+    pub fn module_value(&self, name: &str) -> Option<Node<'t>> {
+        self.module_bindings
+            .get(name)
+            .filter(|b| b.count == 1)
+            .map(|b| b.value)
     }
 
     /// The folded value of a constant expression: literals, tuples, arithmetic, module-level
@@ -730,12 +766,21 @@ impl<'t> PythonModel<'t> {
         };
         let mut it = super::descendants(body);
         while let Some(n) = it.next() {
-            if matches!(n.kind(), "function_definition" | "class_definition" | "lambda") {
+            if matches!(
+                n.kind(),
+                "function_definition" | "class_definition" | "lambda"
+            ) {
                 continue;
             }
-            if matches!(n.kind(), "assignment" | "augmented_assignment" | "for_statement") {
+            if matches!(
+                n.kind(),
+                "assignment" | "augmented_assignment" | "for_statement"
+            ) {
                 if let Some(left) = n.child_by_field_name("left") {
-                    if identifiers_in_target(left).iter().any(|i| self.text(*i) == name) {
+                    if identifiers_in_target(left)
+                        .iter()
+                        .any(|i| self.text(*i) == name)
+                    {
                         return true;
                     }
                 }
@@ -838,12 +883,18 @@ mod tests {
         let src = "import tensorflow as tf\nfrom tensorflow import keras\nfrom tensorflow.keras import layers as L\nimport keras.backend\ncfg = tf.config.experimental\ndef f():\n    import torch as T\n    T.cuda.empty_cache()\n    cfg.set_memory_growth(1, True)\n    L.Dense(3)\n    keras.backend.clear_session()\n";
         model_of(src, |m, root| {
             let q = |s| m.qualified_name(find(root, src, "attribute", s));
-            assert_eq!(q("T.cuda.empty_cache").as_deref(), Some("torch.cuda.empty_cache"));
+            assert_eq!(
+                q("T.cuda.empty_cache").as_deref(),
+                Some("torch.cuda.empty_cache")
+            );
             assert_eq!(
                 q("cfg.set_memory_growth").as_deref(),
                 Some("tensorflow.config.experimental.set_memory_growth")
             );
-            assert_eq!(q("L.Dense").as_deref(), Some("tensorflow.keras.layers.Dense"));
+            assert_eq!(
+                q("L.Dense").as_deref(),
+                Some("tensorflow.keras.layers.Dense")
+            );
             assert_eq!(
                 q("keras.backend.clear_session").as_deref(),
                 Some("keras.backend.clear_session")
@@ -857,7 +908,10 @@ mod tests {
         model_of(src, |m, root| {
             let v = |s| m.const_value(find(root, src, "identifier", s));
             assert_eq!(v("M"), Some(Value::Int(1025)));
-            assert_eq!(v("S"), Some(Value::Tuple(vec![Value::Int(4), Value::Int(1024)])));
+            assert_eq!(
+                v("S"),
+                Some(Value::Tuple(vec![Value::Int(4), Value::Int(1024)]))
+            );
             assert_eq!(v("X"), None, "bound twice");
             let a = find(root, src, "attribute", "args.batch_size");
             assert_eq!(m.const_value(a), Some(Value::Int(1025)));
@@ -871,8 +925,14 @@ mod tests {
             let a = m.functions_named("a")[0];
             let b = m.functions_named("b")[0];
             let h = m.functions_named("helper")[0];
-            assert_eq!(m.callees(a).iter().map(|c| c.1).collect::<Vec<_>>(), vec![b]);
-            assert_eq!(m.callees(b).iter().map(|c| c.1).collect::<Vec<_>>(), vec![h]);
+            assert_eq!(
+                m.callees(a).iter().map(|c| c.1).collect::<Vec<_>>(),
+                vec![b]
+            );
+            assert_eq!(
+                m.callees(b).iter().map(|c| c.1).collect::<Vec<_>>(),
+                vec![h]
+            );
         });
     }
 }
