@@ -17,7 +17,10 @@ use tree_sitter::{Node, Tree};
 /// What a rule sees while it checks a file.
 pub struct Context<'a> {
     pub file: &'a SourceFile,
+    /// The file's tree; for a notebook, the tree of its first code cell (see `trees`).
     pub tree: &'a Tree,
+    /// One tree per notebook code cell, in order; a single tree otherwise.
+    pub trees: &'a [Tree],
     pub lang: Lang,
     pub model: &'a Model<'a>,
     pub settings: &'a Settings,
@@ -108,10 +111,11 @@ pub struct ParseInfo {
     pub manifest: Option<crate::manifest::Manifest>,
 }
 
-/// Runs the enabled rules of `table` over one parsed file.
+/// Runs the enabled rules of `table` over one parsed file: one tree, or one per notebook cell
+/// (sharing the file's text).
 pub fn check_tree(
     file: &SourceFile,
-    tree: &Tree,
+    trees: &[Tree],
     lang: Lang,
     table: &RuleTable,
     settings: &Settings,
@@ -120,6 +124,64 @@ pub fn check_tree(
     let mut info = ParseInfo::default();
     let mut wanted: Vec<Node<'_>> = Vec::new();
 
+    for tree in trees {
+        walk_tree(tree, table, &mut builder, &mut info, &mut wanted);
+    }
+
+    let model = builder.finish(trees);
+    if let Model::Python(python) = &model {
+        if crate::manifest::is_setup_py(&file.path)
+            && !crate::registry::manifest_rules(settings).is_empty()
+        {
+            info.manifest = crate::manifest::setup_py::extract(python);
+        }
+    }
+    let tree = &trees[0];
+    let mut diagnostics = Vec::new();
+    for node in wanted {
+        for rule in table.rules_for(node.kind_id()) {
+            run_rule(
+                *rule,
+                file,
+                tree,
+                trees,
+                lang,
+                &model,
+                settings,
+                &mut diagnostics,
+                |r, ctx| r.check(node, ctx),
+            );
+        }
+    }
+    for rule in table.rules() {
+        run_rule(
+            *rule,
+            file,
+            tree,
+            trees,
+            lang,
+            &model,
+            settings,
+            &mut diagnostics,
+            |r, ctx| r.check_file(ctx),
+        );
+    }
+
+    // Nothing is reported from evidence inside a region the parser did not understand.
+    if !info.error_spans.is_empty() {
+        diagnostics.retain(|d| !info.error_spans.iter().any(|e| overlaps(*e, d.span)));
+    }
+    (diagnostics, info)
+}
+
+/// The single iterative walk over one tree.
+fn walk_tree<'t>(
+    tree: &'t Tree,
+    table: &RuleTable,
+    builder: &mut crate::semantic::Builder<'t>,
+    info: &mut ParseInfo,
+    wanted: &mut Vec<Node<'t>>,
+) {
     let mut cursor = tree.walk();
     'walk: loop {
         let node = cursor.node();
@@ -147,48 +209,6 @@ pub fn check_tree(
             }
         }
     }
-
-    let model = builder.finish(tree);
-    if let Model::Python(python) = &model {
-        if crate::manifest::is_setup_py(&file.path)
-            && !crate::registry::manifest_rules(settings).is_empty()
-        {
-            info.manifest = crate::manifest::setup_py::extract(python);
-        }
-    }
-    let mut diagnostics = Vec::new();
-    for node in wanted {
-        for rule in table.rules_for(node.kind_id()) {
-            run_rule(
-                *rule,
-                file,
-                tree,
-                lang,
-                &model,
-                settings,
-                &mut diagnostics,
-                |r, ctx| r.check(node, ctx),
-            );
-        }
-    }
-    for rule in table.rules() {
-        run_rule(
-            *rule,
-            file,
-            tree,
-            lang,
-            &model,
-            settings,
-            &mut diagnostics,
-            |r, ctx| r.check_file(ctx),
-        );
-    }
-
-    // Nothing is reported from evidence inside a region the parser did not understand.
-    if !info.error_spans.is_empty() {
-        diagnostics.retain(|d| !info.error_spans.iter().any(|e| overlaps(*e, d.span)));
-    }
-    (diagnostics, info)
 }
 
 fn overlaps(a: Span, b: Span) -> bool {
@@ -200,6 +220,7 @@ fn run_rule<'a>(
     rule: &'static dyn Rule,
     file: &'a SourceFile,
     tree: &'a Tree,
+    trees: &'a [Tree],
     lang: Lang,
     model: &'a Model<'a>,
     settings: &'a Settings,
@@ -209,6 +230,7 @@ fn run_rule<'a>(
     let mut ctx = Context {
         file,
         tree,
+        trees,
         lang,
         model,
         settings,

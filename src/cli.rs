@@ -1,6 +1,8 @@
-//! The command line: `gpulint [check] [PATH...]`, `gpulint rules`, `gpulint explain CODE`.
+//! The command line: `gpulint [check] [PATH...]`, `gpulint rules`, `gpulint explain CODE`,
+//! `gpulint decode EXIT_CODE`.
 
 use crate::config::{self, LoadedConfig};
+use crate::decode;
 use crate::diagnostic::{FileReport, Severity};
 use crate::discover::{self, Excludes, DEFAULT_EXCLUDE};
 use crate::engine::{Engine, FileResult, Status};
@@ -31,7 +33,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Check files and directories (the default command).
-    Check(CheckArgs),
+    Check(Box<CheckArgs>),
     /// List the rules: code, name, severity, language and summary.
     Rules {
         /// Output format.
@@ -42,6 +44,16 @@ enum Command {
     Explain {
         /// A rule code (`CU001`) or name (`unguarded-thread-index`).
         rule: String,
+    },
+    /// Explain a crashed process's exit code (`-1073740791`, `0xC0000409`, `139`, `-11`) and
+    /// name the rules that look for its causes. Exits 2 for a code it does not know.
+    Decode {
+        /// The exit code: signed or unsigned decimal, or hexadecimal (`0xC0000409`).
+        #[arg(allow_hyphen_values = true)]
+        code: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Text)]
+        output_format: ListFormat,
     },
 }
 
@@ -60,8 +72,11 @@ enum FailOn {
 
 #[derive(Args, Debug)]
 struct CheckArgs {
-    /// Files or directories to check [default: .]
+    /// Files or directories to check [default: .; none after `--` checks nothing]
     paths: Vec<PathBuf>,
+    /// Set when the command line ends with `--` and names no path: check nothing.
+    #[arg(skip)]
+    no_paths: bool,
     /// Rules to enable: codes, prefixes (`CU`), names, or `ALL`. Replaces the configured selection.
     #[arg(long, value_delimiter = ',', value_name = "RULES")]
     select: Vec<String>,
@@ -107,6 +122,25 @@ struct CheckArgs {
     /// Benchmark baseline: read and parse every file, run no rule, report nothing.
     #[arg(long)]
     parse_only: bool,
+    /// Record today's findings in FILE (by fingerprint) and exit 0; see --baseline.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["baseline", "add_noqa"])]
+    write_baseline: Option<PathBuf>,
+    /// Report only findings that are not recorded in this baseline FILE.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Add a suppression comment for every finding (`# noqa: CODE`, `// NOLINT(CODE)`), with an
+    /// optional reason: --add-noqa="legacy kernel".
+    #[arg(long, value_name = "REASON", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    add_noqa: Option<String>,
+    /// Do not read or write the cache (.gpulint_cache/).
+    #[arg(long)]
+    no_cache: bool,
+    /// Check source read from standard input, as if it were the file PATH (for editors).
+    #[arg(long, value_name = "PATH")]
+    stdin_filename: Option<PathBuf>,
+    /// Apply the exclusions to files named on the command line too (for pre-commit and editors).
+    #[arg(long)]
+    force_exclude: bool,
 }
 
 /// Entry point of the binary.
@@ -136,6 +170,7 @@ fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
         "check",
         "rules",
         "explain",
+        "decode",
         "help",
         "-h",
         "--help",
@@ -151,6 +186,7 @@ fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
 
 /// Runs gpulint with these arguments (the program name first) and returns the exit code.
 pub fn run(args: Vec<OsString>) -> ExitCode {
+    let ends_with_separator = args.last().is_some_and(|a| a == "--");
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -159,9 +195,16 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
     };
     match cli.command {
-        Command::Check(args) => check(args),
+        Command::Check(mut args) => {
+            args.no_paths = ends_with_separator && args.paths.is_empty();
+            check(*args)
+        }
         Command::Rules { output_format } => list_rules(output_format),
         Command::Explain { rule } => explain(&rule),
+        Command::Decode {
+            code,
+            output_format,
+        } => decode(&code, output_format),
     }
 }
 
@@ -235,6 +278,26 @@ fn explain(rule: &str) -> ExitCode {
     }
     print_out(&s);
     ExitCode::SUCCESS
+}
+
+fn decode(input: &str, format: ListFormat) -> ExitCode {
+    let code = match decode::parse(input) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    match decode::lookup(code) {
+        Some(entry) => {
+            print_out(&match format {
+                ListFormat::Text => decode::render_text(code, entry),
+                ListFormat::Json => decode::render_json(code, entry),
+            });
+            ExitCode::SUCCESS
+        }
+        None => {
+            eprint!("{}", decode::unknown_text(code));
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn print_out(s: &str) {
@@ -358,12 +421,18 @@ fn check(args: CheckArgs) -> ExitCode {
         Ok(e) => e,
         Err(e) => return fail(e),
     };
-    let paths = if args.paths.is_empty() {
+    let paths = if args.paths.is_empty() && !args.no_paths {
         vec![PathBuf::from(".")]
     } else {
         args.paths.clone()
     };
-    let discovery = discover::discover(&paths, &excludes, &cwd);
+    let mut discovery = discover::discover(&paths, &excludes, &cwd);
+    if args.force_exclude {
+        // Exclusions are relative to the configuration file's folder, as for per-file-ignores.
+        discovery
+            .files
+            .retain(|c| !excludes.excludes_file(&c.path, &settings.root, &cwd));
+    }
     for missing in &discovery.missing {
         eprintln!("gpulint: error: {missing}: no such file or directory");
     }
@@ -403,14 +472,45 @@ fn check(args: CheckArgs) -> ExitCode {
     }
 
     let engine = Engine::new(settings);
-    let results: Vec<FileResult> = pool.install(|| {
-        discovery
-            .files
-            .par_iter()
-            .map(|c| engine.check_path(&c.path, c.display.clone(), c.lang))
-            .collect()
-    });
+    let mut results: Vec<FileResult> = match &args.stdin_filename {
+        Some(path) => {
+            let Some(lang) = crate::lang::Lang::of_path(path) else {
+                return fail(format!(
+                    "--stdin-filename {}: not a Python, CUDA/C++ or dependency manifest file name",
+                    path.display()
+                ));
+            };
+            let mut bytes = Vec::new();
+            if let Err(e) = std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes) {
+                return fail(format!("cannot read standard input: {e}"));
+            }
+            vec![engine.check_bytes(path, discover::display_path(path, &cwd), bytes, lang)]
+        }
+        None => {
+            let use_cache = !args.no_cache && args.add_noqa.is_none();
+            run_files(
+                &engine,
+                &discovery.files,
+                &pool,
+                use_cache,
+                &cwd,
+                !args.quiet,
+            )
+        }
+    };
     let settings = &engine.settings;
+
+    if let Some(path) = &args.baseline {
+        let known = match crate::baseline::read(path) {
+            Ok(k) => k,
+            Err(e) => return fail(e),
+        };
+        for r in &mut results {
+            r.report
+                .diagnostics
+                .retain(|d| !known.contains(&d.fingerprint));
+        }
+    }
 
     // Output: sorted by path, then position, whatever the thread count.
     let mut reports: Vec<&FileReport> = results
@@ -419,6 +519,47 @@ fn check(args: CheckArgs) -> ExitCode {
         .filter(|r| !r.diagnostics.is_empty())
         .collect();
     reports.sort_by(|a, b| a.display_path.cmp(&b.display_path));
+    if let Some(path) = &args.write_baseline {
+        return match crate::baseline::write(path, &reports) {
+            Ok(n) => {
+                if !args.quiet {
+                    eprintln!("Wrote {n} finding(s) to the baseline {}", path.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        };
+    }
+    if let Some(reason) = &args.add_noqa {
+        let reason = Some(reason.as_str()).filter(|r| !r.is_empty());
+        let mut outcome = crate::noqa_writer::Outcome::default();
+        for r in &results {
+            if r.report.diagnostics.is_empty() {
+                continue;
+            }
+            let lang = crate::lang::Lang::of_path(&r.report.source.path)
+                .unwrap_or(crate::lang::Lang::Python);
+            if let Err(e) = crate::noqa_writer::add_noqa(
+                &r.report.source.path,
+                &r.report,
+                lang,
+                reason,
+                &mut outcome,
+            ) {
+                eprintln!("gpulint: {e}");
+            }
+        }
+        for place in &outcome.refused {
+            eprintln!("{place}: no suppression added (the line ends inside a string or continues on the next)");
+        }
+        if !args.quiet {
+            eprintln!(
+                "Added {} suppression(s) to {} file(s).",
+                outcome.added, outcome.files
+            );
+        }
+        return ExitCode::SUCCESS;
+    }
     let color = args.output_file.is_none()
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
@@ -455,6 +596,105 @@ fn check(args: CheckArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Checks the files in parallel, through the cache when asked, with a progress bar on a terminal.
+fn run_files(
+    engine: &Engine,
+    files: &[discover::Candidate],
+    pool: &rayon::ThreadPool,
+    use_cache: bool,
+    cwd: &Path,
+    progress: bool,
+) -> Vec<FileResult> {
+    let cache = use_cache.then(|| {
+        crate::cache::Cache::open(
+            &engine.settings.root.join(".gpulint_cache"),
+            &engine.settings.cache_key(),
+        )
+    });
+    let bar = (progress && files.len() > 200 && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(files.len() as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} checking {pos}/{len} files {wide_bar} {elapsed}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let key = |c: &discover::Candidate| cwd.join(&c.path).display().to_string();
+    let checked: Vec<(FileResult, Option<(String, crate::cache::Entry)>)> = pool.install(|| {
+        files
+            .par_iter()
+            .map(|c| {
+                // A manifest's findings depend on the files it includes: never cached (they
+                // are cheap to check).
+                let out = match &cache {
+                    None => (engine.check_path(&c.path, c.display.clone(), c.lang), None),
+                    Some(_) if c.lang == crate::lang::Lang::Manifest => {
+                        (engine.check_path(&c.path, c.display.clone(), c.lang), None)
+                    }
+                    Some(cache) => {
+                        let bytes =
+                            match crate::engine::read_bytes(&c.path, engine.settings.max_file_size)
+                            {
+                                Ok(b) => b,
+                                Err(_) => {
+                                    return (
+                                        engine.check_path(&c.path, c.display.clone(), c.lang),
+                                        None,
+                                    )
+                                }
+                            };
+                        let hash = crate::cache::content_hash(&bytes);
+                        let k = key(c);
+                        let hit = cache.get(&k, hash, bytes.len().max(1) * 2).and_then(
+                            |(d, parsed, partial)| {
+                                engine.restore(
+                                    &c.path,
+                                    c.display.clone(),
+                                    bytes.clone(),
+                                    d,
+                                    parsed,
+                                    partial,
+                                )
+                            },
+                        );
+                        let result = hit.unwrap_or_else(|| {
+                            engine.check_bytes(&c.path, c.display.clone(), bytes, c.lang)
+                        });
+                        let entry = matches!(result.status, Status::Checked | Status::Prefiltered)
+                            .then(|| {
+                                (
+                                    k,
+                                    crate::cache::Cache::entry(
+                                        hash,
+                                        result.status == Status::Checked,
+                                        result.partial,
+                                        &result.report.diagnostics,
+                                    ),
+                                )
+                            });
+                        (result, entry)
+                    }
+                };
+                if let Some(b) = &bar {
+                    b.inc(1);
+                }
+                out
+            })
+            .collect()
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let (results, entries): (Vec<FileResult>, Vec<_>) = checked.into_iter().unzip();
+    if let Some(cache) = cache {
+        // A cache that cannot be written only makes the next run slower.
+        let _ = cache.save(entries.into_iter().flatten().collect());
+    }
+    results
 }
 
 fn statistics(reports: &[&FileReport], format: Format) -> String {
@@ -546,11 +786,11 @@ fn summary(
     }
     let _ = writeln!(
         err,
-        "{line} in {:.2}s: {}, {}, {}.",
+        "{line} in {:.2}s: {}, {}, {} info.",
         started.elapsed().as_secs_f64(),
         plural(n(Severity::Error), "error"),
         plural(n(Severity::Warning), "warning"),
-        format!("{} info", n(Severity::Info))
+        n(Severity::Info)
     );
     if verbose {
         for r in results.iter().filter(|r| r.partial) {

@@ -82,6 +82,25 @@ impl Excludes {
     }
 }
 
+impl Excludes {
+    /// Is a file named on the command line excluded (`--force-exclude`)? Its path relative to
+    /// `root` is matched, and so is each folder on the way, as a walk would.
+    pub fn excludes_file(&self, path: &Path, root: &Path, cwd: &Path) -> bool {
+        let absolute = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            cwd.join(path)
+        };
+        let absolute = std::fs::canonicalize(&absolute).unwrap_or(absolute);
+        let relative = absolute.strip_prefix(root).unwrap_or(path);
+        let mut prefix = PathBuf::new();
+        relative.components().any(|c| {
+            prefix.push(c);
+            matches!(c, std::path::Component::Normal(_)) && self.is_excluded(&prefix)
+        })
+    }
+}
+
 /// The path as shown to the user: relative to the current directory when below it, else as
 /// given.
 pub fn display_path(path: &Path, cwd: &Path) -> String {

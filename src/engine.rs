@@ -78,14 +78,41 @@ impl Engine {
 
     /// Reads and checks one file. Never panics.
     pub fn check_path(&self, path: &Path, display: String, lang: Lang) -> FileResult {
-        match read_source(path, self.settings.max_file_size) {
+        match read_bytes(path, self.settings.max_file_size) {
+            Ok(bytes) => self.check_bytes(path, display, bytes, lang),
+            Err(reason) => skipped(path, display, reason),
+        }
+    }
+
+    /// Checks a file's bytes: binary content is skipped (GL002), invalid UTF-8 decoded lossily.
+    pub fn check_bytes(
+        &self,
+        path: &Path,
+        display: String,
+        bytes: Vec<u8>,
+        lang: Lang,
+    ) -> FileResult {
+        match decode(bytes) {
             Ok(text) => self.check_text(path, display, text, lang),
             Err(reason) => skipped(path, display, reason),
         }
     }
 
-    /// Checks text as if it were the file at `path`. Never panics.
+    /// Checks text as if it were the file at `path` (a notebook's JSON if `path` ends in
+    /// `.ipynb`). Never panics.
     pub fn check_text(&self, path: &Path, display: String, text: String, lang: Lang) -> FileResult {
+        let (text, notebook) = if lang::is_notebook(path) {
+            match crate::notebook::parse(&text) {
+                Ok(nb) => {
+                    let mut nb = nb;
+                    let source = std::mem::take(&mut nb.source);
+                    (source, Some(Arc::new(nb)))
+                }
+                Err(reason) => return skipped(path, display, reason),
+            }
+        } else {
+            (text, None)
+        };
         let source = Arc::new(SourceFile::new(path.to_path_buf(), display.clone(), text));
         let Some(table) = self.table(lang) else {
             // Manifests are small: every one is parsed.
@@ -96,6 +123,7 @@ impl Engine {
                         display_path: display,
                         source,
                         diagnostics,
+                        notebook,
                     },
                     status: Status::Checked,
                     reason: None,
@@ -114,19 +142,23 @@ impl Engine {
                     display_path: display,
                     source,
                     diagnostics: Vec::new(),
+                    notebook,
                 },
                 status: Status::Prefiltered,
                 reason: None,
                 partial: false,
             };
         }
-        let outcome = catch_unwind(AssertUnwindSafe(|| self.check_source(&source, lang, table)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            self.check_source(&source, lang, table, notebook.as_deref())
+        }));
         match outcome {
             Ok(Some((diagnostics, partial))) => FileResult {
                 report: FileReport {
                     display_path: display,
                     source,
                     diagnostics,
+                    notebook,
                 },
                 status: Status::Checked,
                 reason: None,
@@ -142,9 +174,30 @@ impl Engine {
         file: &SourceFile,
         lang: Lang,
         table: &RuleTable,
+        notebook: Option<&crate::notebook::Notebook>,
     ) -> Option<(Vec<Diagnostic>, bool)> {
-        let tree = lang::parse(lang, &file.text)?;
-        let (mut diagnostics, info) = checker::check_tree(file, &tree, lang, table, &self.settings);
+        let trees: Vec<tree_sitter::Tree> = match notebook {
+            Some(nb) => {
+                let mut trees = Vec::with_capacity(nb.cells.len());
+                for cell in &nb.cells {
+                    trees.push(lang::parse_range(lang, &file.text, cell.start, cell.end)?);
+                }
+                if trees.is_empty() {
+                    return Some((Vec::new(), false));
+                }
+                trees
+            }
+            None => {
+                let mut tree = lang::parse(lang, &file.text)?;
+                if lang == Lang::Cuda {
+                    // Macro-heavy C++ often needs a second, line-preserving parse (see `cuda_retry`).
+                    tree = lang::cuda_retry::reparse(&file.text, tree);
+                }
+                vec![tree]
+            }
+        };
+        let (mut diagnostics, info) =
+            checker::check_tree(file, &trees, lang, table, &self.settings);
         if let Some(m) = &info.manifest {
             diagnostics.extend(manifest::check::run(
                 &self.manifest,
@@ -153,14 +206,15 @@ impl Engine {
                 &self.settings,
             ));
         }
-        let suppressions = suppress::collect(&tree, file, lang, &info.comments);
+        let suppressions = suppress::collect(&trees, file, lang, &info.comments);
         let diagnostics = self.finish_file(
             file,
             diagnostics,
             suppressions,
             &info.error_spans,
-            Some(&tree),
+            &trees,
             lang,
+            notebook,
         );
         Some((diagnostics, !info.error_spans.is_empty()))
     }
@@ -177,7 +231,7 @@ impl Engine {
             return Err(format!("not a readable {}: {reason}", format.describe()));
         }
         let diagnostics = manifest::check::run(&self.manifest, file, &m, &self.settings);
-        let suppressions = suppress::collect_with(file, Lang::Manifest, &m.comments, &|line| {
+        let suppressions = suppress::collect_with(file, Lang::Manifest, &m.comments, &|_, line| {
             m.coverage(file, line)
         });
         let diagnostics = self.finish_file(
@@ -185,22 +239,25 @@ impl Engine {
             diagnostics,
             suppressions,
             &m.errors,
-            None,
+            &[],
             Lang::Manifest,
+            None,
         );
         Ok((diagnostics, !m.errors.is_empty()))
     }
 
     /// What every checked file gets after its rules ran: selection and per-file ignores,
     /// suppressions and unused ones (GL001), the partial-parse note (GL003), positions.
+    #[allow(clippy::too_many_arguments)]
     fn finish_file(
         &self,
         file: &SourceFile,
         mut diagnostics: Vec<Diagnostic>,
         mut suppressions: Vec<suppress::Suppression>,
         error_spans: &[Span],
-        tree: Option<&tree_sitter::Tree>,
+        trees: &[tree_sitter::Tree],
         lang: Lang,
+        notebook: Option<&crate::notebook::Notebook>,
     ) -> Vec<Diagnostic> {
         let settings = &self.settings;
         diagnostics
@@ -239,7 +296,7 @@ impl Engine {
                 .primary_label("the parser could not read from here"),
             );
         }
-        finalize(file, &mut diagnostics, tree, lang);
+        finalize(file, &mut diagnostics, trees, lang, notebook);
         diagnostics
     }
 }
@@ -260,17 +317,23 @@ fn internal_error(
     r
 }
 
-/// Resolves positions and fingerprints, and sorts.
+/// Resolves positions (cell-relative in notebooks) and fingerprints, and sorts.
 pub fn finalize(
     file: &SourceFile,
     diagnostics: &mut [Diagnostic],
-    tree: Option<&tree_sitter::Tree>,
+    trees: &[tree_sitter::Tree],
     lang: Lang,
+    notebook: Option<&crate::notebook::Notebook>,
 ) {
     let mut seen: HashMap<String, usize> = HashMap::new();
     for d in diagnostics.iter_mut() {
-        let (line, column) = file.position(d.span.start);
-        let (end_line, end_column) = file.position(d.span.end);
+        let (mut line, column) = file.position(d.span.start);
+        let (mut end_line, end_column) = file.position(d.span.end);
+        if let Some(cell) = notebook.and_then(|nb| nb.cell_at(d.span.start)) {
+            line -= cell.first_line;
+            end_line = end_line.saturating_sub(cell.first_line).max(line);
+            d.cell = Some(cell.number);
+        }
         d.location = crate::diagnostic::Location {
             line,
             column,
@@ -278,16 +341,24 @@ pub fn finalize(
             end_column,
         };
     }
-    diagnostics
-        .sort_by(|a, b| (a.location, a.code, &a.message).cmp(&(b.location, b.code, &b.message)));
+    diagnostics.sort_by(|a, b| {
+        (a.cell, a.location, a.code, &a.message).cmp(&(b.cell, b.location, b.code, &b.message))
+    });
     for d in diagnostics.iter_mut() {
+        let tree = trees
+            .iter()
+            .find(|t| {
+                t.root_node().start_byte() <= d.span.start
+                    && d.span.start < t.root_node().end_byte().max(1)
+            })
+            .or(trees.first());
         let function = tree
             .and_then(|t| enclosing_function_name(t, file, d.span, lang))
             .unwrap_or_default();
         let snippet: String = if file.text.is_empty() {
             String::new()
         } else {
-            file.line_text(d.location.line - 1)
+            file.line_text(file.line_index(d.span.start.min(file.text.len())))
                 .split_whitespace()
                 .collect::<Vec<_>>()
                 .join(" ")
@@ -336,6 +407,47 @@ fn enclosing_function_name(
     (!names.is_empty()).then(|| names.join("."))
 }
 
+impl Engine {
+    /// Rebuilds a file's result from cached findings: the text (and notebook map) is restored
+    /// from the bytes, nothing is parsed. `None` if the bytes no longer decode as they did.
+    pub fn restore(
+        &self,
+        path: &Path,
+        display: String,
+        bytes: Vec<u8>,
+        diagnostics: Vec<Diagnostic>,
+        parsed: bool,
+        partial: bool,
+    ) -> Option<FileResult> {
+        let text = decode(bytes).ok()?;
+        let (text, notebook) = if lang::is_notebook(path) {
+            let mut nb = crate::notebook::parse(&text).ok()?;
+            let source = std::mem::take(&mut nb.source);
+            (source, Some(Arc::new(nb)))
+        } else {
+            (text, None)
+        };
+        if diagnostics.iter().any(|d| d.span.end > text.len()) {
+            return None;
+        }
+        Some(FileResult {
+            report: FileReport {
+                display_path: display.clone(),
+                source: Arc::new(SourceFile::new(path.to_path_buf(), display, text)),
+                diagnostics,
+                notebook,
+            },
+            status: if parsed {
+                Status::Checked
+            } else {
+                Status::Prefiltered
+            },
+            reason: None,
+            partial,
+        })
+    }
+}
+
 fn skipped(path: &Path, display: String, reason: String) -> FileResult {
     let source = Arc::new(SourceFile::new(
         path.to_path_buf(),
@@ -359,6 +471,7 @@ fn skipped(path: &Path, display: String, reason: String) -> FileResult {
             display_path: display,
             source,
             diagnostics: vec![d],
+            notebook: None,
         },
         status: Status::Skipped,
         reason: Some(reason),
@@ -369,6 +482,11 @@ fn skipped(path: &Path, display: String, reason: String) -> FileResult {
 /// Reads a file as text: binary content and oversized files are refused, invalid UTF-8 is
 /// decoded with replacement characters.
 pub fn read_source(path: &Path, max_size: u64) -> Result<String, String> {
+    decode(read_bytes(path, max_size)?)
+}
+
+/// Reads a file's bytes, refusing directories and files over `max_size`.
+pub fn read_bytes(path: &Path, max_size: u64) -> Result<Vec<u8>, String> {
     let file =
         std::fs::File::open(path).map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
     let meta = file
@@ -394,7 +512,7 @@ pub fn read_source(path: &Path, max_size: u64) -> Result<String, String> {
             crate::settings::format_size(max_size)
         ));
     }
-    decode(bytes)
+    Ok(bytes)
 }
 
 /// Text from bytes: `Err` for binary content (a NUL byte), lossy for invalid UTF-8.

@@ -4,15 +4,20 @@
 //! The flow of one run: discover files → read → prefilter → parse once → one walk (semantic
 //! model + rule dispatch by node kind) → suppressions → sort → render → exit code.
 
+pub mod baseline;
+pub mod cache;
 pub mod checker;
 pub mod cli;
 pub mod config;
+pub mod decode;
 pub mod diagnostic;
 pub mod discover;
 pub mod docs;
 pub mod engine;
 pub mod lang;
 pub mod manifest;
+pub mod noqa_writer;
+pub mod notebook;
 pub mod registry;
 pub mod render;
 pub mod rule;

@@ -8,6 +8,8 @@ use std::collections::BTreeSet;
 
 /// Every rule with a check, in code order.
 pub static RULES: &[&dyn Rule] = &[
+    &rules::cuda::cu001_unguarded_thread_index::UnguardedThreadIndex,
+    &rules::cuda::cu002_guard_index_mismatch::GuardIndexMismatch,
     &rules::manifest::mf001_tensorflow_python_mismatch::TensorflowPythonMismatch,
     &rules::manifest::mf002_tensorflow_windows_gpu::TensorflowWindowsGpu,
     &rules::manifest::mf003_tensorflow_gpu_package::TensorflowGpuPackage,

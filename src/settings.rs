@@ -170,6 +170,36 @@ impl Settings {
             .any(|p| p.selectors.iter().any(|s| s.matches(code)) && p.matches(relative))
     }
 
+    /// A text that changes whenever a setting that affects findings changes (for the cache).
+    pub fn cache_key(&self) -> String {
+        let options: std::collections::BTreeMap<_, _> = self
+            .rule_options
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect();
+        let ignores: Vec<(String, Vec<&str>)> = self
+            .per_file_ignores
+            .iter()
+            .map(|p| {
+                (
+                    p.pattern.clone(),
+                    p.selectors.iter().map(Selector::as_str).collect(),
+                )
+            })
+            .collect();
+        format!(
+            "{:?}|{:?}|{:?}|{}|{:?}|{}|{}|{}",
+            self.enabled,
+            self.explicit,
+            ignores,
+            self.root.display(),
+            options,
+            self.gpu_memory,
+            self.verbose,
+            self.max_file_size
+        )
+    }
+
     /// Should GL003 (partially parsed) findings be shown?
     pub fn show_parse_errors(&self) -> bool {
         self.is_enabled("GL003") && (self.verbose || self.explicit.contains("GL003"))
@@ -207,7 +237,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         }
     };
     let bytes = num * mult;
-    if !(bytes.is_finite()) || bytes < 1.0 || bytes > 1e15 {
+    if !bytes.is_finite() || !(1.0..=1e15).contains(&bytes) {
         return Err(format!(
             "invalid size `{s}`: must be between 1 byte and 1 PB"
         ));

@@ -219,17 +219,33 @@ fn coverage(tree: &Tree, file: &SourceFile, line: usize) -> (usize, usize) {
 }
 
 /// Collects the suppressions of a parsed file from its comment nodes.
-pub fn collect(tree: &Tree, file: &SourceFile, lang: Lang, comments: &[Span]) -> Vec<Suppression> {
-    collect_with(file, lang, comments, &|line| coverage(tree, file, line))
+pub fn collect(
+    trees: &[Tree],
+    file: &SourceFile,
+    lang: Lang,
+    comments: &[Span],
+) -> Vec<Suppression> {
+    collect_with(file, lang, comments, &|span, line| {
+        let tree = trees
+            .iter()
+            .find(|t| {
+                t.root_node().start_byte() <= span.start && span.start < t.root_node().end_byte()
+            })
+            .or(trees.first());
+        match tree {
+            Some(tree) => coverage(tree, file, line),
+            None => (line, line),
+        }
+    })
 }
 
 /// Collects the suppressions of a file from its comments; `cover` gives the 0-based line range
-/// that a suppression on a line covers (the statement it starts).
+/// that a suppression in the comment at `span`, on `line`, covers (the statement it starts).
 pub fn collect_with(
     file: &SourceFile,
     lang: Lang,
     comments: &[Span],
-    cover: &dyn Fn(usize) -> (usize, usize),
+    cover: &dyn Fn(Span, usize) -> (usize, usize),
 ) -> Vec<Suppression> {
     let mut out = Vec::new();
     for &span in comments {
@@ -244,8 +260,8 @@ pub fn collect_with(
         for d in parse_comment(text, lang) {
             let line = file.line_index(span.start);
             let lines = match d.scope {
-                Scope::Line => cover(line),
-                Scope::NextLine if line + 1 < file.line_count() => cover(line + 1),
+                Scope::Line => cover(span, line),
+                Scope::NextLine if line + 1 < file.line_count() => cover(span, line + 1),
                 Scope::NextLine => (line + 1, line + 1),
                 Scope::File => (0, usize::MAX),
             };

@@ -56,8 +56,10 @@ fn lint_pages_are_current() {
 
 #[test]
 fn examples_fire_and_fixes_do_not() {
-    let mut settings = Settings::default();
-    settings.verbose = true;
+    let settings = Settings {
+        verbose: true,
+        ..Settings::default()
+    };
     let mut problems = Vec::new();
     for m in registry::all_metas() {
         let doc = m.doc_markdown();

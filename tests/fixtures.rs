@@ -72,8 +72,10 @@ fn expectations(text: &str) -> (Expectations, Expectations) {
 
 #[test]
 fn fixtures_match_their_annotations() {
-    let mut settings = Settings::default();
-    settings.verbose = true;
+    let settings = Settings {
+        verbose: true,
+        ..Settings::default()
+    };
     let engine = Engine::new(settings);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let files = fixture_files();

@@ -1,5 +1,7 @@
 //! Languages gpulint reads, their grammars and file kinds.
 
+pub mod cuda_retry;
+
 use std::cell::RefCell;
 use std::path::Path;
 use tree_sitter::{Language, Parser, Tree};
@@ -41,7 +43,7 @@ impl Lang {
         let name = path.file_name()?.to_str()?;
         let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
         match ext.as_str() {
-            "py" | "pyi" => Some(Lang::Python),
+            "py" | "pyi" | "ipynb" => Some(Lang::Python),
             "cu" | "cuh" | "cc" | "cpp" | "cxx" | "h" | "hpp" | "hxx" => Some(Lang::Cuda),
             _ => None,
         }
@@ -86,6 +88,48 @@ pub fn parse(lang: Lang, text: &str) -> Option<Tree> {
     })
 }
 
+/// Parses only the byte range `start..end` of `text` (a notebook cell inside the notebook's
+/// joined source): node offsets are positions in `text`, so trees of several ranges share one
+/// source string.
+pub fn parse_range(lang: Lang, text: &str, start: usize, end: usize) -> Option<Tree> {
+    let cell = match lang {
+        Lang::Python => &PYTHON_PARSER,
+        Lang::Cuda => &CUDA_PARSER,
+        Lang::Manifest => return None,
+    };
+    let point = |byte: usize| {
+        let before = &text.as_bytes()[..byte];
+        let row = memchr::memchr_iter(b'\n', before).count();
+        let col = byte
+            - before
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map(|p| p + 1)
+                .unwrap_or(0);
+        tree_sitter::Point { row, column: col }
+    };
+    let range = tree_sitter::Range {
+        start_byte: start,
+        end_byte: end,
+        start_point: point(start),
+        end_point: point(end),
+    };
+    cell.with(|p| {
+        let mut parser = p.borrow_mut();
+        parser.reset();
+        parser.set_included_ranges(&[range]).ok()?;
+        let tree = parser.parse(text, None);
+        let _ = parser.set_included_ranges(&[]);
+        tree
+    })
+}
+
+/// Is this a Jupyter notebook?
+pub fn is_notebook(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("ipynb"))
+}
+
 /// All kind ids of `lang` whose name is `kind` (a named node kind can have several ids,
 /// through aliases). Empty when the grammar has no such kind.
 pub fn kind_ids(lang: Lang, kind: &str) -> Vec<u16> {
@@ -105,6 +149,10 @@ mod tests {
     fn file_kinds() {
         assert_eq!(Lang::of_path(Path::new("a/train.py")), Some(Lang::Python));
         assert_eq!(Lang::of_path(Path::new("k.cu")), Some(Lang::Cuda));
+        assert_eq!(
+            Lang::of_path(Path::new("explore.ipynb")),
+            Some(Lang::Python)
+        );
         assert_eq!(Lang::of_path(Path::new("k.cu.cc")), Some(Lang::Cuda));
         assert_eq!(Lang::of_path(Path::new("k.CUH")), Some(Lang::Cuda));
         assert_eq!(Lang::of_path(Path::new("op.hpp")), Some(Lang::Cuda));

@@ -122,6 +122,9 @@ fn instructions(file: &SourceFile, m: &mut Manifest) -> Vec<Instruction> {
                 while line < count {
                     let (s2, e2) = file.line_range(line);
                     let t2 = file.text[s2..e2].trim_start();
+                    if t2.starts_with('#') {
+                        m.comments.push(Span::new(e2 - t2.len(), e2));
+                    }
                     if t2.is_empty() || t2.starts_with('#') {
                         line += 1;
                     } else {
@@ -480,16 +483,14 @@ fn image_facts(m: &mut Manifest, image: &str, span: Span, scope: usize) {
                 });
             add(m, "torch", &format!("=={version}"), cuda.as_deref());
         }
-        (_, "python") if parent.is_empty() || parent == "library" => {
-            if version.contains('.') {
-                m.pythons.push(PythonDecl {
-                    spec: parse_specifiers(&format!("=={version}.*")).0,
-                    text: image.to_string(),
-                    span,
-                    origin: None,
-                    scope,
-                });
-            }
+        (_, "python") if (parent.is_empty() || parent == "library") && version.contains('.') => {
+            m.pythons.push(PythonDecl {
+                spec: parse_specifiers(&format!("=={version}.*")).0,
+                text: image.to_string(),
+                span,
+                origin: None,
+                scope,
+            });
         }
         _ => {}
     }

@@ -262,12 +262,21 @@ impl Manifest {
 
     /// Lines a suppression comment on 0-based `line` covers.
     pub fn coverage(&self, file: &SourceFile, line: usize) -> (usize, usize) {
+        let is_comment = |l: usize| {
+            let t = file.line_text(l).trim();
+            t.is_empty() || t.starts_with('#')
+        };
         if self.comment_covers_next && file.line_text(line).trim_start().starts_with('#') {
+            // A comment line inside a continued instruction stands for the line below it.
+            if let Some(&(_, last)) = self.statements.iter().find(|s| s.0 < line && line <= s.1) {
+                let mut next = line + 1;
+                while next < last && is_comment(next) {
+                    next += 1;
+                }
+                return (line, next.min(last));
+            }
             if let Some(next) = self.statements.iter().find(|s| s.0 > line) {
-                let between_blank = (line + 1..next.0).all(|l| {
-                    let t = file.line_text(l).trim();
-                    t.is_empty() || t.starts_with('#')
-                });
+                let between_blank = (line + 1..next.0).all(is_comment);
                 if between_blank {
                     return (line, next.1);
                 }

@@ -1,8 +1,25 @@
-//! The CUDA/C++ semantic model: the function table with execution-space qualifiers and
-//! integer constants from `#define`, `constexpr`, `const` and `enum`.
+//! The CUDA/C++ semantic model: the function table with execution spaces, integer constants,
+//! kernel launches, and per kernel the thread-index derivation of its variables, its accesses
+//! to global memory and the guards that dominate each of them.
+//!
+//! Everything is collected from the enter/leave events of the checker's one walk; `finish`
+//! then computes the per-kernel facts once, so a rule never walks a kernel again.
+
+mod consts;
+pub mod guards;
+pub mod kernel;
+pub mod launch;
+
+pub use consts::{parse_c_int, sizeof_scalar};
+pub use guards::{Bound, Guard, GuardKind};
+pub use kernel::{Access, Flags, Kernel, Param};
+pub use launch::GridKind;
 
 use super::{named_children, text};
+use crate::diagnostic::Span;
 use crate::settings::Settings;
+use consts::ConstDef;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use tree_sitter::{Node, Tree};
 
@@ -14,31 +31,120 @@ pub struct ExecSpace {
     pub host: bool,
 }
 
-/// A function definition.
+/// A function definition (never a loop macro that the grammar misread as one).
 #[derive(Debug, Clone)]
 pub struct Function<'t> {
     pub node: Node<'t>,
     pub name: String,
     pub space: ExecSpace,
+    /// Template parameters with their value where known: from every launch in this file
+    /// agreeing, or from the default.
+    pub template_params: Vec<(&'t str, Option<i128>)>,
 }
+
+/// A kernel launch `name<<<grid, block, smem, stream>>>(args)`.
+#[derive(Debug, Clone)]
+pub struct Launch<'t> {
+    pub node: Node<'t>,
+    /// The kernel's name without namespace or template arguments.
+    pub kernel: &'t str,
+    pub template_args: Vec<Node<'t>>,
+    /// The `<<<…>>>` arguments: grid, block, shared bytes, stream.
+    pub config: Vec<Node<'t>>,
+    pub args: Vec<Node<'t>>,
+}
+
+/// Grid-stride loop macros known out of the box (extended by CU001's `loop-macros`). Their
+/// arguments are `(var, bound)`, `(var, bound, type)` or `(var, bound, var2, bound2)`.
+pub const LOOP_MACROS: &[&str] = &[
+    "CUDA_1D_KERNEL_LOOP",
+    "CUDA_1D_KERNEL_LOOP_T",
+    "CUDA_KERNEL_LOOP",
+    "CUDA_KERNEL_LOOP_TYPE",
+    "CUDA_2D_KERNEL_LOOP",
+    "GPU_1D_KERNEL_LOOP",
+    "GPU_KERNEL_LOOP",
+    "HIP_1D_KERNEL_LOOP",
+    "HIP_KERNEL_LOOP",
+    "MUSA_1D_KERNEL_LOOP",
+    "MUSA_2D_KERNEL_LOOP",
+    "KERNEL_LOOP",
+    "CUDA_GRID_STRIDE_LOOP",
+];
+
+/// Calls that stop the kernel or the op when their condition is false.
+const ASSERT_CALLS: &[&str] = &[
+    "assert",
+    "CUDA_KERNEL_ASSERT",
+    "CUDA_KERNEL_ASSERT_MSG",
+    "TORCH_CHECK",
+    "TORCH_INTERNAL_ASSERT",
+    "AT_ASSERT",
+    "AT_ASSERTM",
+    "CHECK",
+    "DCHECK",
+    "OP_REQUIRES",
+    "PADDLE_ENFORCE",
+    "__builtin_assume",
+];
 
 /// Everything rules ask about a C/C++/CUDA file.
 pub struct CudaModel<'t> {
     pub source: &'t str,
     pub root: Node<'t>,
     pub functions: Vec<Function<'t>>,
-    /// Object-like `#define NAME <expr>` bodies and `constexpr`/`const`/`enum` initialisers.
+    pub kernels: Vec<Kernel<'t>>,
+    pub launches: Vec<Launch<'t>>,
+    /// Every guard of every kernel; a guard's `prev` links to the one enclosing it.
+    pub guards: Vec<Guard<'t>>,
+    /// `TORCH_CHECK(n % 256 == 0)`-style checks: the launch grid may be exact.
+    pub divisibility_checks: Vec<Node<'t>>,
+    /// Allocations: `cudaMalloc`, `malloc`, `torch::empty`, `new_zeros`, …
+    pub allocations: Vec<Node<'t>>,
     constants: HashMap<&'t str, ConstDef<'t>>,
+    /// Values of named constants already folded (`None`: not an integer constant).
+    constant_cache: RefCell<HashMap<String, Option<i128>>>,
+    loop_macros: Vec<String>,
+    /// Definitions in host functions: (function, name) → values (`None`: declared without one).
+    host_defs: HashMap<(usize, &'t str), Vec<HostDef<'t>>>,
 }
 
+/// A definition in host code: `dim3 grid(…)`, `grid.x = …`, or `dim3 grid;` (no value).
 #[derive(Debug, Clone, Copy)]
-enum ConstDef<'t> {
-    /// A `#define` body, kept as text (it is not parsed as an expression by the grammar).
-    Macro(&'t str),
-    /// An initialiser expression.
-    Expr(Node<'t>),
-    /// A known value (enumerators without an initialiser).
-    Value(i128),
+struct HostDef<'t> {
+    value: Option<Node<'t>>,
+    /// The block it is visible in.
+    scope: Span,
+}
+
+/// What the builder remembers about an open node.
+struct Frame<'t> {
+    id: usize,
+    span: Span,
+    kind: FrameKind<'t>,
+    /// Guards pushed on entering this node (or attached to it), popped on leaving it.
+    pushed: u32,
+}
+
+enum FrameKind<'t> {
+    /// Guards only.
+    Plain,
+    Compound,
+    /// A function definition; `kernel` is its index in `kernels` when it is one.
+    Function {
+        kernel: Option<usize>,
+    },
+    /// A template declaration's parameter list, for the function it declares.
+    Template(Node<'t>),
+    /// A node whose children are guarded: `(child id, guard kind, condition, negated)`.
+    Guarding(Vec<(usize, GuardKind, Node<'t>, bool)>, Node<'t>),
+    /// A call's argument list in a kernel: the argument ids, and guards from predicate
+    /// arguments (`load(dst, p + i, i < n)`).
+    Args(
+        Vec<usize>,
+        Vec<(usize, GuardKind, Node<'t>, bool)>,
+        Node<'t>,
+    ),
 }
 
 /// Collects the model during the checker's walk.
@@ -46,93 +152,495 @@ pub struct CudaBuilder<'t> {
     source: &'t str,
     functions: Vec<Function<'t>>,
     constants: HashMap<&'t str, ConstDef<'t>>,
+    loop_macros: Vec<String>,
+    frames: Vec<Frame<'t>>,
+    guards: Vec<Guard<'t>>,
+    guard_top: Option<u32>,
+    kernels: Vec<kernel::KernelBuild<'t>>,
+    current_kernel: Option<usize>,
+    current_function: Option<usize>,
+    function_depth: usize,
+    host_defs: HashMap<(usize, &'t str), Vec<HostDef<'t>>>,
+    launches: Vec<Launch<'t>>,
+    divisibility_checks: Vec<Node<'t>>,
+    allocations: Vec<Node<'t>>,
 }
 
 impl<'t> CudaBuilder<'t> {
-    pub fn new(source: &'t str, _settings: &Settings) -> Self {
+    pub fn new(source: &'t str, settings: &Settings) -> Self {
+        let mut loop_macros: Vec<String> = LOOP_MACROS.iter().map(|s| s.to_string()).collect();
+        if let Some(list) = settings
+            .rule_option("CU001", "loop-macros")
+            .and_then(|v| v.as_array())
+        {
+            loop_macros.extend(list.iter().filter_map(|v| v.as_str().map(str::to_owned)));
+        }
         CudaBuilder {
             source,
             functions: Vec::new(),
             constants: HashMap::new(),
+            loop_macros,
+            frames: Vec::new(),
+            guards: Vec::new(),
+            guard_top: None,
+            kernels: Vec::new(),
+            current_kernel: None,
+            current_function: None,
+            function_depth: 0,
+            host_defs: HashMap::new(),
+            launches: Vec::new(),
+            divisibility_checks: Vec::new(),
+            allocations: Vec::new(),
+        }
+    }
+
+    fn push_guard(&mut self, kind: GuardKind, cond: Node<'t>, negated: bool, label: Span) {
+        let prev = self.guard_top;
+        self.guards.push(Guard {
+            kind,
+            cond,
+            negated,
+            label,
+            prev,
+            bounds: Vec::new(),
+            mentions: Vec::new(),
+        });
+        self.guard_top = Some(self.guards.len() as u32 - 1);
+    }
+
+    fn pop_guards(&mut self, n: u32) {
+        for _ in 0..n {
+            if let Some(top) = self.guard_top {
+                self.guard_top = self.guards[top as usize].prev;
+            }
         }
     }
 
     pub fn enter(&mut self, node: Node<'t>) {
-        match node.kind() {
-            "function_definition" => {
-                let space = exec_space(node, self.source);
-                let name = function_name(node, self.source).unwrap_or_default().to_string();
-                self.functions.push(Function { node, name, space });
+        let id = node.id();
+        // Guards that hold for this node as a child of the innermost guarding node.
+        let mut pushed = 0;
+        let mut call_arg = false;
+        let (children, anchor) = match self.frames.last().map(|f| &f.kind) {
+            Some(FrameKind::Guarding(children, anchor)) => (Some(children), Some(*anchor)),
+            Some(FrameKind::Args(ids, children, anchor)) => {
+                call_arg = ids.contains(&id);
+                (Some(children), Some(*anchor))
             }
+            _ => (None, None),
+        };
+        if let (Some(children), Some(anchor)) = (children, anchor) {
+            let hits: Vec<_> = children
+                .iter()
+                .filter(|c| c.0 == id)
+                .map(|c| (c.1, c.2, c.3))
+                .collect();
+            for (kind, cond, negated) in hits {
+                let label = guards::label_span(kind, anchor, cond);
+                self.push_guard(kind, cond, negated, label);
+                pushed += 1;
+            }
+        }
+        let kind = self.frame_kind(node);
+        if pushed > 0 || kind.is_some() {
+            self.frames.push(Frame {
+                id,
+                span: Span::of(&node),
+                kind: kind.unwrap_or(FrameKind::Plain),
+                pushed,
+            });
+        }
+        self.record(node, call_arg);
+    }
+
+    pub fn leave(&mut self, node: Node<'t>) {
+        if self.frames.last().is_some_and(|f| f.id == node.id()) {
+            if let Some(frame) = self.frames.pop() {
+                self.pop_guards(frame.pushed);
+                if let FrameKind::Function { kernel } = frame.kind {
+                    self.function_depth -= 1;
+                    if self.function_depth == 0 {
+                        self.current_function = None;
+                    }
+                    if kernel.is_some() {
+                        self.current_kernel = None;
+                    }
+                }
+            }
+        }
+        if self.current_kernel.is_none() {
+            return;
+        }
+        // Guards that hold for the rest of the enclosing block.
+        let exit = match node.kind() {
+            "if_statement" => guards::early_exit(node, self.source),
+            "expression_statement" => guards::assertion(node, self.source, ASSERT_CALLS),
+            _ => None,
+        };
+        if let Some((kind, cond, negated)) = exit {
+            if matches!(
+                self.frames.last(),
+                Some(Frame {
+                    kind: FrameKind::Compound,
+                    ..
+                })
+            ) {
+                let label = guards::label_span(kind, node, cond);
+                self.push_guard(kind, cond, negated, label);
+                if let Some(f) = self.frames.last_mut() {
+                    f.pushed += 1;
+                }
+            }
+        }
+    }
+
+    /// What to remember about `node` while it is open, if anything.
+    fn frame_kind(&mut self, node: Node<'t>) -> Option<FrameKind<'t>> {
+        let field = |f: &str| node.child_by_field_name(f);
+        match node.kind() {
+            "compound_statement" => Some(FrameKind::Compound),
+            "template_declaration" => field("parameters").map(FrameKind::Template),
+            "function_definition" => Some(self.enter_function(node)),
+            _ if self.current_kernel.is_none() => None,
+            "if_statement" => {
+                let cond = field("condition")?;
+                let mut children = Vec::new();
+                if let Some(c) = field("consequence") {
+                    children.push((c.id(), GuardKind::If, cond, false));
+                }
+                if let Some(a) = field("alternative") {
+                    children.push((a.id(), GuardKind::Else, cond, true));
+                }
+                Some(FrameKind::Guarding(children, node))
+            }
+            "for_statement" | "while_statement" => {
+                let cond = field("condition")?;
+                let body = field("body")?;
+                Some(FrameKind::Guarding(
+                    vec![(body.id(), GuardKind::Loop, cond, false)],
+                    node,
+                ))
+            }
+            "for_range_loop" => {
+                let body = field("body")?;
+                Some(FrameKind::Guarding(
+                    vec![(body.id(), GuardKind::RangeLoop, node, false)],
+                    node,
+                ))
+            }
+            "conditional_expression" => {
+                let cond = field("condition")?;
+                let mut children = Vec::new();
+                if let Some(c) = field("consequence") {
+                    children.push((c.id(), GuardKind::Ternary, cond, false));
+                }
+                if let Some(a) = field("alternative") {
+                    children.push((a.id(), GuardKind::Ternary, cond, true));
+                }
+                Some(FrameKind::Guarding(children, node))
+            }
+            "argument_list" => {
+                // `load(dst, p + i, i < n)`: a predicate argument guards the others.
+                let args: Vec<Node<'t>> = named_children(node).collect();
+                let preds: Vec<Node<'t>> = args
+                    .iter()
+                    .copied()
+                    .filter(|a| guards::is_comparison(*a))
+                    .collect();
+                let mut children = Vec::new();
+                for a in args.iter().filter(|a| !preds.contains(a)) {
+                    for p in &preds {
+                        children.push((a.id(), GuardKind::Predicate, *p, false));
+                    }
+                }
+                Some(FrameKind::Args(
+                    args.iter().map(|a| a.id()).collect(),
+                    children,
+                    node,
+                ))
+            }
+            "binary_expression" => {
+                let op = field("operator")?.kind();
+                let negated = match op {
+                    "&&" | "and" => false,
+                    "||" | "or" => true,
+                    _ => return None,
+                };
+                let (left, right) = (field("left")?, field("right")?);
+                Some(FrameKind::Guarding(
+                    vec![(right.id(), GuardKind::ShortCircuit, left, negated)],
+                    node,
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    fn enter_function(&mut self, node: Node<'t>) -> FrameKind<'t> {
+        self.function_depth += 1;
+        if self.function_depth > 1 {
+            // C++ has no nested functions: this is a macro with a block, `LOOP(i, n) { … }`.
+            let Some(body) = node.child_by_field_name("body") else {
+                return FrameKind::Function { kernel: None };
+            };
+            let header = node.child_by_field_name("declarator").unwrap_or(node);
+            let name = function_name(node, self.source).unwrap_or("");
+            let kind = if self.loop_macros.iter().any(|m| m == name) {
+                GuardKind::LoopMacro
+            } else {
+                GuardKind::Macro
+            };
+            // Stays inside the enclosing kernel; its body is guarded by its header.
+            self.function_depth -= 1;
+            return FrameKind::Guarding(vec![(body.id(), kind, header, false)], node);
+        }
+        let space = exec_space(node, self.source);
+        let name = function_name(node, self.source)
+            .unwrap_or_default()
+            .to_string();
+        let template_params = match self.frames.last() {
+            Some(Frame {
+                kind: FrameKind::Template(params),
+                ..
+            }) => template_parameters(*params, self.source),
+            _ => Vec::new(),
+        };
+        self.functions.push(Function {
+            node,
+            name,
+            space,
+            template_params,
+        });
+        self.current_function = Some(self.functions.len() - 1);
+        let kernel = if space.global && node.child_by_field_name("body").is_some() {
+            self.kernels.push(kernel::KernelBuild::new(
+                self.functions.len() - 1,
+                node,
+                self.source,
+            ));
+            self.current_kernel = Some(self.kernels.len() - 1);
+            self.current_kernel
+        } else {
+            None
+        };
+        FrameKind::Function { kernel }
+    }
+
+    /// Facts that do not depend on open nodes: constants, launches, checks, and inside a
+    /// kernel its definitions and accesses.
+    fn record(&mut self, node: Node<'t>, call_arg: bool) {
+        match node.kind() {
             "preproc_def" => {
                 if let (Some(name), Some(value)) = (
                     node.child_by_field_name("name"),
                     node.child_by_field_name("value"),
                 ) {
-                    self.constants
-                        .insert(text(name, self.source), ConstDef::Macro(text(value, self.source).trim()));
+                    self.constants.insert(
+                        text(name, self.source),
+                        ConstDef::Macro(text(value, self.source).trim()),
+                    );
                 }
             }
-            "declaration" => {
-                let t = text(node, self.source);
-                let is_const = named_children(node).any(|c| {
-                    c.kind() == "type_qualifier" && matches!(text(c, self.source), "const" | "constexpr")
-                }) || t.starts_with("constexpr")
-                    || t.starts_with("static constexpr");
-                if !is_const {
-                    return;
-                }
-                for d in named_children(node).filter(|c| c.kind() == "init_declarator") {
-                    if let (Some(name), Some(value)) =
-                        (d.child_by_field_name("declarator"), d.child_by_field_name("value"))
-                    {
-                        if name.kind() == "identifier" {
-                            self.constants.insert(text(name, self.source), ConstDef::Expr(value));
-                        }
-                    }
-                }
-            }
-            "enumerator_list" => {
-                let mut next: i128 = 0;
-                for e in named_children(node).filter(|c| c.kind() == "enumerator") {
-                    let Some(name) = e.child_by_field_name("name") else {
-                        continue;
-                    };
-                    let name = text(name, self.source);
-                    match e.child_by_field_name("value") {
-                        Some(v) => {
-                            self.constants.insert(name, ConstDef::Expr(v));
-                            // Following enumerators count on from a literal value only.
-                            match parse_c_int(text(v, self.source)) {
-                                Some(i) => next = i + 1,
-                                None => next = i128::MIN,
-                            }
-                        }
-                        None if next != i128::MIN => {
-                            self.constants.insert(name, ConstDef::Value(next));
-                            next += 1;
-                        }
-                        None => {}
-                    }
-                }
-            }
+            "declaration" => self.record_constant_declaration(node),
+            "enumerator_list" => consts::record_enumerators(node, self.source, &mut self.constants),
+            "call_expression" => self.record_call(node),
             _ => {}
+        }
+        if let Some(k) = self.current_kernel {
+            let top = self.guard_top;
+            self.kernels[k].record(node, top, call_arg);
+        } else if let Some(f) = self.current_function {
+            self.record_host_def(f, node);
         }
     }
 
-    pub fn leave(&mut self, _node: Node<'t>) {}
+    /// Definitions in host code, for the launch configuration (`dim3 grid(…)`, `grid.x = …`).
+    fn record_host_def(&mut self, f: usize, node: Node<'t>) {
+        let field = |n: Node<'t>, name: &str| n.child_by_field_name(name);
+        let scope = self
+            .frames
+            .iter()
+            .rev()
+            .find(|f| matches!(f.kind, FrameKind::Compound))
+            .map(|f| f.span)
+            .unwrap_or(Span::new(0, self.source.len()));
+        let (name, value) = match node.kind() {
+            "init_declarator" => (field(node, "declarator"), field(node, "value")),
+            "declaration" => {
+                for d in named_children(node).filter(|d| d.kind() == "identifier") {
+                    self.host_defs
+                        .entry((f, text(d, self.source)))
+                        .or_default()
+                        .push(HostDef { value: None, scope });
+                }
+                return;
+            }
+            "assignment_expression" => {
+                let left = field(node, "left").map(|l| match l.kind() {
+                    "field_expression" => field(l, "argument").unwrap_or(l),
+                    _ => l,
+                });
+                (left, field(node, "right"))
+            }
+            _ => return,
+        };
+        if let (Some(name), Some(value)) = (name, value) {
+            if name.kind() == "identifier" {
+                self.host_defs
+                    .entry((f, text(name, self.source)))
+                    .or_default()
+                    .push(HostDef {
+                        value: Some(value),
+                        scope,
+                    });
+            }
+        }
+    }
+
+    fn record_constant_declaration(&mut self, node: Node<'t>) {
+        let t = text(node, self.source);
+        let is_const = named_children(node).any(|c| {
+            c.kind() == "type_qualifier" && matches!(text(c, self.source), "const" | "constexpr")
+        }) || t.starts_with("constexpr")
+            || t.starts_with("static constexpr");
+        if !is_const {
+            return;
+        }
+        for d in named_children(node).filter(|c| c.kind() == "init_declarator") {
+            if let (Some(name), Some(value)) = (
+                d.child_by_field_name("declarator"),
+                d.child_by_field_name("value"),
+            ) {
+                if name.kind() == "identifier" {
+                    self.constants
+                        .insert(text(name, self.source), ConstDef::Expr(value));
+                }
+            }
+        }
+    }
+
+    fn record_call(&mut self, node: Node<'t>) {
+        let Some(function) = node.child_by_field_name("function") else {
+            return;
+        };
+        if let Some(config) = named_children(node).find(|c| c.kind() == "kernel_call_syntax") {
+            let (name_node, template_args) = match function.kind() {
+                "template_function" => (
+                    function.child_by_field_name("name"),
+                    function
+                        .child_by_field_name("arguments")
+                        .map(|a| named_children(a).collect())
+                        .unwrap_or_default(),
+                ),
+                _ => (Some(function), Vec::new()),
+            };
+            let kernel = name_node
+                .map(|n| last_name(text(n, self.source)))
+                .unwrap_or("");
+            self.launches.push(Launch {
+                node,
+                kernel,
+                template_args,
+                config: named_children(config).collect(),
+                args: node
+                    .child_by_field_name("arguments")
+                    .map(|a| named_children(a).collect())
+                    .unwrap_or_default(),
+            });
+            return;
+        }
+        let name = last_name(text(function, self.source));
+        let args = node
+            .child_by_field_name("arguments")
+            .map(|a| text(a, self.source))
+            .unwrap_or("");
+        if ASSERT_CALLS.contains(&name)
+            && args.contains('%')
+            && (args.contains("== 0") || args.contains("==0"))
+        {
+            self.divisibility_checks.push(node);
+        }
+        if matches!(
+            name,
+            "empty"
+                | "zeros"
+                | "ones"
+                | "full"
+                | "empty_like"
+                | "new_empty"
+                | "new_zeros"
+                | "new_full"
+                | "cudaMalloc"
+                | "cudaMallocManaged"
+                | "cudaMallocAsync"
+                | "malloc"
+                | "allocate_temp"
+                | "allocate_output"
+        ) {
+            self.allocations.push(node);
+        }
+    }
 
     pub fn finish(self, tree: &'t Tree) -> CudaModel<'t> {
-        CudaModel {
+        let mut model = CudaModel {
             source: self.source,
             root: tree.root_node(),
             functions: self.functions,
+            kernels: Vec::new(),
+            launches: self.launches,
+            guards: self.guards,
+            divisibility_checks: self.divisibility_checks,
+            allocations: self.allocations,
             constants: self.constants,
+            constant_cache: RefCell::new(HashMap::new()),
+            loop_macros: self.loop_macros,
+            host_defs: self.host_defs,
+        };
+        model.resolve_template_values();
+        for g in model.guards.iter_mut() {
+            g.analyze(self.source);
         }
+        let kernels = self.kernels.into_iter().map(|k| k.finish(&model)).collect();
+        model.kernels = kernels;
+        model
     }
 }
 
-/// The `__global__` / `__device__` / `__host__` qualifiers of a function definition.
+/// Does an argument list size something by twice an extent (`2 * n`, `n * 2`, `n << 1`)?
+fn is_doubled(args: &str) -> bool {
+    let compact: String = args.chars().filter(|c| !c.is_whitespace()).collect();
+    let b = compact.as_bytes();
+    compact.contains("<<1")
+        || compact
+            .match_indices("*2")
+            .any(|(i, _)| !b.get(i + 2).is_some_and(u8::is_ascii_digit))
+        || compact.match_indices("2*").any(|(i, _)| {
+            i == 0 || !b[i - 1].is_ascii_alphanumeric() && b[i - 1] != b'_' && b[i - 1] != b'.'
+        })
+}
+
+/// `ns::name` → `name`.
+fn last_name(s: &str) -> &str {
+    s.rsplit("::").next().unwrap_or(s).trim()
+}
+
+/// The names and defaults of a template parameter list.
+fn template_parameters<'t>(params: Node<'t>, source: &'t str) -> Vec<(&'t str, Option<i128>)> {
+    named_children(params)
+        .filter_map(|p| {
+            let name = p.child_by_field_name("declarator").or_else(|| {
+                named_children(p).find(|c| matches!(c.kind(), "identifier" | "type_identifier"))
+            })?;
+            let default = p
+                .child_by_field_name("default_value")
+                .and_then(|d| parse_c_int(text(d, source)));
+            Some((text(name, source), default))
+        })
+        .collect()
+}
+
+/// The `__global__` / `__device__` / `__host__` qualifiers of a function definition, also when
+/// spelled through a specifier macro (`CUTLASS_DEVICE`, `C10_HOST_DEVICE`, `DS_D_INLINE`).
 pub fn exec_space(func: Node<'_>, source: &str) -> ExecSpace {
     let mut space = ExecSpace::default();
     let mut cursor = func.walk();
@@ -146,7 +654,13 @@ pub fn exec_space(func: Node<'_>, source: &str) -> ExecSpace {
                 "__global__" => space.global = true,
                 "__device__" => space.device = true,
                 "__host__" => space.host = true,
-                _ => {}
+                _ => {
+                    if let Some((g, d, h)) = crate::lang::cuda_retry::specifier_macro_space(word) {
+                        space.global |= g;
+                        space.device |= d;
+                        space.host |= h;
+                    }
+                }
             }
         }
     }
@@ -161,7 +675,9 @@ pub fn function_name<'s>(func: Node<'_>, source: &'s str) -> Option<&'s str> {
         if decl.kind() == "function_declarator" {
             break;
         }
-        decl = decl.child_by_field_name("declarator").or_else(|| decl.named_child(0))?;
+        decl = decl
+            .child_by_field_name("declarator")
+            .or_else(|| decl.named_child(0))?;
     }
     let mut name = decl.child_by_field_name("declarator")?;
     for _ in 0..8 {
@@ -174,195 +690,120 @@ pub fn function_name<'s>(func: Node<'_>, source: &'s str) -> Option<&'s str> {
     Some(text(name, source))
 }
 
-/// A C integer literal: decimal, hex, octal, binary, with `u`/`l` suffixes and `'` separators.
-pub fn parse_c_int(s: &str) -> Option<i128> {
-    let s = s.trim().replace('\'', "");
-    let s = s.trim_end_matches(['u', 'U', 'l', 'L', 'z', 'Z']);
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        i128::from_str_radix(h, 16).ok()
-    } else if let Some(b) = s.strip_prefix("0b").or_else(|| s.strip_prefix("0B")) {
-        i128::from_str_radix(b, 2).ok()
-    } else if s.len() > 1 && s.starts_with('0') && s.bytes().all(|b| b.is_ascii_digit()) {
-        i128::from_str_radix(&s[1..], 8).ok()
-    } else {
-        s.parse().ok()
-    }
-}
-
 impl<'t> CudaModel<'t> {
     pub fn text(&self, node: Node<'_>) -> &'t str {
         text(node, self.source)
     }
 
     /// Kernels (`__global__` functions).
-    pub fn kernels(&self) -> impl Iterator<Item = &Function<'t>> {
+    pub fn kernel_functions(&self) -> impl Iterator<Item = &Function<'t>> {
         self.functions.iter().filter(|f| f.space.global)
     }
 
-    /// The function definition that contains `node`.
+    /// The function of a kernel.
+    pub fn function(&self, kernel: &Kernel<'t>) -> &Function<'t> {
+        &self.functions[kernel.function]
+    }
+
+    /// The function definition that contains `node` (a loop macro's block belongs to the
+    /// function around it).
     pub fn enclosing_function(&self, node: Node<'_>) -> Option<&Function<'t>> {
-        let mut cur = node.parent();
-        while let Some(n) = cur {
-            if n.kind() == "function_definition" {
-                return self.functions.iter().find(|f| f.node.id() == n.id());
-            }
-            cur = n.parent();
-        }
-        None
+        let (start, end) = (node.start_byte(), node.end_byte());
+        self.functions
+            .iter()
+            .filter(|f| f.node.start_byte() <= start && end <= f.node.end_byte())
+            .min_by_key(|f| f.node.end_byte() - f.node.start_byte())
     }
 
-    /// The integer value of a name defined by `#define`, `constexpr`/`const` or `enum`.
-    pub fn constant(&self, name: &str) -> Option<i128> {
-        self.constant_depth(name, 0)
+    /// Launches of the kernel called `name` in this file.
+    pub fn launches_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Launch<'t>> + 'a {
+        self.launches.iter().filter(move |l| l.kernel == name)
     }
 
-    fn constant_depth(&self, name: &str, depth: usize) -> Option<i128> {
-        if depth > 32 {
-            return None;
-        }
-        match *self.constants.get(name)? {
-            ConstDef::Value(v) => Some(v),
-            ConstDef::Expr(e) => self.eval_depth(e, depth + 1),
-            ConstDef::Macro(body) => self.eval_text(body, depth + 1),
-        }
+    /// The guards that hold at an access whose innermost guard is `top`, innermost first.
+    pub fn guard_chain(&self, top: Option<u32>) -> impl Iterator<Item = &Guard<'t>> {
+        let mut next = top;
+        std::iter::from_fn(move || {
+            let g = self.guards.get(next? as usize)?;
+            next = g.prev;
+            Some(g)
+        })
     }
 
-    /// Folds an integer expression: literals, named constants, `sizeof` of scalar types,
-    /// arithmetic, shifts, casts and parentheses.
-    pub fn eval(&self, expr: Node<'_>) -> Option<i128> {
-        self.eval_depth(expr, 0)
+    /// Allocations sized by a doubled extent (`empty({2 * n})`, `n * 2`): concatenation buffers.
+    pub fn doubled_allocations(&self) -> impl Iterator<Item = Node<'t>> + '_ {
+        self.allocations.iter().copied().filter(|a| {
+            a.child_by_field_name("arguments")
+                .is_some_and(|args| is_doubled(self.text(args)))
+        })
     }
 
-    fn eval_depth(&self, expr: Node<'_>, depth: usize) -> Option<i128> {
-        if depth > 48 {
-            return None;
-        }
-        let d = depth + 1;
-        match expr.kind() {
-            "number_literal" => parse_c_int(self.text(expr)),
-            "identifier" => self.constant_depth(self.text(expr), d),
-            "parenthesized_expression" => self.eval_depth(expr.named_child(0)?, d),
-            "cast_expression" => self.eval_depth(expr.child_by_field_name("value")?, d),
-            "sizeof_expression" => {
-                let t = expr.child_by_field_name("type").map(|t| self.text(t))?;
-                sizeof_scalar(t)
-            }
-            "unary_expression" => {
-                let v = self.eval_depth(expr.child_by_field_name("argument")?, d)?;
-                match self.text(expr.child_by_field_name("operator")?) {
-                    "-" => Some(-v),
-                    "+" => Some(v),
-                    "~" => Some(!v),
-                    "!" => Some((v == 0) as i128),
-                    _ => None,
-                }
-            }
-            "binary_expression" => {
-                let l = self.eval_depth(expr.child_by_field_name("left")?, d)?;
-                let r = self.eval_depth(expr.child_by_field_name("right")?, d)?;
-                c_binary(self.text(expr.child_by_field_name("operator")?), l, r)
-            }
-            "conditional_expression" => {
-                let c = self.eval_depth(expr.child_by_field_name("condition")?, d)?;
-                let branch = if c != 0 { "consequence" } else { "alternative" };
-                self.eval_depth(expr.child_by_field_name(branch)?, d)
-            }
-            _ => None,
-        }
-    }
-
-    /// Folds the text of a `#define` body by parsing it as an expression.
-    fn eval_text(&self, body: &str, depth: usize) -> Option<i128> {
-        if let Some(v) = parse_c_int(body.trim_matches(|c| c == '(' || c == ')')) {
-            return Some(v);
-        }
-        if body.len() > 200 {
-            return None;
-        }
-        // Wrap the body so the grammar sees an expression, then fold it against this model.
-        let wrapped = format!("int __gpulint_v = ({body});");
-        let tree = crate::lang::parse(crate::lang::Lang::Cuda, &wrapped)?;
-        let root = tree.root_node();
-        if root.has_error() {
-            return None;
-        }
-        let value = super::descendants(root)
-            .find(|n| n.kind() == "init_declarator")?
-            .child_by_field_name("value")?;
-        let sub = CudaModel {
-            source: &wrapped,
-            root,
-            functions: Vec::new(),
-            constants: HashMap::new(),
+    /// Is a buffer allocated with a size computed from this launch's grid (`grid.x * block.x`)?
+    /// Then it holds one element per thread.
+    pub fn allocation_sized_by_grid(&self, launch: &Launch<'t>) -> bool {
+        let Some(grid) = launch.config.first() else {
+            return false;
         };
-        sub.eval_with(value, depth, self)
-    }
-
-    fn eval_with(&self, expr: Node<'_>, depth: usize, outer: &CudaModel<'_>) -> Option<i128> {
-        // Names inside a macro body resolve against the outer file's constants.
-        if depth > 48 {
-            return None;
-        }
-        let d = depth + 1;
-        match expr.kind() {
-            "identifier" => outer.constant_depth(self.text(expr), d),
-            "parenthesized_expression" => self.eval_with(expr.named_child(0)?, d, outer),
-            "cast_expression" => self.eval_with(expr.child_by_field_name("value")?, d, outer),
-            "binary_expression" => {
-                let l = self.eval_with(expr.child_by_field_name("left")?, d, outer)?;
-                let r = self.eval_with(expr.child_by_field_name("right")?, d, outer)?;
-                c_binary(self.text(expr.child_by_field_name("operator")?), l, r)
+        let name_of = |e: Node<'t>| {
+            let e = kernel::peel(e);
+            match e.kind() {
+                "identifier" => Some(self.text(e)),
+                "field_expression" => e.child_by_field_name("argument").map(|a| self.text(a)),
+                _ => None,
             }
-            "unary_expression" => {
-                let v = self.eval_with(expr.child_by_field_name("argument")?, d, outer)?;
-                match self.text(expr.child_by_field_name("operator")?) {
-                    "-" => Some(-v),
-                    "+" => Some(v),
-                    "~" => Some(!v),
-                    _ => None,
-                }
+        };
+        let (Some(grid), Some(block)) = (
+            name_of(*grid),
+            launch.config.get(1).and_then(|b| name_of(*b)),
+        ) else {
+            return false;
+        };
+        self.allocations.iter().any(|a| {
+            a.child_by_field_name("arguments").is_some_and(|args| {
+                let names = guards::name_tokens(self.text(args));
+                names.contains(&grid) && names.contains(&block)
+            })
+        })
+    }
+
+    /// Is `name` a grid-stride loop macro (built in, or from CU001's `loop-macros`)?
+    pub fn is_loop_macro(&self, name: &str) -> bool {
+        self.loop_macros.iter().any(|m| m == name)
+    }
+
+    fn resolve_template_values(&mut self) {
+        for i in 0..self.functions.len() {
+            if self.functions[i].template_params.is_empty() {
+                continue;
             }
-            _ => self.eval_depth(expr, d),
+            let name = self.functions[i].name.clone();
+            let params = self.functions[i].template_params.clone();
+            let launches: Vec<Vec<Node<'t>>> = self
+                .launches
+                .iter()
+                .filter(|l| l.kernel == name && !l.template_args.is_empty())
+                .map(|l| l.template_args.clone())
+                .collect();
+            let resolved = params
+                .iter()
+                .enumerate()
+                .map(|(pos, (pname, default))| {
+                    let mut value: Option<Option<i128>> = None;
+                    for args in &launches {
+                        let v = args.get(pos).and_then(|a| self.eval(*a)).or(*default);
+                        match value {
+                            None => value = Some(v),
+                            Some(prev) if prev != v => value = Some(None),
+                            _ => {}
+                        }
+                    }
+                    (*pname, value.unwrap_or(*default))
+                })
+                .collect();
+            self.functions[i].template_params = resolved;
         }
     }
 }
 
-/// `sizeof` of a scalar type name, for constant folding of byte sizes.
-pub fn sizeof_scalar(t: &str) -> Option<i128> {
-    let t = t.trim();
-    Some(match t {
-        "char" | "signed char" | "unsigned char" | "int8_t" | "uint8_t" | "bool" => 1,
-        "short" | "unsigned short" | "int16_t" | "uint16_t" | "half" | "__half" | "at::Half"
-        | "__nv_bfloat16" | "at::BFloat16" | "c10::Half" | "c10::BFloat16" => 2,
-        "int" | "unsigned" | "unsigned int" | "float" | "int32_t" | "uint32_t" | "half2"
-        | "__half2" => 4,
-        "long" | "long long" | "unsigned long" | "unsigned long long" | "double" | "int64_t"
-        | "uint64_t" | "size_t" | "float2" | "int2" => 8,
-        "float4" | "int4" | "double2" => 16,
-        _ => return None,
-    })
-}
-
-fn c_binary(op: &str, l: i128, r: i128) -> Option<i128> {
-    match op {
-        "+" => l.checked_add(r),
-        "-" => l.checked_sub(r),
-        "*" => l.checked_mul(r),
-        "/" if r != 0 => Some(l / r),
-        "%" if r != 0 => Some(l % r),
-        "<<" if (0..127).contains(&r) => l.checked_shl(r as u32),
-        ">>" if (0..127).contains(&r) => Some(l >> r),
-        "&" => Some(l & r),
-        "|" => Some(l | r),
-        "^" => Some(l ^ r),
-        "<" => Some((l < r) as i128),
-        ">" => Some((l > r) as i128),
-        "<=" => Some((l <= r) as i128),
-        ">=" => Some((l >= r) as i128),
-        "==" => Some((l == r) as i128),
-        "!=" => Some((l != r) as i128),
-        "&&" => Some((l != 0 && r != 0) as i128),
-        "||" => Some((l != 0 || r != 0) as i128),
-        _ => None,
-    }
-}
+#[cfg(test)]
+mod tests;

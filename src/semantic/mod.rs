@@ -7,7 +7,9 @@ use crate::lang::Lang;
 use crate::settings::Settings;
 use tree_sitter::{Node, Tree};
 
-/// The semantic model of one file.
+/// The semantic model of one file (one per file, never moved around: the size gap between the
+/// variants costs nothing).
+#[allow(clippy::large_enum_variant)]
 pub enum Model<'t> {
     Python(python::PythonModel<'t>),
     Cuda(cuda::CudaModel<'t>),
@@ -44,10 +46,15 @@ impl<'t> Builder<'t> {
         }
     }
 
-    pub fn finish(self, tree: &'t Tree) -> Model<'t> {
+    /// The model of a file parsed as one tree, or as one tree per notebook cell (in order).
+    pub fn finish(self, trees: &'t [Tree]) -> Model<'t> {
         match self {
-            Builder::Python(b) => Model::Python(b.finish(tree)),
-            Builder::Cuda(b) => Model::Cuda(b.finish(tree)),
+            Builder::Python(b) => {
+                let mut m = b.finish(&trees[0]);
+                m.roots = trees.iter().map(Tree::root_node).collect();
+                Model::Python(m)
+            }
+            Builder::Cuda(b) => Model::Cuda(b.finish(&trees[0])),
         }
     }
 }

@@ -94,7 +94,10 @@ impl Value {
 /// Everything rules ask about a Python file.
 pub struct PythonModel<'t> {
     pub source: &'t str,
+    /// The module: the first tree's root.
     pub root: Node<'t>,
+    /// Every root in execution order: one for a `.py` file, one per code cell in a notebook.
+    pub roots: Vec<Node<'t>>,
     pub imports: Vec<Import>,
     pub functions: Vec<Function<'t>>,
     /// Every call in the file, in document order, with its enclosing function.
@@ -413,6 +416,7 @@ impl<'t> PythonBuilder<'t> {
         PythonModel {
             source: self.source,
             root: tree.root_node(),
+            roots: vec![tree.root_node()],
             imports: self.model_imports,
             functions: self.functions,
             calls: self.calls,

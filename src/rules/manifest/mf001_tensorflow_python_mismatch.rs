@@ -149,7 +149,7 @@ impl Rule for TensorflowPythonMismatch {
                         decl.text
                     ));
                 }
-                if !tf.req.origin.is_none() && tf.req.span != span {
+                if tf.req.origin.is_some() && tf.req.span != span {
                     d = d.with_label(
                         tf.req.span,
                         format!("TensorFlow pinned in {}", tf.req.cite()),
