@@ -13,6 +13,7 @@ pub mod pep508;
 pub mod pyproject;
 pub mod requirements;
 pub mod setup_py;
+pub mod versions;
 
 use crate::diagnostic::Span;
 use crate::source::SourceFile;
@@ -53,7 +54,9 @@ impl Format {
         {
             return Some(Format::Conda);
         }
-        if name == "Dockerfile" || name.starts_with("Dockerfile.") || lower.ends_with(".dockerfile")
+        let docker_suffix = name.strip_prefix("Dockerfile");
+        if docker_suffix.is_some_and(|s| s.is_empty() || s.starts_with(['.', '-', '_']))
+            || lower.ends_with(".dockerfile")
         {
             return Some(Format::Dockerfile);
         }
@@ -503,8 +506,47 @@ mod tests {
         assert_eq!(f("Dockerfile"), Some(Format::Dockerfile));
         assert_eq!(f("Dockerfile.gpu"), Some(Format::Dockerfile));
         assert_eq!(f("train.Dockerfile"), Some(Format::Dockerfile));
+        assert_eq!(f("Dockerfile-triton"), Some(Format::Dockerfile));
+        assert_eq!(f("Dockerfile_spark"), Some(Format::Dockerfile));
+        assert_eq!(f("dockerfiles"), None);
+        assert_eq!(f("Dockerfiles"), None);
         assert_eq!(f("dockerfile_notes.md"), None);
         assert_eq!(f("setup.py"), None);
+    }
+
+    #[test]
+    fn includes_stay_below_the_root_and_are_bounded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("project");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(tmp.path().join("outside.txt"), "tensorflow-gpu\n").unwrap();
+        std::fs::write(
+            root.join("base.txt"),
+            "-r sub/more.txt\ntensorflow==2.15.0\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("sub/more.txt"), "-r ../base.txt\ntorch==2.1.0\n").unwrap();
+        let top = root.join("requirements.txt");
+        std::fs::write(&top, "-r base.txt\n-r ../outside.txt\n-r /etc/hostname\n").unwrap();
+        let file = SourceFile::new(
+            top.clone(),
+            "requirements.txt".into(),
+            std::fs::read_to_string(&top).unwrap(),
+        );
+        let mut loader = Loader::new(&top, std::slice::from_ref(&root));
+        let m = parse(Format::Requirements, &file, &mut loader);
+        let names: Vec<_> = m.requirements.iter().map(|r| r.name.as_str()).collect();
+        // base.txt and sub/more.txt once each (the cycle back to base.txt is cut); nothing
+        // from outside the root.
+        assert_eq!(names, ["torch", "tensorflow"]);
+        let origin = m.requirements[0].origin.as_ref().unwrap();
+        assert_eq!(origin.file, "sub/more.txt");
+        assert_eq!(origin.line, 2);
+        // The include line in the checked file is where findings about them point.
+        assert_eq!(
+            &file.text[m.requirements[0].span.start..m.requirements[0].span.end],
+            "-r base.txt"
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@ use crate::declare_rule;
 use crate::diagnostic::Severity;
 use crate::manifest::check::{certainty, row_note, ManifestContext};
 use crate::manifest::compat::{minor_str, Minor, TfRow};
-use crate::manifest::env::{python_minors, ranges};
+use crate::manifest::versions::{python_minors, ranges};
 use crate::rule::{Rule, RuleLang, RuleMeta};
 
 declare_rule! {

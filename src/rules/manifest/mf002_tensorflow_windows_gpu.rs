@@ -2,7 +2,7 @@ use crate::declare_rule;
 use crate::diagnostic::Severity;
 use crate::manifest::check::{certainty, related, row_note, ManifestContext};
 use crate::manifest::compat::{minor_str, tables, Minor, TfPlatform};
-use crate::manifest::env::ranges;
+use crate::manifest::versions::ranges;
 use crate::manifest::Platform;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 

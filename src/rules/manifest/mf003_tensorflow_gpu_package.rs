@@ -2,7 +2,7 @@ use crate::declare_rule;
 use crate::diagnostic::Severity;
 use crate::manifest::check::{row_note, ManifestContext};
 use crate::manifest::compat::{tables, Minor, TfPlatform};
-use crate::manifest::env::{admitted_minors, ranges};
+use crate::manifest::versions::{admitted_minors, ranges};
 use crate::manifest::Installer;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 

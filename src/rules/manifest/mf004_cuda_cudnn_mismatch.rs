@@ -2,7 +2,8 @@ use crate::declare_rule;
 use crate::diagnostic::Severity;
 use crate::manifest::check::{certainty, related, row_note, ManifestContext};
 use crate::manifest::compat::{minor_str, tables, Minor, TfRow};
-use crate::manifest::env::{primary, ranges, tag_cuda_major, Env, Library, TagFrom};
+use crate::manifest::env::{primary, Env, Library, TagFrom};
+use crate::manifest::versions::{ranges, tag_cuda_major};
 use crate::manifest::{Installer, Requirement};
 use crate::rule::{Rule, RuleLang, RuleMeta};
 

@@ -2,7 +2,8 @@ use crate::declare_rule;
 use crate::diagnostic::Severity;
 use crate::manifest::check::{certainty, row_note, ManifestContext};
 use crate::manifest::compat::{minor_str, tables, Minor, TorchRow};
-use crate::manifest::env::{ranges, TagFrom};
+use crate::manifest::env::TagFrom;
+use crate::manifest::versions::ranges;
 use crate::manifest::{IndexKind, Installer};
 use crate::rule::{Rule, RuleLang, RuleMeta};
 
@@ -80,9 +81,7 @@ impl Rule for TorchWheelMissing {
                     continue;
                 }
                 let rows: Vec<&TorchRow> = pin.minors.iter().filter_map(|&m| t.torch(m)).collect();
-                if rows.is_empty()
-                    || rows.iter().any(|r| !r.tags_certain) && rows.iter().all(|r| !r.tags_certain)
-                {
+                if rows.is_empty() || rows.iter().all(|r| !r.tags_certain) {
                     continue;
                 }
                 let unknown = rows.iter().any(|r| !r.tags_certain);

@@ -2,9 +2,8 @@ use crate::declare_rule;
 use crate::diagnostic::Severity;
 use crate::manifest::check::{certainty, related, ManifestContext};
 use crate::manifest::compat::tables;
-use crate::manifest::env::{
-    nvidia_cuda_major, primary, ranges, tag_cuda_major, tf_cuda_majors, Env,
-};
+use crate::manifest::env::{primary, tf_cuda_majors, Env};
+use crate::manifest::versions::{nvidia_cuda_major, ranges, tag_cuda_major};
 use crate::manifest::{Installer, Requirement};
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use std::collections::BTreeSet;
