@@ -18,6 +18,8 @@ declare_rule! {
     /// a warning, naming them, when only some declared Python versions are left without one. An
     /// open-ended Python range (`>=3.8`) is read up to the newest Python the admitted releases
     /// support, not as a promise to run on every future Python.
+    /// A pin without a lower bound (`tensorflow<2.11`, or no version) stands for the newest
+    /// release it admits, the one pip installs; a pin with one stands for every release it admits.
     ///
     /// ## Why is this risky?
     /// TensorFlow publishes wheels only for the Python versions of its tested build

@@ -19,6 +19,8 @@ declare_rule! {
     ///
     /// An error when every admitted release is 2.11 or newer; a warning, naming them, when
     /// only some are.
+    /// A pin without a lower bound (`tensorflow<2.11`, or no version) stands for the newest
+    /// release it admits, the one pip installs; a pin with one stands for every release it admits.
     ///
     /// ## Why is this risky?
     /// "TensorFlow 2.10 was the last TensorFlow release that supported GPU on native-Windows.

@@ -26,6 +26,8 @@ declare_rule! {
     /// Minor versions of the CUDA toolkit within one major are compatible and not reported. An
     /// error when every admitted framework release conflicts; a warning, naming them, when only
     /// some do.
+    /// A pin without a lower bound (`tensorflow<2.11`, or no version) stands for the newest
+    /// release it admits, the one pip installs; a pin with one stands for every release it admits.
     ///
     /// ## Why is this risky?
     /// Libraries built for another CUDA or cuDNN fail to load or fail at the first convolution:

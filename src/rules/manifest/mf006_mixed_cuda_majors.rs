@@ -20,6 +20,8 @@ declare_rule! {
     ///
     /// An error when the majors can never agree; a warning, naming the releases, when only some
     /// admitted releases disagree.
+    /// A pin without a lower bound (`tensorflow<2.11`, or no version) stands for the newest
+    /// release it admits, the one pip installs; a pin with one stands for every release it admits.
     ///
     /// ## Why is this risky?
     /// Both frameworks load their `libcudart` / `libcudnn` into one process. Whichever loads
