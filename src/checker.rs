@@ -109,6 +109,9 @@ pub struct ParseInfo {
     pub error_spans: Vec<Span>,
     /// Spans of comments, for suppressions.
     pub comments: Vec<Span>,
+    /// What a `setup.py` declares (`install_requires`, …), for the manifest rules; read from
+    /// the Python model when those rules are enabled.
+    pub manifest: Option<crate::manifest::Manifest>,
 }
 
 /// Runs the enabled rules of `table` over one parsed file: one tree, or one per notebook cell
@@ -129,6 +132,13 @@ pub fn check_tree(
     }
 
     let model = builder.finish(trees);
+    if let Model::Python(python) = &model {
+        if crate::manifest::is_setup_py(&file.path)
+            && !crate::registry::manifest_rules(settings).is_empty()
+        {
+            info.manifest = crate::manifest::setup_py::extract(python);
+        }
+    }
     let tree = &trees[0];
     let mut diagnostics = Vec::new();
     for node in wanted {

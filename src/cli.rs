@@ -368,6 +368,23 @@ fn settings_for(
         (None, None) => crate::settings::DEFAULT_GPU_MEMORY,
     };
     settings.verbose = args.verbose;
+    // Manifests read the files they include only below the checked paths.
+    let paths = if args.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.paths.clone()
+    };
+    settings.roots = paths
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .map(|p| {
+            if p.is_file() {
+                p.parent().map(Path::to_path_buf).unwrap_or(p)
+            } else {
+                p
+            }
+        })
+        .collect();
     Ok(settings)
 }
 
@@ -452,7 +469,7 @@ fn check(args: CheckArgs) -> ExitCode {
         Some(path) => {
             let Some(lang) = crate::lang::Lang::of_path(path) else {
                 return fail(format!(
-                    "--stdin-filename {}: not a Python or CUDA/C++ file name",
+                    "--stdin-filename {}: not a Python, CUDA/C++ or dependency manifest file name",
                     path.display()
                 ));
             };
@@ -579,6 +596,10 @@ fn parse_only(path: &Path, lang: crate::lang::Lang, max_size: u64) -> bool {
     let Ok(text) = crate::engine::read_source(path, max_size) else {
         return false;
     };
+    if lang == crate::lang::Lang::Manifest {
+        // Manifests are read, not parsed with a grammar.
+        return true;
+    }
     if crate::lang::is_notebook(path) {
         let Ok(nb) = crate::notebook::parse(&text) else {
             return false;
@@ -621,8 +642,13 @@ fn run_files(
         files
             .par_iter()
             .map(|c| {
+                // A manifest's findings depend on the files it includes: never cached (they
+                // are cheap to check).
                 let out = match &cache {
                     None => (engine.check_path(&c.path, c.display.clone(), c.lang), None),
+                    Some(_) if c.lang == crate::lang::Lang::Manifest => {
+                        (engine.check_path(&c.path, c.display.clone(), c.lang), None)
+                    }
                     Some(cache) => {
                         let bytes =
                             match crate::engine::read_bytes(&c.path, engine.settings.max_file_size)

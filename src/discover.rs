@@ -142,7 +142,7 @@ pub fn discover(paths: &[PathBuf], excludes: &Excludes, cwd: &Path) -> Discovery
                 }),
                 None => out.skipped.push((
                     display_path(root, cwd),
-                    "not a Python or CUDA/C++ source file".into(),
+                    "not a Python, CUDA/C++ or dependency manifest file".into(),
                 )),
             },
             Ok(_) => walk(root, excludes, cwd, &mut out),

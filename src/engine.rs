@@ -4,7 +4,9 @@
 use crate::checker;
 use crate::diagnostic::{Diagnostic, FileReport, Span};
 use crate::lang::{self, Lang};
+use crate::manifest::{self, Loader};
 use crate::registry::RuleTable;
+use crate::rule::Rule;
 use crate::rules::tool::{GL002, GL003};
 use crate::settings::Settings;
 use crate::source::SourceFile;
@@ -58,6 +60,8 @@ pub struct Engine {
     pub settings: Settings,
     python: RuleTable,
     cuda: RuleTable,
+    /// The enabled manifest rules (they read no syntax tree).
+    manifest: Vec<&'static dyn Rule>,
 }
 
 impl Engine {
@@ -72,14 +76,16 @@ impl Engine {
         Engine {
             python: RuleTable::new(Lang::Python, &settings.enabled, &extra),
             cuda: RuleTable::new(Lang::Cuda, &settings.enabled, &extra),
+            manifest: crate::registry::manifest_rules(&settings),
             settings,
         }
     }
 
-    fn table(&self, lang: Lang) -> &RuleTable {
+    fn table(&self, lang: Lang) -> Option<&RuleTable> {
         match lang {
-            Lang::Python => &self.python,
-            Lang::Cuda => &self.cuda,
+            Lang::Python => Some(&self.python),
+            Lang::Cuda => Some(&self.cuda),
+            Lang::Manifest => None,
         }
     }
 
@@ -121,8 +127,30 @@ impl Engine {
             (text, None)
         };
         let source = Arc::new(SourceFile::new(path.to_path_buf(), display.clone(), text));
-        let table = self.table(lang);
-        if !table.may_match(&source.text) {
+        let Some(table) = self.table(lang) else {
+            // Manifests are small: every one is parsed.
+            let outcome = catch_unwind(AssertUnwindSafe(|| self.check_manifest(&source)));
+            return match outcome {
+                Ok(Ok((diagnostics, partial))) => FileResult {
+                    report: FileReport {
+                        display_path: display,
+                        source,
+                        diagnostics,
+                        notebook,
+                    },
+                    status: Status::Checked,
+                    reason: None,
+                    partial,
+                    dependencies: Vec::new(),
+                },
+                Ok(Err(reason)) => skipped(path, display, reason),
+                Err(payload) => internal_error(path, display, payload),
+            };
+        };
+        // A setup.py is read for its requirements whenever the manifest rules are on.
+        let setup_py =
+            lang == Lang::Python && !self.manifest.is_empty() && manifest::is_setup_py(path);
+        if !setup_py && !table.may_match(&source.text) {
             return FileResult {
                 report: FileReport {
                     display_path: display,
@@ -136,7 +164,6 @@ impl Engine {
                 dependencies: Vec::new(),
             };
         }
-        DEPENDENCIES.with(|d| d.borrow_mut().clear());
         DEPENDENCIES.with(|d| d.borrow_mut().clear());
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             self.check_source(&source, lang, table, notebook.as_deref())
@@ -158,18 +185,7 @@ impl Engine {
                 dependencies,
             },
             Ok(None) => skipped(path, display, "the parser gave up on it".into()),
-            Err(payload) => {
-                let msg = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
-                let reason =
-                    format!("internal error while checking this file ({msg}); please report it");
-                let mut r = skipped(path, display, reason);
-                r.status = Status::InternalError;
-                r
-            }
+            Err(payload) => internal_error(path, display, payload),
         }
     }
 
@@ -202,11 +218,70 @@ impl Engine {
         };
         let (mut diagnostics, info) =
             checker::check_tree(file, &trees, lang, table, &self.settings);
+        if let Some(m) = &info.manifest {
+            diagnostics.extend(manifest::check::run(
+                &self.manifest,
+                file,
+                m,
+                &self.settings,
+            ));
+        }
+        let suppressions = suppress::collect(&trees, file, lang, &info.comments);
+        let diagnostics = self.finish_file(
+            file,
+            diagnostics,
+            suppressions,
+            &info.error_spans,
+            &trees,
+            lang,
+            notebook,
+        );
+        Some((diagnostics, !info.error_spans.is_empty()))
+    }
+
+    /// Reads a manifest (and, lazily, the files it includes) and runs the manifest rules.
+    /// `Err` when the file is not readable as its format at all (GL002).
+    fn check_manifest(&self, file: &SourceFile) -> Result<(Vec<Diagnostic>, bool), String> {
+        let Some(format) = manifest::Format::of_path(&file.path) else {
+            return Ok((Vec::new(), false));
+        };
+        let mut loader = Loader::new(&file.path, &self.settings.roots);
+        let m = manifest::parse(format, file, &mut loader);
+        if let Some(reason) = m.fatal {
+            return Err(format!("not a readable {}: {reason}", format.describe()));
+        }
+        let diagnostics = manifest::check::run(&self.manifest, file, &m, &self.settings);
+        let suppressions = suppress::collect_with(file, Lang::Manifest, &m.comments, &|_, line| {
+            m.coverage(file, line)
+        });
+        let diagnostics = self.finish_file(
+            file,
+            diagnostics,
+            suppressions,
+            &m.errors,
+            &[],
+            Lang::Manifest,
+            None,
+        );
+        Ok((diagnostics, !m.errors.is_empty()))
+    }
+
+    /// What every checked file gets after its rules ran: selection and per-file ignores,
+    /// suppressions and unused ones (GL001), the partial-parse note (GL003), positions.
+    #[allow(clippy::too_many_arguments)]
+    fn finish_file(
+        &self,
+        file: &SourceFile,
+        mut diagnostics: Vec<Diagnostic>,
+        mut suppressions: Vec<suppress::Suppression>,
+        error_spans: &[Span],
+        trees: &[tree_sitter::Tree],
+        lang: Lang,
+        notebook: Option<&crate::notebook::Notebook>,
+    ) -> Vec<Diagnostic> {
         let settings = &self.settings;
         diagnostics
             .retain(|d| settings.is_enabled(d.code) && !settings.ignored_for(&file.path, d.code));
-
-        let mut suppressions = suppress::collect(&trees, file, lang, &info.comments);
         suppress::apply(&mut diagnostics, &mut suppressions, file);
         if settings.is_enabled("GL001") && !settings.ignored_for(&file.path, "GL001") {
             let unused = suppress::unused(&suppressions, &|code| settings.is_enabled(code));
@@ -220,28 +295,46 @@ impl Engine {
             suppress::apply(&mut unused, &mut file_level, file);
             diagnostics.extend(unused);
         }
-        let partial = !info.error_spans.is_empty();
-        if partial && settings.show_parse_errors() && !settings.ignored_for(&file.path, "GL003") {
-            let first = info.error_spans[0];
+        if !error_spans.is_empty()
+            && settings.show_parse_errors()
+            && !settings.ignored_for(&file.path, "GL003")
+        {
+            let first = error_spans[0];
             let (line, _) = file.position(first.start);
-            let bytes: usize = info.error_spans.iter().map(|s| s.end - s.start).sum();
+            let bytes: usize = error_spans.iter().map(|s| s.end - s.start).sum();
             diagnostics.push(
                 Diagnostic::new(
                     &GL003,
                     Span::new(first.start, first.start),
                     format!(
                         "file only partly understood: {} region{} did not parse ({} bytes, first at line {line}); nothing is reported from inside them",
-                        info.error_spans.len(),
-                        if info.error_spans.len() == 1 { "" } else { "s" },
+                        error_spans.len(),
+                        if error_spans.len() == 1 { "" } else { "s" },
                         bytes
                     ),
                 )
                 .primary_label("the parser could not read from here"),
             );
         }
-        finalize(file, &mut diagnostics, &trees, lang, notebook);
-        Some((diagnostics, partial))
+        finalize(file, &mut diagnostics, trees, lang, notebook);
+        diagnostics
     }
+}
+
+fn internal_error(
+    path: &Path,
+    display: String,
+    payload: Box<dyn std::any::Any + Send>,
+) -> FileResult {
+    let msg = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    let reason = format!("internal error while checking this file ({msg}); please report it");
+    let mut r = skipped(path, display, reason);
+    r.status = Status::InternalError;
+    r
 }
 
 /// Resolves positions (cell-relative in notebooks) and fingerprints, and sorts.
@@ -324,6 +417,7 @@ fn enclosing_function_name(
                     .child_by_field_name("name")
                     .and_then(|x| file.text.get(x.start_byte()..x.end_byte())),
                 Lang::Cuda => crate::semantic::cuda::function_name(n, &file.text),
+                Lang::Manifest => None,
             };
             names.push(name.unwrap_or("?").to_string());
         }

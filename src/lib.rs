@@ -1,5 +1,5 @@
-//! gpulint: finds the causes of GPU training crashes in Python training code, CUDA kernels and
-//! their op glue, before anything runs.
+//! gpulint: finds the causes of GPU training crashes in Python training code, CUDA kernels,
+//! their op glue and dependency manifests, before anything runs.
 //!
 //! The flow of one run: discover files → read → prefilter → parse once → one walk (semantic
 //! model + rule dispatch by node kind) → suppressions → sort → render → exit code.
@@ -15,6 +15,7 @@ pub mod discover;
 pub mod docs;
 pub mod engine;
 pub mod lang;
+pub mod manifest;
 pub mod noqa_writer;
 pub mod notebook;
 pub mod registry;

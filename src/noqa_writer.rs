@@ -69,7 +69,7 @@ pub fn add_noqa(
     let mut inserts = Vec::new();
     for (line, codes) in by_line {
         let (start, end) = source.line_range(line);
-        if !comment_safe(&trees, &source.text, start, end, lang) {
+        if !is_dockerfile(path) && !comment_safe(&trees, &source.text, start, end, lang) {
             outcome
                 .refused
                 .push(format!("{}:{}", report.display_path, line + 1));
@@ -105,6 +105,9 @@ pub fn add_noqa(
                 if let Some(ins) = merge_or_append(content, s + 1, &codes, reason, lang, true) {
                     inserts.push(ins);
                 }
+            }
+            _ if is_dockerfile(path) => {
+                inserts.push(dockerfile_insert(&raw, start, &codes, reason))
             }
             _ => {
                 let content = &raw[start..end];
@@ -152,7 +155,7 @@ fn merge_or_append(
         }
     };
     match lang {
-        Lang::Python => {
+        Lang::Python | Lang::Manifest => {
             let lower = content.to_ascii_lowercase();
             let existing = lower
                 .match_indices("noqa:")
@@ -197,6 +200,23 @@ fn merge_or_append(
                 text: format!("  // NOLINT({list}){reason}"),
             })
         }
+    }
+}
+
+fn is_dockerfile(path: &Path) -> bool {
+    crate::manifest::Format::of_path(path) == Some(crate::manifest::Format::Dockerfile)
+}
+
+/// In a Dockerfile a comment cannot follow an instruction on its line: the suppression goes on
+/// a comment line of its own above the finding's line (it covers the instruction below it).
+fn dockerfile_insert(raw: &str, start: usize, codes: &[&str], reason: Option<&str>) -> Insert {
+    let line = &raw[start..];
+    let line = &line[..line.find('\n').unwrap_or(line.len())];
+    let indent = &line[..line.len() - line.trim_start().len()];
+    let reason = reason.map(|r| format!(" -- {r}")).unwrap_or_default();
+    Insert {
+        at: start,
+        text: format!("{indent}# noqa: {}{reason}\n", codes.join(", ")),
     }
 }
 

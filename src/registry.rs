@@ -13,6 +13,14 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::python::py001_unbounded_recursion::UnboundedRecursion,
     &rules::python::tf001_memory_config_after_init::MemoryConfigAfterInit,
     &rules::python::tf002_missing_memory_growth::MissingMemoryGrowth,
+    &rules::manifest::mf001_tensorflow_python_mismatch::TensorflowPythonMismatch,
+    &rules::manifest::mf002_tensorflow_windows_gpu::TensorflowWindowsGpu,
+    &rules::manifest::mf003_tensorflow_gpu_package::TensorflowGpuPackage,
+    &rules::manifest::mf004_cuda_cudnn_mismatch::CudaCudnnMismatch,
+    &rules::manifest::mf005_torch_wheel_missing::TorchWheelMissing,
+    &rules::manifest::mf006_mixed_cuda_majors::MixedCudaMajors,
+    &rules::manifest::mf007_cudnn_windows_zlib::CudnnWindowsZlib,
+    &rules::manifest::mf008_jax_windows_gpu::JaxWindowsGpu,
 ];
 
 /// Findings the engine reports itself.
@@ -21,6 +29,15 @@ pub static TOOL_RULES: &[&RuleMeta] = &[
     &rules::tool::GL002,
     &rules::tool::GL003,
 ];
+
+/// The enabled manifest rules (MF), in code order.
+pub fn manifest_rules(settings: &crate::settings::Settings) -> Vec<&'static dyn Rule> {
+    RULES
+        .iter()
+        .copied()
+        .filter(|r| r.meta().lang == RuleLang::Manifest && settings.is_enabled(r.meta().code))
+        .collect()
+}
 
 /// Metadata of every rule, tool rules included, sorted by code.
 pub fn all_metas() -> Vec<&'static RuleMeta> {
@@ -63,7 +80,7 @@ impl RuleTable {
             .copied()
             .filter(|r| r.meta().lang == RuleLang::Source(lang) && enabled.contains(r.meta().code))
             .collect();
-        let count = lang.grammar().node_kind_count();
+        let count = lang.grammar().map_or(0, |g| g.node_kind_count());
         let mut by_kind: Vec<Vec<&'static dyn Rule>> = vec![Vec::new(); count];
         for rule in &rules {
             for kind in rule.meta().kinds {
@@ -141,7 +158,17 @@ mod tests {
         for rule in RULES {
             let m = rule.meta();
             let RuleLang::Source(lang) = m.lang else {
-                panic!("{} has a check but no language", m.code);
+                assert!(
+                    m.lang == RuleLang::Manifest,
+                    "{} has a check but no language",
+                    m.code
+                );
+                assert!(
+                    m.kinds.is_empty(),
+                    "{}: manifest rules have no node kinds",
+                    m.code
+                );
+                continue;
             };
             for kind in m.kinds {
                 assert!(

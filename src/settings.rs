@@ -99,6 +99,9 @@ pub struct Settings {
     pub gpu_memory: u64,
     pub verbose: bool,
     pub max_file_size: u64,
+    /// The paths the run checks: files a manifest includes (`-r other.txt`) are read only
+    /// below these. Empty: only below the manifest's own directory.
+    pub roots: Vec<PathBuf>,
 }
 
 impl Default for Settings {
@@ -143,6 +146,7 @@ impl Settings {
             gpu_memory: DEFAULT_GPU_MEMORY,
             verbose: false,
             max_file_size: MAX_FILE_SIZE,
+            roots: Vec::new(),
         }
     }
 

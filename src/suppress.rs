@@ -79,7 +79,7 @@ pub fn parse_comment(comment: &str, lang: Lang) -> Vec<Directive> {
         rest = tail;
     }
     match lang {
-        Lang::Python => {
+        Lang::Python | Lang::Manifest => {
             let lower = body.to_ascii_lowercase();
             if let Some(at) = lower.find("noqa") {
                 let before_ok = at == 0 || body[..at].trim_end().ends_with('#');
@@ -225,17 +225,30 @@ pub fn collect(
     lang: Lang,
     comments: &[Span],
 ) -> Vec<Suppression> {
-    let mut out = Vec::new();
-    for &span in comments {
-        let Some(tree) = trees
+    collect_with(file, lang, comments, &|span, line| {
+        let tree = trees
             .iter()
             .find(|t| {
                 t.root_node().start_byte() <= span.start && span.start < t.root_node().end_byte()
             })
-            .or(trees.first())
-        else {
-            continue;
-        };
+            .or(trees.first());
+        match tree {
+            Some(tree) => coverage(tree, file, line),
+            None => (line, line),
+        }
+    })
+}
+
+/// Collects the suppressions of a file from its comments; `cover` gives the 0-based line range
+/// that a suppression in the comment at `span`, on `line`, covers (the statement it starts).
+pub fn collect_with(
+    file: &SourceFile,
+    lang: Lang,
+    comments: &[Span],
+    cover: &dyn Fn(Span, usize) -> (usize, usize),
+) -> Vec<Suppression> {
+    let mut out = Vec::new();
+    for &span in comments {
         let text = &file.text[span.start..span.end];
         if !(text.contains("gpulint:")
             || text.contains("noqa")
@@ -247,8 +260,8 @@ pub fn collect(
         for d in parse_comment(text, lang) {
             let line = file.line_index(span.start);
             let lines = match d.scope {
-                Scope::Line => coverage(tree, file, line),
-                Scope::NextLine if line + 1 < file.line_count() => coverage(tree, file, line + 1),
+                Scope::Line => cover(span, line),
+                Scope::NextLine if line + 1 < file.line_count() => cover(span, line + 1),
                 Scope::NextLine => (line + 1, line + 1),
                 Scope::File => (0, usize::MAX),
             };

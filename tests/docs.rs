@@ -65,21 +65,24 @@ fn examples_fire_and_fixes_do_not() {
         let doc = m.doc_markdown();
         for (section, must_fire) in [("Example", true), ("Use instead", false)] {
             let block = docs::first_code_block(&doc, section);
-            let Some((tag, code)) =
-                block.filter(|(t, _)| matches!(*t, "python" | "cuda" | "cpp" | "c++"))
-            else {
-                if matches!(m.lang, RuleLang::Source(_)) {
+            // Manifest examples are checked as the file their tag names.
+            let path_for = |tag: &str| match tag {
+                "python" => Some("example.py"),
+                "cuda" | "cpp" | "c++" => Some("example.cu"),
+                "requirements" => Some("requirements.txt"),
+                "toml" => Some("pyproject.toml"),
+                "yaml" => Some("environment.yml"),
+                "dockerfile" => Some("Dockerfile"),
+                _ => None,
+            };
+            let Some((path, code)) = block.and_then(|(t, c)| Some((path_for(t)?, c))) else {
+                if matches!(m.lang, RuleLang::Source(_) | RuleLang::Manifest) {
                     problems.push(format!(
-                        "{}: `## {section}` has no ```python or ```cuda block",
+                        "{}: `## {section}` has no ```python, ```cuda, ```requirements, ```toml, ```yaml or ```dockerfile block",
                         m.code
                     ));
                 }
                 continue;
-            };
-            let path = if tag == "python" {
-                "example.py"
-            } else {
-                "example.cu"
             };
             let found = gpulint::check_source(Path::new(path), &code, &settings)
                 .iter()

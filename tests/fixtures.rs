@@ -1,5 +1,8 @@
-//! The fixture harness: every file under `fixtures/python` and `fixtures/cuda` is checked with
-//! every rule enabled, and its findings must match its annotations exactly, line by line.
+//! The fixture harness: every file under `fixtures/python`, `fixtures/cuda` and
+//! `fixtures/manifest` is checked with every rule enabled, and its findings must match its
+//! annotations exactly, line by line. Manifest fixtures are named as gpulint recognises them
+//! (`MF004_cuda_image/Dockerfile`, `MF002_windows.requirements.txt`); in a Dockerfile, where a
+//! comment cannot follow an instruction, annotate with `expect^:` on the line below.
 //!
 //! - `# expect: CODE[, CODE…]` / `// expect: CODE` — these codes fire on this line.
 //! - `expect^: CODE` — on the line above (for lines that cannot carry a comment).
@@ -14,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 fn fixture_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for dir in ["fixtures/python", "fixtures/cuda"] {
+    for dir in ["fixtures/python", "fixtures/cuda", "fixtures/manifest"] {
         let mut stack = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir)];
         while let Some(d) = stack.pop() {
             for entry in std::fs::read_dir(&d).unwrap() {

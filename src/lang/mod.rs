@@ -6,12 +6,15 @@ use std::cell::RefCell;
 use std::path::Path;
 use tree_sitter::{Language, Parser, Tree};
 
-/// A source language, each with its tree-sitter grammar.
+/// A kind of file gpulint reads: a source language with its tree-sitter grammar, or a
+/// dependency manifest (read by the parsers in `crate::manifest`, without tree-sitter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Lang {
     Python,
     /// CUDA and every C/C++ file, parsed with tree-sitter-cuda (a superset of C++).
     Cuda,
+    /// `requirements*.txt`, `pyproject.toml`, conda environment files, Dockerfiles.
+    Manifest,
 }
 
 impl Lang {
@@ -19,18 +22,24 @@ impl Lang {
         match self {
             Lang::Python => "python",
             Lang::Cuda => "cuda",
+            Lang::Manifest => "manifest",
         }
     }
 
-    pub fn grammar(self) -> Language {
+    /// The tree-sitter grammar; `None` for manifests.
+    pub fn grammar(self) -> Option<Language> {
         match self {
-            Lang::Python => tree_sitter_python::LANGUAGE.into(),
-            Lang::Cuda => tree_sitter_cuda::LANGUAGE.into(),
+            Lang::Python => Some(tree_sitter_python::LANGUAGE.into()),
+            Lang::Cuda => Some(tree_sitter_cuda::LANGUAGE.into()),
+            Lang::Manifest => None,
         }
     }
 
     /// The file kind of a path, from its name; `None` for files gpulint does not read.
     pub fn of_path(path: &Path) -> Option<Lang> {
+        if crate::manifest::Format::of_path(path).is_some() {
+            return Some(Lang::Manifest);
+        }
         let name = path.file_name()?.to_str()?;
         let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
         match ext.as_str() {
@@ -43,7 +52,7 @@ impl Lang {
     /// Prefix of line comments, used by suppressions.
     pub fn comment_prefix(self) -> &'static str {
         match self {
-            Lang::Python => "#",
+            Lang::Python | Lang::Manifest => "#",
             Lang::Cuda => "//",
         }
     }
@@ -56,17 +65,21 @@ thread_local! {
 
 fn new_parser(lang: Lang) -> Parser {
     let mut parser = Parser::new();
-    parser
-        .set_language(&lang.grammar())
-        .expect("grammar version is compatible with the tree-sitter runtime");
+    if let Some(grammar) = lang.grammar() {
+        parser
+            .set_language(&grammar)
+            .expect("grammar version is compatible with the tree-sitter runtime");
+    }
     parser
 }
 
-/// Parses `text` with this thread's parser for `lang`.
+/// Parses `text` with this thread's parser for `lang`; `None` for manifests, which have no
+/// tree-sitter grammar.
 pub fn parse(lang: Lang, text: &str) -> Option<Tree> {
     let cell = match lang {
         Lang::Python => &PYTHON_PARSER,
         Lang::Cuda => &CUDA_PARSER,
+        Lang::Manifest => return None,
     };
     cell.with(|p| {
         let mut parser = p.borrow_mut();
@@ -82,6 +95,7 @@ pub fn parse_range(lang: Lang, text: &str, start: usize, end: usize) -> Option<T
     let cell = match lang {
         Lang::Python => &PYTHON_PARSER,
         Lang::Cuda => &CUDA_PARSER,
+        Lang::Manifest => return None,
     };
     let point = |byte: usize| {
         let before = &text.as_bytes()[..byte];
@@ -119,7 +133,9 @@ pub fn is_notebook(path: &Path) -> bool {
 /// All kind ids of `lang` whose name is `kind` (a named node kind can have several ids,
 /// through aliases). Empty when the grammar has no such kind.
 pub fn kind_ids(lang: Lang, kind: &str) -> Vec<u16> {
-    let grammar = lang.grammar();
+    let Some(grammar) = lang.grammar() else {
+        return Vec::new();
+    };
     (0..grammar.node_kind_count() as u16)
         .filter(|&id| grammar.node_kind_is_named(id) && grammar.node_kind_for_id(id) == Some(kind))
         .collect()
@@ -142,6 +158,15 @@ mod tests {
         assert_eq!(Lang::of_path(Path::new("op.hpp")), Some(Lang::Cuda));
         assert_eq!(Lang::of_path(Path::new("README.md")), None);
         assert_eq!(Lang::of_path(Path::new("Makefile")), None);
+        assert_eq!(
+            Lang::of_path(Path::new("requirements.txt")),
+            Some(Lang::Manifest)
+        );
+        assert_eq!(
+            Lang::of_path(Path::new("docker/Dockerfile")),
+            Some(Lang::Manifest)
+        );
+        assert_eq!(Lang::of_path(Path::new("setup.py")), Some(Lang::Python));
     }
 
     #[test]

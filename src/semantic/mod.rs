@@ -26,7 +26,10 @@ pub enum Builder<'t> {
 impl<'t> Builder<'t> {
     pub fn new(lang: Lang, source: &'t str, settings: &Settings) -> Builder<'t> {
         match lang {
-            Lang::Python => Builder::Python(Box::new(python::PythonBuilder::new(source))),
+            // Manifests are not parsed with tree-sitter and never reach the checker's walk.
+            Lang::Python | Lang::Manifest => {
+                Builder::Python(Box::new(python::PythonBuilder::new(source)))
+            }
             Lang::Cuda => Builder::Cuda(cuda::CudaBuilder::new(source, settings)),
         }
     }

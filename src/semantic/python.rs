@@ -899,6 +899,14 @@ impl<'t> PythonModel<'t> {
         self.call_graph().edges.get(f).cloned().unwrap_or_default()
     }
 
+    /// The value node of a module-level name bound exactly once (`REQUIRED = [...]`).
+    pub fn module_value(&self, name: &str) -> Option<Node<'t>> {
+        self.module_bindings
+            .get(name)
+            .filter(|b| b.count == 1)
+            .map(|b| b.value)
+    }
+
     /// The folded value of a constant expression: literals, tuples, arithmetic, module-level
     /// names bound once, and argparse defaults (`args.batch_size`).
     pub fn const_value(&self, expr: Node<'_>) -> Option<Value> {
