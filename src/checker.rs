@@ -17,12 +17,18 @@ use tree_sitter::{Node, Tree};
 /// What a rule sees while it checks a file.
 pub struct Context<'a> {
     pub file: &'a SourceFile,
+    /// The file's tree; for a notebook, the tree of its first code cell (see `trees`).
     pub tree: &'a Tree,
+    /// One tree per notebook code cell, in order; a single tree otherwise.
+    pub trees: &'a [Tree],
     pub lang: Lang,
     pub model: &'a Model<'a>,
     pub settings: &'a Settings,
     rule: &'static RuleMeta,
-    diagnostics: &'a mut Vec<Diagnostic>,
+    /// Findings of this rule run, appended to the file's findings afterwards. Owned rather than
+    /// borrowed: the semantic model holds lazily computed facts, which makes it invariant over
+    /// its lifetime, so a `&mut` tied to that lifetime could not be taken once per rule.
+    diagnostics: Vec<Diagnostic>,
 }
 
 impl<'a> Context<'a> {
@@ -62,7 +68,9 @@ impl<'a> Context<'a> {
     pub fn cuda(&self) -> &'a CudaModel<'a> {
         match self.model {
             Model::Cuda(m) => m,
-            Model::Python(_) => panic!("{} asked for a CUDA model in a Python file", self.rule.code),
+            Model::Python(_) => {
+                panic!("{} asked for a CUDA model in a Python file", self.rule.code)
+            }
         }
     }
 
@@ -99,7 +107,11 @@ impl<'a> Context<'a> {
         self.settings
             .rule_option(self.rule.code, key)
             .and_then(|v| v.as_array())
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
@@ -111,12 +123,16 @@ pub struct ParseInfo {
     pub error_spans: Vec<Span>,
     /// Spans of comments, for suppressions.
     pub comments: Vec<Span>,
+    /// What a `setup.py` declares (`install_requires`, …), for the manifest rules; read from
+    /// the Python model when those rules are enabled.
+    pub manifest: Option<crate::manifest::Manifest>,
 }
 
-/// Runs the enabled rules of `table` over one parsed file.
+/// Runs the enabled rules of `table` over one parsed file: one tree, or one per notebook cell
+/// (sharing the file's text).
 pub fn check_tree(
     file: &SourceFile,
-    tree: &Tree,
+    trees: &[Tree],
     lang: Lang,
     table: &RuleTable,
     settings: &Settings,
@@ -125,9 +141,69 @@ pub fn check_tree(
     let mut info = ParseInfo::default();
     let mut wanted: Vec<Node<'_>> = Vec::new();
 
-    let mut cursor = tree.walk();
-    'walk: loop {
-        let node = cursor.node();
+    for tree in trees {
+        walk_tree(tree, table, &mut builder, &mut info, &mut wanted);
+    }
+
+    let model = builder.finish(trees);
+    if let Model::Python(python) = &model {
+        if crate::manifest::is_setup_py(&file.path)
+            && !crate::registry::manifest_rules(settings).is_empty()
+        {
+            info.manifest = crate::manifest::setup_py::extract(python);
+        }
+    }
+    let tree = &trees[0];
+    let mut diagnostics = Vec::new();
+    for node in wanted {
+        for rule in table.rules_for(node.kind_id()) {
+            run_rule(
+                *rule,
+                file,
+                tree,
+                trees,
+                lang,
+                &model,
+                settings,
+                &mut diagnostics,
+                |r, ctx| r.check(node, ctx),
+            );
+        }
+    }
+    for rule in table.rules() {
+        run_rule(
+            *rule,
+            file,
+            tree,
+            trees,
+            lang,
+            &model,
+            settings,
+            &mut diagnostics,
+            |r, ctx| r.check_file(ctx),
+        );
+    }
+
+    // Nothing is reported from evidence inside a region the parser did not understand.
+    if !info.error_spans.is_empty() {
+        diagnostics.retain(|d| !info.error_spans.iter().any(|e| overlaps(*e, d.span)));
+    }
+    (diagnostics, info)
+}
+
+/// The single iterative walk over one tree.
+fn walk_tree<'t>(
+    tree: &'t Tree,
+    table: &RuleTable,
+    builder: &mut crate::semantic::Builder<'t>,
+    info: &mut ParseInfo,
+    wanted: &mut Vec<Node<'t>>,
+) {
+    crate::semantic::walk(tree, |node, entering| {
+        if !entering {
+            builder.leave(node);
+            return;
+        }
         builder.enter(node);
         if node.is_error() || node.is_missing() {
             info.error_spans.push(Span::of(&node));
@@ -139,40 +215,7 @@ pub fn check_tree(
         if table.is_comment(kind) {
             info.comments.push(Span::of(&node));
         }
-        if cursor.goto_first_child() {
-            continue;
-        }
-        loop {
-            builder.leave(cursor.node());
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                break 'walk;
-            }
-        }
-    }
-
-    let model = builder.finish(tree);
-    let mut diagnostics = Vec::new();
-    for node in wanted {
-        for rule in table.rules_for(node.kind_id()) {
-            run_rule(*rule, file, tree, lang, &model, settings, &mut diagnostics, |r, ctx| {
-                r.check(node, ctx)
-            });
-        }
-    }
-    for rule in table.rules() {
-        run_rule(*rule, file, tree, lang, &model, settings, &mut diagnostics, |r, ctx| {
-            r.check_file(ctx)
-        });
-    }
-
-    // Nothing is reported from evidence inside a region the parser did not understand.
-    if !info.error_spans.is_empty() {
-        diagnostics.retain(|d| !info.error_spans.iter().any(|e| overlaps(*e, d.span)));
-    }
-    (diagnostics, info)
+    });
 }
 
 fn overlaps(a: Span, b: Span) -> bool {
@@ -184,20 +227,23 @@ fn run_rule<'a>(
     rule: &'static dyn Rule,
     file: &'a SourceFile,
     tree: &'a Tree,
+    trees: &'a [Tree],
     lang: Lang,
     model: &'a Model<'a>,
     settings: &'a Settings,
-    diagnostics: &'a mut Vec<Diagnostic>,
+    diagnostics: &mut Vec<Diagnostic>,
     f: impl FnOnce(&dyn Rule, &mut Context<'_>),
 ) {
     let mut ctx = Context {
         file,
         tree,
+        trees,
         lang,
         model,
         settings,
         rule: rule.meta(),
-        diagnostics,
+        diagnostics: Vec::new(),
     };
     f(rule, &mut ctx);
+    diagnostics.append(&mut ctx.diagnostics);
 }

@@ -1,6 +1,8 @@
-//! The command line: `gpulint [check] [PATH...]`, `gpulint rules`, `gpulint explain CODE`.
+//! The command line: `gpulint [check] [PATH...]`, `gpulint rules`, `gpulint explain CODE`,
+//! `gpulint decode EXIT_CODE`.
 
 use crate::config::{self, LoadedConfig};
+use crate::decode;
 use crate::diagnostic::{FileReport, Severity};
 use crate::discover::{self, Excludes, DEFAULT_EXCLUDE};
 use crate::engine::{Engine, FileResult, Status};
@@ -31,7 +33,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Check files and directories (the default command).
-    Check(CheckArgs),
+    Check(Box<CheckArgs>),
     /// List the rules: code, name, severity, language and summary.
     Rules {
         /// Output format.
@@ -44,6 +46,16 @@ enum Command {
     Explain {
         /// A rule code (`CU001`) or name (`unguarded-thread-index`).
         rule: String,
+    },
+    /// Explain a crashed process's exit code (`-1073740791`, `0xC0000409`, `139`, `-11`) and
+    /// name the rules that look for its causes. Exits 2 for a code it does not know.
+    Decode {
+        /// The exit code: signed or unsigned decimal, or hexadecimal (`0xC0000409`).
+        #[arg(allow_hyphen_values = true)]
+        code: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Text)]
+        output_format: ListFormat,
     },
 }
 
@@ -62,8 +74,11 @@ enum FailOn {
 
 #[derive(Args, Debug)]
 struct CheckArgs {
-    /// Files or directories to check [default: .]
+    /// Files or directories to check [default: .; none after `--` checks nothing]
     paths: Vec<PathBuf>,
+    /// Set when the command line ends with `--` and names no path: check nothing.
+    #[arg(skip)]
+    no_paths: bool,
     /// Rules to enable: codes, prefixes (`CU`), names, or `ALL`. Replaces the configured selection.
     #[arg(long, value_delimiter = ',', value_name = "RULES")]
     select: Vec<String>,
@@ -112,6 +127,25 @@ struct CheckArgs {
     /// Benchmark baseline: read and parse every file, run no rule, report nothing.
     #[arg(long)]
     parse_only: bool,
+    /// Record today's findings in FILE (by fingerprint) and exit 0; see --baseline.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["baseline", "add_noqa"])]
+    write_baseline: Option<PathBuf>,
+    /// Report only findings that are not recorded in this baseline FILE.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Add a suppression comment for every finding (`# noqa: CODE`, `// NOLINT(CODE)`), with an
+    /// optional reason: --add-noqa="legacy kernel".
+    #[arg(long, value_name = "REASON", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    add_noqa: Option<String>,
+    /// Do not read or write the cache (.gpulint_cache/).
+    #[arg(long)]
+    no_cache: bool,
+    /// Check source read from standard input, as if it were the file PATH (for editors).
+    #[arg(long, value_name = "PATH")]
+    stdin_filename: Option<PathBuf>,
+    /// Apply the exclusions to files named on the command line too (for pre-commit and editors).
+    #[arg(long)]
+    force_exclude: bool,
 }
 
 /// Entry point of the binary.
@@ -137,7 +171,18 @@ pub fn main() -> ExitCode {
 
 /// Inserts the default `check` subcommand when none is given.
 fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
-    const KNOWN: &[&str] = &["check", "rules", "explain", "estimate", "help", "-h", "--help", "-V", "--version"];
+    const KNOWN: &[&str] = &[
+        "check",
+        "rules",
+        "explain",
+        "estimate",
+        "decode",
+        "help",
+        "-h",
+        "--help",
+        "-V",
+        "--version",
+    ];
     let first = args.get(1).and_then(|a| a.to_str());
     if !first.is_some_and(|a| KNOWN.contains(&a)) {
         args.insert(1.min(args.len()), OsString::from("check"));
@@ -147,6 +192,7 @@ fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
 
 /// Runs gpulint with these arguments (the program name first) and returns the exit code.
 pub fn run(args: Vec<OsString>) -> ExitCode {
+    let ends_with_separator = args.last().is_some_and(|a| a == "--");
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -155,10 +201,17 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
     };
     match cli.command {
-        Command::Check(args) => check(args),
+        Command::Check(mut args) => {
+            args.no_paths = ends_with_separator && args.paths.is_empty();
+            check(*args)
+        }
         Command::Rules { output_format } => list_rules(output_format),
         Command::Explain { rule } => explain(&rule),
         Command::Estimate(args) => crate::memory::report::run(args),
+        Command::Decode {
+            code,
+            output_format,
+        } => decode(&code, output_format),
     }
 }
 
@@ -224,11 +277,34 @@ fn explain(rule: &str) -> ExitCode {
     if !m.options.is_empty() {
         s.push_str("\n## Options\n");
         for o in m.options {
-            s.push_str(&format!("- `{}` (default `{}`): {}\n", o.key, o.default, o.doc));
+            s.push_str(&format!(
+                "- `{}` (default `{}`): {}\n",
+                o.key, o.default, o.doc
+            ));
         }
     }
     print_out(&s);
     ExitCode::SUCCESS
+}
+
+fn decode(input: &str, format: ListFormat) -> ExitCode {
+    let code = match decode::parse(input) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    match decode::lookup(code) {
+        Some(entry) => {
+            print_out(&match format {
+                ListFormat::Text => decode::render_text(code, entry),
+                ListFormat::Json => decode::render_json(code, entry),
+            });
+            ExitCode::SUCCESS
+        }
+        None => {
+            eprint!("{}", decode::unknown_text(code));
+            ExitCode::from(2)
+        }
+    }
 }
 
 pub(crate) fn print_out(s: &str) {
@@ -245,7 +321,11 @@ fn parse_selectors(list: &[String], what: &str) -> Result<Vec<Selector>, String>
 }
 
 /// Builds the settings from the configuration file and the command line (the command line wins).
-fn settings_for(args: &CheckArgs, loaded: Option<&LoadedConfig>, cwd: &Path) -> Result<Settings, String> {
+fn settings_for(
+    args: &CheckArgs,
+    loaded: Option<&LoadedConfig>,
+    cwd: &Path,
+) -> Result<Settings, String> {
     let file = loaded.map(|l| l.config.clone()).unwrap_or_default();
     let select = if !args.select.is_empty() {
         parse_selectors(&args.select, "--select")?
@@ -254,7 +334,10 @@ fn settings_for(args: &CheckArgs, loaded: Option<&LoadedConfig>, cwd: &Path) -> 
     } else {
         vec![Selector::parse("ALL")?]
     };
-    let mut extend = parse_selectors(file.extend_select.as_deref().unwrap_or(&[]), "extend-select")?;
+    let mut extend = parse_selectors(
+        file.extend_select.as_deref().unwrap_or(&[]),
+        "extend-select",
+    )?;
     extend.extend(parse_selectors(&args.extend_select, "--extend-select")?);
     // An explicit --select replaces the configured selection, ignores included.
     let mut ignore = if args.select.is_empty() {
@@ -270,20 +353,42 @@ fn settings_for(args: &CheckArgs, loaded: Option<&LoadedConfig>, cwd: &Path) -> 
         settings.root = root;
     }
     for (glob, codes) in file.per_file_ignores.iter().flatten() {
-        settings
-            .per_file_ignores
-            .push(PerFileIgnore::new(glob, parse_selectors(codes, "per-file-ignores")?)?);
+        settings.per_file_ignores.push(PerFileIgnore::new(
+            glob,
+            parse_selectors(codes, "per-file-ignores")?,
+        )?);
     }
     settings.rule_options = file.rules.clone().unwrap_or_default().into_iter().collect();
     settings.fail_on = match args.fail_on {
         Some(FailOn::Error) => Severity::Error,
         Some(FailOn::Warning) => Severity::Warning,
         Some(FailOn::Info) => Severity::Info,
-        None => file.fail_on.as_deref().and_then(Severity::parse).unwrap_or(Severity::Warning),
+        None => file
+            .fail_on
+            .as_deref()
+            .and_then(Severity::parse)
+            .unwrap_or(Severity::Warning),
     };
     (settings.gpu_memory, settings.gpu_memory_origin) =
         config::resolve_budget(args.gpu_memory, args.gpu.as_deref(), loaded)?;
     settings.verbose = args.verbose;
+    // Manifests read the files they include only below the checked paths.
+    let paths = if args.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.paths.clone()
+    };
+    settings.roots = paths
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .map(|p| {
+            if p.is_file() {
+                p.parent().map(Path::to_path_buf).unwrap_or(p)
+            } else {
+                p
+            }
+        })
+        .collect();
     Ok(settings)
 }
 
@@ -307,7 +412,10 @@ fn check(args: CheckArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let file_cfg = loaded.as_ref().map(|l| l.config.clone()).unwrap_or_default();
+    let file_cfg = loaded
+        .as_ref()
+        .map(|l| l.config.clone())
+        .unwrap_or_default();
     let mut exclude: Vec<String> = match &file_cfg.exclude {
         Some(list) => list.clone(),
         None => DEFAULT_EXCLUDE.iter().map(|s| s.to_string()).collect(),
@@ -317,12 +425,18 @@ fn check(args: CheckArgs) -> ExitCode {
         Ok(e) => e,
         Err(e) => return fail(e),
     };
-    let paths = if args.paths.is_empty() {
+    let paths = if args.paths.is_empty() && !args.no_paths {
         vec![PathBuf::from(".")]
     } else {
         args.paths.clone()
     };
-    let discovery = discover::discover(&paths, &excludes, &cwd);
+    let mut discovery = discover::discover(&paths, &excludes, &cwd);
+    if args.force_exclude {
+        // Exclusions are relative to the configuration file's folder, as for per-file-ignores.
+        discovery
+            .files
+            .retain(|c| !excludes.excludes_file(&c.path, &settings.root, &cwd));
+    }
     for missing in &discovery.missing {
         eprintln!("gpulint: error: {missing}: no such file or directory");
     }
@@ -341,12 +455,7 @@ fn check(args: CheckArgs) -> ExitCode {
             discovery
                 .files
                 .par_iter()
-                .map(|c| {
-                    crate::engine::read_source(&c.path, settings.max_file_size)
-                        .ok()
-                        .and_then(|t| crate::lang::parse(c.lang, &t))
-                        .is_some() as usize
-                })
+                .map(|c| parse_only(&c.path, c.lang, settings.max_file_size) as usize)
                 .sum()
         });
         if !args.quiet {
@@ -360,14 +469,45 @@ fn check(args: CheckArgs) -> ExitCode {
     }
 
     let engine = Engine::new(settings);
-    let results: Vec<FileResult> = pool.install(|| {
-        discovery
-            .files
-            .par_iter()
-            .map(|c| engine.check_path(&c.path, c.display.clone(), c.lang))
-            .collect()
-    });
+    let mut results: Vec<FileResult> = match &args.stdin_filename {
+        Some(path) => {
+            let Some(lang) = crate::lang::Lang::of_path(path) else {
+                return fail(format!(
+                    "--stdin-filename {}: not a Python, CUDA/C++ or dependency manifest file name",
+                    path.display()
+                ));
+            };
+            let mut bytes = Vec::new();
+            if let Err(e) = std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes) {
+                return fail(format!("cannot read standard input: {e}"));
+            }
+            vec![engine.check_bytes(path, discover::display_path(path, &cwd), bytes, lang)]
+        }
+        None => {
+            let use_cache = !args.no_cache && args.add_noqa.is_none();
+            run_files(
+                &engine,
+                &discovery.files,
+                &pool,
+                use_cache,
+                &cwd,
+                !args.quiet,
+            )
+        }
+    };
     let settings = &engine.settings;
+
+    if let Some(path) = &args.baseline {
+        let known = match crate::baseline::read(path) {
+            Ok(k) => k,
+            Err(e) => return fail(e),
+        };
+        for r in &mut results {
+            r.report
+                .diagnostics
+                .retain(|d| !known.contains(&d.fingerprint));
+        }
+    }
 
     // Output: sorted by path, then position, whatever the thread count.
     let mut reports: Vec<&FileReport> = results
@@ -376,6 +516,47 @@ fn check(args: CheckArgs) -> ExitCode {
         .filter(|r| !r.diagnostics.is_empty())
         .collect();
     reports.sort_by(|a, b| a.display_path.cmp(&b.display_path));
+    if let Some(path) = &args.write_baseline {
+        return match crate::baseline::write(path, &reports) {
+            Ok(n) => {
+                if !args.quiet {
+                    eprintln!("Wrote {n} finding(s) to the baseline {}", path.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        };
+    }
+    if let Some(reason) = &args.add_noqa {
+        let reason = Some(reason.as_str()).filter(|r| !r.is_empty());
+        let mut outcome = crate::noqa_writer::Outcome::default();
+        for r in &results {
+            if r.report.diagnostics.is_empty() {
+                continue;
+            }
+            let lang = crate::lang::Lang::of_path(&r.report.source.path)
+                .unwrap_or(crate::lang::Lang::Python);
+            if let Err(e) = crate::noqa_writer::add_noqa(
+                &r.report.source.path,
+                &r.report,
+                lang,
+                reason,
+                &mut outcome,
+            ) {
+                eprintln!("gpulint: {e}");
+            }
+        }
+        for place in &outcome.refused {
+            eprintln!("{place}: no suppression added (the line ends inside a string or continues on the next)");
+        }
+        if !args.quiet {
+            eprintln!(
+                "Added {} suppression(s) to {} file(s).",
+                outcome.added, outcome.files
+            );
+        }
+        return ExitCode::SUCCESS;
+    }
     let color = args.output_file.is_none()
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
@@ -414,6 +595,120 @@ fn check(args: CheckArgs) -> ExitCode {
     }
 }
 
+/// The benchmark baseline: read a file and parse it once (a notebook cell by cell), nothing else.
+fn parse_only(path: &Path, lang: crate::lang::Lang, max_size: u64) -> bool {
+    let Ok(text) = crate::engine::read_source(path, max_size) else {
+        return false;
+    };
+    if lang == crate::lang::Lang::Manifest {
+        // Manifests are read, not parsed with a grammar.
+        return true;
+    }
+    if crate::lang::is_notebook(path) {
+        let Ok(nb) = crate::notebook::parse(&text) else {
+            return false;
+        };
+        return nb
+            .cells
+            .iter()
+            .all(|c| crate::lang::parse_range(lang, &nb.source, c.start, c.end).is_some());
+    }
+    crate::lang::parse(lang, &text).is_some()
+}
+
+/// Checks the files in parallel, through the cache when asked, with a progress bar on a terminal.
+fn run_files(
+    engine: &Engine,
+    files: &[discover::Candidate],
+    pool: &rayon::ThreadPool,
+    use_cache: bool,
+    cwd: &Path,
+    progress: bool,
+) -> Vec<FileResult> {
+    let cache = use_cache.then(|| {
+        crate::cache::Cache::open(
+            &engine.settings.root.join(".gpulint_cache"),
+            &engine.settings.cache_key(),
+        )
+    });
+    let bar = (progress && files.len() > 200 && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(files.len() as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} checking {pos}/{len} files {wide_bar} {elapsed}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let key = |c: &discover::Candidate| cwd.join(&c.path).display().to_string();
+    let checked: Vec<(FileResult, Option<(String, crate::cache::Entry)>)> = pool.install(|| {
+        files
+            .par_iter()
+            .map(|c| {
+                // A manifest's findings depend on the files it includes: never cached (they
+                // are cheap to check).
+                let out = match &cache {
+                    None => (engine.check_path(&c.path, c.display.clone(), c.lang), None),
+                    Some(_) if c.lang == crate::lang::Lang::Manifest => {
+                        (engine.check_path(&c.path, c.display.clone(), c.lang), None)
+                    }
+                    Some(cache) => {
+                        let bytes =
+                            match crate::engine::read_bytes(&c.path, engine.settings.max_file_size)
+                            {
+                                Ok(b) => b,
+                                Err(_) => {
+                                    return (
+                                        engine.check_path(&c.path, c.display.clone(), c.lang),
+                                        None,
+                                    )
+                                }
+                            };
+                        let hash = crate::cache::content_hash(&bytes);
+                        let k = key(c);
+                        let hit = cache
+                            .get(&k, hash, bytes.len().max(1) * 2)
+                            .and_then(|cached| {
+                                engine.restore(&c.path, c.display.clone(), bytes.clone(), cached)
+                            });
+                        let result = hit.unwrap_or_else(|| {
+                            engine.check_bytes(&c.path, c.display.clone(), bytes, c.lang)
+                        });
+                        let entry = matches!(result.status, Status::Checked | Status::Prefiltered)
+                            .then(|| {
+                                (
+                                    k,
+                                    crate::cache::Cache::entry(
+                                        hash,
+                                        result.status == Status::Checked,
+                                        result.partial,
+                                        &result.report.diagnostics,
+                                        &result.dependencies,
+                                    ),
+                                )
+                            });
+                        (result, entry)
+                    }
+                };
+                if let Some(b) = &bar {
+                    b.inc(1);
+                }
+                out
+            })
+            .collect()
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let (results, entries): (Vec<FileResult>, Vec<_>) = checked.into_iter().unzip();
+    if let Some(cache) = cache {
+        // A cache that cannot be written only makes the next run slower.
+        let _ = cache.save(entries.into_iter().flatten().collect());
+    }
+    results
+}
+
 fn statistics(reports: &[&FileReport], format: Format) -> String {
     let mut by_code: BTreeMap<&str, (usize, &str, Severity)> = BTreeMap::new();
     for r in reports {
@@ -447,21 +742,41 @@ fn summary(
     started: Instant,
     verbose: bool,
 ) {
-    let checked = results.iter().filter(|r| matches!(r.status, Status::Checked | Status::Prefiltered)).count();
-    let prefiltered = results.iter().filter(|r| r.status == Status::Prefiltered).count();
+    let checked = results
+        .iter()
+        .filter(|r| matches!(r.status, Status::Checked | Status::Prefiltered))
+        .count();
+    let prefiltered = results
+        .iter()
+        .filter(|r| r.status == Status::Prefiltered)
+        .count();
     let partial = results.iter().filter(|r| r.partial).count();
     let skipped: Vec<(&str, &str)> = results
         .iter()
         .filter(|r| matches!(r.status, Status::Skipped | Status::InternalError))
-        .map(|r| (r.report.display_path.as_str(), r.reason.as_deref().unwrap_or("")))
-        .chain(discovery.skipped.iter().map(|(p, w)| (p.as_str(), w.as_str())))
+        .map(|r| {
+            (
+                r.report.display_path.as_str(),
+                r.reason.as_deref().unwrap_or(""),
+            )
+        })
+        .chain(
+            discovery
+                .skipped
+                .iter()
+                .map(|(p, w)| (p.as_str(), w.as_str())),
+        )
         .collect();
     let mut err = std::io::stderr().lock();
     for (path, why) in skipped.iter().take(if verbose { usize::MAX } else { 10 }) {
         let _ = writeln!(err, "skipped {path}: {why}");
     }
     if skipped.len() > 10 && !verbose {
-        let _ = writeln!(err, "… and {} more skipped (see --verbose)", skipped.len() - 10);
+        let _ = writeln!(
+            err,
+            "… and {} more skipped (see --verbose)",
+            skipped.len() - 10
+        );
     }
     let n = |s| counts.get(&s).copied().unwrap_or(0);
     let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
@@ -474,18 +789,20 @@ fn summary(
         details.push(format!("{partial} partly parsed"));
     }
     if verbose {
-        details.push(format!("{prefiltered} needed no parse: no enabled rule could match them"));
+        details.push(format!(
+            "{prefiltered} needed no parse: no enabled rule could match them"
+        ));
     }
     if !details.is_empty() {
         line.push_str(&format!(" ({})", details.join(", ")));
     }
     let _ = writeln!(
         err,
-        "{line} in {:.2}s: {}, {}, {}.",
+        "{line} in {:.2}s: {}, {}, {} info.",
         started.elapsed().as_secs_f64(),
         plural(n(Severity::Error), "error"),
         plural(n(Severity::Warning), "warning"),
-        format!("{} info", n(Severity::Info))
+        n(Severity::Info)
     );
     if verbose {
         for r in results.iter().filter(|r| r.partial) {

@@ -47,7 +47,10 @@ pub struct LoadedConfig {
 impl LoadedConfig {
     /// The directory that relative globs in the file are relative to.
     pub fn dir(&self) -> PathBuf {
-        self.path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+        self.path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."))
     }
 }
 
@@ -60,7 +63,12 @@ pub struct ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid configuration in {}: {}", self.path.display(), self.message)
+        write!(
+            f,
+            "invalid configuration in {}: {}",
+            self.path.display(),
+            self.message
+        )
     }
 }
 
@@ -96,7 +104,8 @@ pub fn load(path: &Path) -> Result<LoadedConfig, ConfigError> {
     if path.file_name().is_some_and(|n| n == "pyproject.toml") {
         return load_pyproject(path)?.ok_or_else(|| err(path, "no [tool.gpulint] table"));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| err(path, format!("cannot read it: {e}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| err(path, format!("cannot read it: {e}")))?;
     let config: ConfigFile = toml::from_str(&text).map_err(|e| err(path, describe(&e)))?;
     validate(path, &config)?;
     Ok(LoadedConfig {
@@ -106,7 +115,8 @@ pub fn load(path: &Path) -> Result<LoadedConfig, ConfigError> {
 }
 
 fn load_pyproject(path: &Path) -> Result<Option<LoadedConfig>, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| err(path, format!("cannot read it: {e}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| err(path, format!("cannot read it: {e}")))?;
     let table: toml::Table = toml::from_str(&text).map_err(|e| err(path, describe(&e)))?;
     let Some(section) = table.get("tool").and_then(|t| t.get("gpulint")) else {
         return Ok(None);
@@ -128,28 +138,44 @@ fn describe(e: &toml::de::Error) -> String {
 
 /// Checks values that serde cannot: selectors, severities, sizes, globs, rule options.
 fn validate(path: &Path, c: &ConfigFile) -> Result<(), ConfigError> {
-    for (key, list) in [("select", &c.select), ("extend-select", &c.extend_select), ("ignore", &c.ignore)] {
+    for (key, list) in [
+        ("select", &c.select),
+        ("extend-select", &c.extend_select),
+        ("ignore", &c.ignore),
+    ] {
         for s in list.iter().flatten() {
             Selector::parse(s).map_err(|e| err(path, format!("`{key}`: {e}")))?;
         }
     }
-    for (key, list) in [("exclude", &c.exclude), ("extend-exclude", &c.extend_exclude)] {
+    for (key, list) in [
+        ("exclude", &c.exclude),
+        ("extend-exclude", &c.extend_exclude),
+    ] {
         for g in list.iter().flatten() {
-            globset::Glob::new(g).map_err(|e| err(path, format!("`{key}`: invalid glob `{g}`: {e}")))?;
+            globset::Glob::new(g)
+                .map_err(|e| err(path, format!("`{key}`: invalid glob `{g}`: {e}")))?;
         }
     }
     if let Some(map) = &c.per_file_ignores {
         for (glob, codes) in map {
-            globset::Glob::new(glob)
-                .map_err(|e| err(path, format!("`per-file-ignores`: invalid glob `{glob}`: {e}")))?;
+            globset::Glob::new(glob).map_err(|e| {
+                err(
+                    path,
+                    format!("`per-file-ignores`: invalid glob `{glob}`: {e}"),
+                )
+            })?;
             for s in codes {
-                Selector::parse(s).map_err(|e| err(path, format!("`per-file-ignores.\"{glob}\"`: {e}")))?;
+                Selector::parse(s)
+                    .map_err(|e| err(path, format!("`per-file-ignores.\"{glob}\"`: {e}")))?;
             }
         }
     }
     if let Some(f) = &c.fail_on {
         Severity::parse(f).ok_or_else(|| {
-            err(path, format!("`fail-on`: expected one of `error`, `warning`, `info`, found `{f}`"))
+            err(
+                path,
+                format!("`fail-on`: expected one of `error`, `warning`, `info`, found `{f}`"),
+            )
         })?;
     }
     if let Some(v) = &c.gpu_memory {
@@ -157,17 +183,26 @@ fn validate(path: &Path, c: &ConfigFile) -> Result<(), ConfigError> {
     }
     if let Some(g) = &c.gpu {
         if c.gpu_memory.is_some() {
-            return Err(err(path, "`gpu` and `gpu-memory` both set the budget: keep one"));
+            return Err(err(
+                path,
+                "`gpu` and `gpu-memory` both set the budget: keep one",
+            ));
         }
         crate::memory::budget::lookup(g).map_err(|e| err(path, format!("`gpu`: {e}")))?;
     }
     if let Some(rules) = &c.rules {
         for (code, options) in rules {
             let meta = registry::find(code).ok_or_else(|| {
-                err(path, format!("`rules.{code}`: unknown rule (see `gpulint rules` for the codes)"))
+                err(
+                    path,
+                    format!("`rules.{code}`: unknown rule (see `gpulint rules` for the codes)"),
+                )
             })?;
             if meta.code != code {
-                return Err(err(path, format!("`rules.{code}`: write the rule code `{}`", meta.code)));
+                return Err(err(
+                    path,
+                    format!("`rules.{code}`: write the rule code `{}`", meta.code),
+                ));
             }
             for (key, value) in options {
                 let Some(opt) = meta.options.iter().find(|o| o.key == key) else {
@@ -177,7 +212,10 @@ fn validate(path: &Path, c: &ConfigFile) -> Result<(), ConfigError> {
                     } else {
                         format!("expected one of `{}`", valid.join("`, `"))
                     };
-                    return Err(err(path, format!("`rules.{code}.{key}`: unknown option; {expected}")));
+                    return Err(err(
+                        path,
+                        format!("`rules.{code}.{key}`: unknown option; {expected}"),
+                    ));
                 };
                 let ok = match opt.kind {
                     OptionKind::Int => value.as_integer().is_some_and(|i| i >= 0),
@@ -197,7 +235,10 @@ fn validate(path: &Path, c: &ConfigFile) -> Result<(), ConfigError> {
                         OptionKind::Bool => "true or false",
                         OptionKind::StringList => "a list of strings",
                     };
-                    return Err(err(path, format!("`rules.{code}.{key}`: expected {expected}, found `{value}`")));
+                    return Err(err(
+                        path,
+                        format!("`rules.{code}.{key}`: expected {expected}, found `{value}`"),
+                    ));
                 }
             }
         }
@@ -227,7 +268,10 @@ pub fn resolve_budget(
         }
         if let Some(g) = &l.config.gpu {
             let (name, bytes) = lookup(g)?;
-            return Ok((bytes, BudgetOrigin::GpuConfig(name.to_string(), l.path.clone())));
+            return Ok((
+                bytes,
+                BudgetOrigin::GpuConfig(name.to_string(), l.path.clone()),
+            ));
         }
     }
     Ok((crate::settings::DEFAULT_GPU_MEMORY, BudgetOrigin::Default))
@@ -257,10 +301,18 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let sub = tmp.path().join("a/b");
         std::fs::create_dir_all(&sub).unwrap();
-        write(tmp.path(), "pyproject.toml", "[tool.gpulint]\nselect = [\"GL\"]\n");
+        write(
+            tmp.path(),
+            "pyproject.toml",
+            "[tool.gpulint]\nselect = [\"GL\"]\n",
+        );
         let c = discover(&sub).unwrap().unwrap();
         assert_eq!(c.config.select.unwrap(), vec!["GL"]);
-        write(tmp.path().join("a").as_path(), "gpulint.toml", "fail-on = \"info\"\n");
+        write(
+            tmp.path().join("a").as_path(),
+            "gpulint.toml",
+            "fail-on = \"info\"\n",
+        );
         let c = discover(&sub).unwrap().unwrap();
         assert!(c.path.ends_with("a/gpulint.toml"));
     }
@@ -276,10 +328,17 @@ mod tests {
         let p = write(tmp.path(), "gpulint.toml", "gpu-memory = \"lots\"\n");
         assert!(load(&p).unwrap_err().to_string().contains("gpu-memory"));
         let p = write(tmp.path(), "gpulint.toml", "[rules.GL001]\nfoo = 1\n");
-        assert!(load(&p).unwrap_err().to_string().contains("rules.GL001.foo"));
+        assert!(load(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("rules.GL001.foo"));
         let p = write(tmp.path(), "gpulint.toml", "gpu = \"voodoo2\"\n");
         assert!(load(&p).unwrap_err().to_string().contains("unknown GPU"));
-        let p = write(tmp.path(), "gpulint.toml", "gpu = \"t4\"\ngpu-memory = \"8GiB\"\n");
+        let p = write(
+            tmp.path(),
+            "gpulint.toml",
+            "gpu = \"t4\"\ngpu-memory = \"8GiB\"\n",
+        );
         assert!(load(&p).unwrap_err().to_string().contains("keep one"));
         let p = write(tmp.path(), "gpulint.toml", "[rules.XX001]\n");
         assert!(load(&p).unwrap_err().to_string().contains("unknown rule"));

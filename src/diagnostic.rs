@@ -104,7 +104,11 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// A finding of `rule` at `span`. Severity defaults to the rule's default.
-    pub fn new(rule: &'static crate::rule::RuleMeta, span: Span, message: impl Into<String>) -> Self {
+    pub fn new(
+        rule: &'static crate::rule::RuleMeta,
+        span: Span,
+        message: impl Into<String>,
+    ) -> Self {
         Diagnostic {
             code: rule.code,
             name: rule.name,
@@ -155,6 +159,29 @@ impl Diagnostic {
 pub struct FileReport {
     /// The path as it is shown to the user.
     pub display_path: String,
+    /// The text the findings point into (for a notebook: its code cells joined).
     pub source: std::sync::Arc<crate::source::SourceFile>,
     pub diagnostics: Vec<Diagnostic>,
+    /// For a notebook: where its cells sit in `source` and in the `.ipynb` file.
+    pub notebook: Option<std::sync::Arc<crate::notebook::Notebook>>,
+}
+
+impl FileReport {
+    /// The 1-based line of the file on disk that a finding points at: the line itself, or for a
+    /// notebook the line of the `.ipynb` file that holds the cell's source line.
+    pub fn file_line(&self, d: &Diagnostic) -> usize {
+        match &self.notebook {
+            Some(nb) => nb
+                .cell_at(d.span.start)
+                .map(|c| {
+                    nb.file_line(
+                        c,
+                        self.source
+                            .line_index(d.span.start.min(self.source.text.len())),
+                    )
+                })
+                .unwrap_or(1),
+            None => d.location.line,
+        }
+    }
 }

@@ -82,6 +82,25 @@ impl Excludes {
     }
 }
 
+impl Excludes {
+    /// Is a file named on the command line excluded (`--force-exclude`)? Its path relative to
+    /// `root` is matched, and so is each folder on the way, as a walk would.
+    pub fn excludes_file(&self, path: &Path, root: &Path, cwd: &Path) -> bool {
+        let absolute = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            cwd.join(path)
+        };
+        let absolute = std::fs::canonicalize(&absolute).unwrap_or(absolute);
+        let relative = absolute.strip_prefix(root).unwrap_or(path);
+        let mut prefix = PathBuf::new();
+        relative.components().any(|c| {
+            prefix.push(c);
+            matches!(c, std::path::Component::Normal(_)) && self.is_excluded(&prefix)
+        })
+    }
+}
+
 /// The path as shown to the user: relative to the current directory when below it, else as
 /// given.
 pub fn display_path(path: &Path, cwd: &Path) -> String {
@@ -121,9 +140,10 @@ pub fn discover(paths: &[PathBuf], excludes: &Excludes, cwd: &Path) -> Discovery
                     display: display_path(root, cwd),
                     lang,
                 }),
-                None => out
-                    .skipped
-                    .push((display_path(root, cwd), "not a Python or CUDA/C++ source file".into())),
+                None => out.skipped.push((
+                    display_path(root, cwd),
+                    "not a Python, CUDA/C++ or dependency manifest file".into(),
+                )),
             },
             Ok(_) => walk(root, excludes, cwd, &mut out),
         }
@@ -161,8 +181,13 @@ fn walk(root: &Path, excludes: &Excludes, cwd: &Path, out: &mut Discovery) {
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
-                let path = error_path(&e).map(|p| display_path(&p, cwd)).unwrap_or_else(|| display_path(root, cwd));
-                out.skipped.push((path, format!("cannot walk into it: {}", first_line(&e.to_string()))));
+                let path = error_path(&e)
+                    .map(|p| display_path(&p, cwd))
+                    .unwrap_or_else(|| display_path(root, cwd));
+                out.skipped.push((
+                    path,
+                    format!("cannot walk into it: {}", first_line(&e.to_string())),
+                ));
                 continue;
             }
         };
@@ -211,7 +236,16 @@ mod tests {
     fn walks_respecting_gitignore_and_excludes() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path();
-        for f in ["a.py", "k.cu", "notes.txt", "ignored/x.py", ".hidden/y.py", "venv/z.py", "sub/op.cc", "build/gen.py"] {
+        for f in [
+            "a.py",
+            "k.cu",
+            "notes.txt",
+            "ignored/x.py",
+            ".hidden/y.py",
+            "venv/z.py",
+            "sub/op.cc",
+            "build/gen.py",
+        ] {
             let p = root.join(f);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(&p, "x = 1\n").unwrap();
@@ -223,7 +257,11 @@ mod tests {
         let names: Vec<_> = d.files.iter().map(|c| c.display.clone()).collect();
         assert_eq!(names, vec!["a.py", "k.cu", "sub/op.cc"]);
         // Named explicitly: always checked.
-        let d = discover(&[root.join("venv/z.py")], &Excludes::new(&ex).unwrap(), root);
+        let d = discover(
+            &[root.join("venv/z.py")],
+            &Excludes::new(&ex).unwrap(),
+            root,
+        );
         assert_eq!(d.files.len(), 1);
         let d = discover(&[root.join("nope")], &Excludes::new(&ex).unwrap(), root);
         assert_eq!(d.missing.len(), 1);

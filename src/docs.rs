@@ -40,6 +40,10 @@ fn suppress_hint(m: &RuleMeta) -> String {
     match m.lang.as_str() {
         "python" => format!("`# noqa: {c}` or `# gpulint: ignore[{c}]`", c = m.code),
         "cuda" => format!("`// NOLINT({c})` or `// gpulint: ignore[{c}]`", c = m.code),
+        "manifest" => format!(
+            "`# noqa: {c}` or `# gpulint: ignore[{c}]` on the line (in a Dockerfile: on the line above the instruction)",
+            c = m.code
+        ),
         _ => format!("`gpulint: ignore-file[{c}]`, or `--ignore {c}`", c = m.code),
     }
 }

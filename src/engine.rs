@@ -4,7 +4,9 @@
 use crate::checker;
 use crate::diagnostic::{Diagnostic, FileReport, Span};
 use crate::lang::{self, Lang};
+use crate::manifest::{self, Loader};
 use crate::registry::RuleTable;
+use crate::rule::Rule;
 use crate::rules::tool::{GL002, GL003};
 use crate::settings::Settings;
 use crate::source::SourceFile;
@@ -15,6 +17,17 @@ use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::Arc;
+
+thread_local! {
+    /// Other files the check of the current file read (launchers, imported local modules).
+    static DEPENDENCIES: std::cell::RefCell<Vec<std::path::PathBuf>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Records that the result of the file being checked depends on `path` (a file or a folder
+/// whose listing was read), so that a cached result is dropped when `path` changes.
+pub fn note_dependency(path: &Path) {
+    DEPENDENCIES.with(|d| d.borrow_mut().push(path.to_path_buf()));
+}
 
 /// What happened to one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +51,8 @@ pub struct FileResult {
     pub reason: Option<String>,
     /// The file was parsed with errors.
     pub partial: bool,
+    /// Other files and folders its findings depend on.
+    pub dependencies: Vec<std::path::PathBuf>,
 }
 
 /// The enabled rules of each language and the settings: everything needed to check a file.
@@ -45,6 +60,8 @@ pub struct Engine {
     pub settings: Settings,
     python: RuleTable,
     cuda: RuleTable,
+    /// The enabled manifest rules (they read no syntax tree).
+    manifest: Vec<&'static dyn Rule>,
 }
 
 impl Engine {
@@ -59,75 +76,212 @@ impl Engine {
         Engine {
             python: RuleTable::new(Lang::Python, &settings.enabled, &extra),
             cuda: RuleTable::new(Lang::Cuda, &settings.enabled, &extra),
+            manifest: crate::registry::manifest_rules(&settings),
             settings,
         }
     }
 
-    fn table(&self, lang: Lang) -> &RuleTable {
+    fn table(&self, lang: Lang) -> Option<&RuleTable> {
         match lang {
-            Lang::Python => &self.python,
-            Lang::Cuda => &self.cuda,
+            Lang::Python => Some(&self.python),
+            Lang::Cuda => Some(&self.cuda),
+            Lang::Manifest => None,
         }
     }
 
     /// Reads and checks one file. Never panics.
     pub fn check_path(&self, path: &Path, display: String, lang: Lang) -> FileResult {
-        match read_source(path, self.settings.max_file_size) {
+        match read_bytes(path, self.settings.max_file_size) {
+            Ok(bytes) => self.check_bytes(path, display, bytes, lang),
+            Err(reason) => skipped(path, display, reason),
+        }
+    }
+
+    /// Checks a file's bytes: binary content is skipped (GL002), invalid UTF-8 decoded lossily.
+    pub fn check_bytes(
+        &self,
+        path: &Path,
+        display: String,
+        bytes: Vec<u8>,
+        lang: Lang,
+    ) -> FileResult {
+        match decode(bytes) {
             Ok(text) => self.check_text(path, display, text, lang),
             Err(reason) => skipped(path, display, reason),
         }
     }
 
-    /// Checks text as if it were the file at `path`. Never panics.
+    /// Checks text as if it were the file at `path` (a notebook's JSON if `path` ends in
+    /// `.ipynb`). Never panics.
     pub fn check_text(&self, path: &Path, display: String, text: String, lang: Lang) -> FileResult {
+        let (text, notebook) = if lang::is_notebook(path) {
+            match crate::notebook::parse(&text) {
+                Ok(nb) => {
+                    let mut nb = nb;
+                    let source = std::mem::take(&mut nb.source);
+                    (source, Some(Arc::new(nb)))
+                }
+                Err(reason) => return skipped(path, display, reason),
+            }
+        } else {
+            (text, None)
+        };
         let source = Arc::new(SourceFile::new(path.to_path_buf(), display.clone(), text));
-        let table = self.table(lang);
-        if !table.may_match(&source.text) {
+        let Some(table) = self.table(lang) else {
+            // Manifests are small: every one is parsed.
+            let outcome = catch_unwind(AssertUnwindSafe(|| self.check_manifest(&source)));
+            return match outcome {
+                Ok(Ok((diagnostics, partial))) => FileResult {
+                    report: FileReport {
+                        display_path: display,
+                        source,
+                        diagnostics,
+                        notebook,
+                    },
+                    status: Status::Checked,
+                    reason: None,
+                    partial,
+                    dependencies: Vec::new(),
+                },
+                Ok(Err(reason)) => skipped(path, display, reason),
+                Err(payload) => internal_error(path, display, payload),
+            };
+        };
+        // A setup.py is read for its requirements whenever the manifest rules are on.
+        let setup_py =
+            lang == Lang::Python && !self.manifest.is_empty() && manifest::is_setup_py(path);
+        if !setup_py && !table.may_match(&source.text) {
             return FileResult {
                 report: FileReport {
                     display_path: display,
                     source,
                     diagnostics: Vec::new(),
+                    notebook,
                 },
                 status: Status::Prefiltered,
                 reason: None,
                 partial: false,
+                dependencies: Vec::new(),
             };
         }
-        let outcome = catch_unwind(AssertUnwindSafe(|| self.check_source(&source, lang, table)));
+        DEPENDENCIES.with(|d| d.borrow_mut().clear());
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            self.check_source(&source, lang, table, notebook.as_deref())
+        }));
+        let mut dependencies = DEPENDENCIES.with(|d| std::mem::take(&mut *d.borrow_mut()));
+        dependencies.sort();
+        dependencies.dedup();
         match outcome {
             Ok(Some((diagnostics, partial))) => FileResult {
                 report: FileReport {
                     display_path: display,
                     source,
                     diagnostics,
+                    notebook,
                 },
                 status: Status::Checked,
                 reason: None,
                 partial,
+                dependencies,
             },
             Ok(None) => skipped(path, display, "the parser gave up on it".into()),
-            Err(payload) => {
-                let msg = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
-                let reason = format!("internal error while checking this file ({msg}); please report it");
-                let mut r = skipped(path, display, reason);
-                r.status = Status::InternalError;
-                r
-            }
+            Err(payload) => internal_error(path, display, payload),
         }
     }
 
-    fn check_source(&self, file: &SourceFile, lang: Lang, table: &RuleTable) -> Option<(Vec<Diagnostic>, bool)> {
-        let tree = lang::parse(lang, &file.text)?;
-        let (mut diagnostics, info) = checker::check_tree(file, &tree, lang, table, &self.settings);
-        let settings = &self.settings;
-        diagnostics.retain(|d| settings.is_enabled(d.code) && !settings.ignored_for(&file.path, d.code));
+    fn check_source(
+        &self,
+        file: &SourceFile,
+        lang: Lang,
+        table: &RuleTable,
+        notebook: Option<&crate::notebook::Notebook>,
+    ) -> Option<(Vec<Diagnostic>, bool)> {
+        let trees: Vec<tree_sitter::Tree> = match notebook {
+            Some(nb) => {
+                let mut trees = Vec::with_capacity(nb.cells.len());
+                for cell in &nb.cells {
+                    trees.push(lang::parse_range(lang, &file.text, cell.start, cell.end)?);
+                }
+                if trees.is_empty() {
+                    return Some((Vec::new(), false));
+                }
+                trees
+            }
+            None => {
+                let mut tree = lang::parse(lang, &file.text)?;
+                if lang == Lang::Cuda {
+                    // Macro-heavy C++ often needs a second, line-preserving parse (see `cuda_retry`).
+                    tree = lang::cuda_retry::reparse(&file.text, tree);
+                }
+                vec![tree]
+            }
+        };
+        let (mut diagnostics, info) =
+            checker::check_tree(file, &trees, lang, table, &self.settings);
+        if let Some(m) = &info.manifest {
+            diagnostics.extend(manifest::check::run(
+                &self.manifest,
+                file,
+                m,
+                &self.settings,
+            ));
+        }
+        let suppressions = suppress::collect(&trees, file, lang, &info.comments);
+        let diagnostics = self.finish_file(
+            file,
+            diagnostics,
+            suppressions,
+            &info.error_spans,
+            &trees,
+            lang,
+            notebook,
+        );
+        Some((diagnostics, !info.error_spans.is_empty()))
+    }
 
-        let mut suppressions = suppress::collect(&tree, file, lang, &info.comments);
+    /// Reads a manifest (and, lazily, the files it includes) and runs the manifest rules.
+    /// `Err` when the file is not readable as its format at all (GL002).
+    fn check_manifest(&self, file: &SourceFile) -> Result<(Vec<Diagnostic>, bool), String> {
+        let Some(format) = manifest::Format::of_path(&file.path) else {
+            return Ok((Vec::new(), false));
+        };
+        let mut loader = Loader::new(&file.path, &self.settings.roots);
+        let m = manifest::parse(format, file, &mut loader);
+        if let Some(reason) = m.fatal {
+            return Err(format!("not a readable {}: {reason}", format.describe()));
+        }
+        let diagnostics = manifest::check::run(&self.manifest, file, &m, &self.settings);
+        let suppressions = suppress::collect_with(file, Lang::Manifest, &m.comments, &|_, line| {
+            m.coverage(file, line)
+        });
+        let diagnostics = self.finish_file(
+            file,
+            diagnostics,
+            suppressions,
+            &m.errors,
+            &[],
+            Lang::Manifest,
+            None,
+        );
+        Ok((diagnostics, !m.errors.is_empty()))
+    }
+
+    /// What every checked file gets after its rules ran: selection and per-file ignores,
+    /// suppressions and unused ones (GL001), the partial-parse note (GL003), positions.
+    #[allow(clippy::too_many_arguments)]
+    fn finish_file(
+        &self,
+        file: &SourceFile,
+        mut diagnostics: Vec<Diagnostic>,
+        mut suppressions: Vec<suppress::Suppression>,
+        error_spans: &[Span],
+        trees: &[tree_sitter::Tree],
+        lang: Lang,
+        notebook: Option<&crate::notebook::Notebook>,
+    ) -> Vec<Diagnostic> {
+        let settings = &self.settings;
+        diagnostics
+            .retain(|d| settings.is_enabled(d.code) && !settings.ignored_for(&file.path, d.code));
         suppress::apply(&mut diagnostics, &mut suppressions, file);
         if settings.is_enabled("GL001") && !settings.ignored_for(&file.path, "GL001") {
             let unused = suppress::unused(&suppressions, &|code| settings.is_enabled(code));
@@ -141,36 +295,65 @@ impl Engine {
             suppress::apply(&mut unused, &mut file_level, file);
             diagnostics.extend(unused);
         }
-        let partial = !info.error_spans.is_empty();
-        if partial && settings.show_parse_errors() && !settings.ignored_for(&file.path, "GL003") {
-            let first = info.error_spans[0];
+        if !error_spans.is_empty()
+            && settings.show_parse_errors()
+            && !settings.ignored_for(&file.path, "GL003")
+        {
+            let first = error_spans[0];
             let (line, _) = file.position(first.start);
-            let bytes: usize = info.error_spans.iter().map(|s| s.end - s.start).sum();
+            let bytes: usize = error_spans.iter().map(|s| s.end - s.start).sum();
             diagnostics.push(
                 Diagnostic::new(
                     &GL003,
                     Span::new(first.start, first.start),
                     format!(
                         "file only partly understood: {} region{} did not parse ({} bytes, first at line {line}); nothing is reported from inside them",
-                        info.error_spans.len(),
-                        if info.error_spans.len() == 1 { "" } else { "s" },
+                        error_spans.len(),
+                        if error_spans.len() == 1 { "" } else { "s" },
                         bytes
                     ),
                 )
                 .primary_label("the parser could not read from here"),
             );
         }
-        finalize(file, &mut diagnostics, Some(&tree), lang);
-        Some((diagnostics, partial))
+        finalize(file, &mut diagnostics, trees, lang, notebook);
+        diagnostics
     }
 }
 
-/// Resolves positions and fingerprints, and sorts.
-pub fn finalize(file: &SourceFile, diagnostics: &mut [Diagnostic], tree: Option<&tree_sitter::Tree>, lang: Lang) {
+fn internal_error(
+    path: &Path,
+    display: String,
+    payload: Box<dyn std::any::Any + Send>,
+) -> FileResult {
+    let msg = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    let reason = format!("internal error while checking this file ({msg}); please report it");
+    let mut r = skipped(path, display, reason);
+    r.status = Status::InternalError;
+    r
+}
+
+/// Resolves positions (cell-relative in notebooks) and fingerprints, and sorts.
+pub fn finalize(
+    file: &SourceFile,
+    diagnostics: &mut [Diagnostic],
+    trees: &[tree_sitter::Tree],
+    lang: Lang,
+    notebook: Option<&crate::notebook::Notebook>,
+) {
     let mut seen: HashMap<String, usize> = HashMap::new();
     for d in diagnostics.iter_mut() {
-        let (line, column) = file.position(d.span.start);
-        let (end_line, end_column) = file.position(d.span.end);
+        let (mut line, column) = file.position(d.span.start);
+        let (mut end_line, end_column) = file.position(d.span.end);
+        if let Some(cell) = notebook.and_then(|nb| nb.cell_at(d.span.start)) {
+            line -= cell.first_line;
+            end_line = end_line.saturating_sub(cell.first_line).max(line);
+            d.cell = Some(cell.number);
+        }
         d.location = crate::diagnostic::Location {
             line,
             column,
@@ -179,17 +362,34 @@ pub fn finalize(file: &SourceFile, diagnostics: &mut [Diagnostic], tree: Option<
         };
     }
     diagnostics.sort_by(|a, b| {
-        (a.location, a.code, &a.message).cmp(&(b.location, b.code, &b.message))
+        (a.cell, a.location, a.code, &a.message).cmp(&(b.cell, b.location, b.code, &b.message))
     });
     for d in diagnostics.iter_mut() {
-        let function = tree.and_then(|t| enclosing_function_name(t, file, d.span, lang)).unwrap_or_default();
+        let tree = trees
+            .iter()
+            .find(|t| {
+                t.root_node().start_byte() <= d.span.start
+                    && d.span.start < t.root_node().end_byte().max(1)
+            })
+            .or(trees.first());
+        let function = tree
+            .and_then(|t| enclosing_function_name(t, file, d.span, lang))
+            .unwrap_or_default();
         let snippet: String = if file.text.is_empty() {
             String::new()
         } else {
-            file.line_text(d.location.line - 1).split_whitespace().collect::<Vec<_>>().join(" ")
+            file.line_text(file.line_index(d.span.start.min(file.text.len())))
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
         };
         let mut h = Sha256::new();
-        for part in [d.code, file.display_path.as_str(), function.as_str(), snippet.as_str()] {
+        for part in [
+            d.code,
+            file.display_path.as_str(),
+            function.as_str(),
+            snippet.as_str(),
+        ] {
             h.update(part.as_bytes());
             h.update([0u8]);
         }
@@ -200,8 +400,15 @@ pub fn finalize(file: &SourceFile, diagnostics: &mut [Diagnostic], tree: Option<
     }
 }
 
-fn enclosing_function_name(tree: &tree_sitter::Tree, file: &SourceFile, span: Span, lang: Lang) -> Option<String> {
-    let mut node = tree.root_node().descendant_for_byte_range(span.start, span.end.max(span.start));
+fn enclosing_function_name(
+    tree: &tree_sitter::Tree,
+    file: &SourceFile,
+    span: Span,
+    lang: Lang,
+) -> Option<String> {
+    let mut node = tree
+        .root_node()
+        .descendant_for_byte_range(span.start, span.end.max(span.start));
     let mut names = Vec::new();
     while let Some(n) = node {
         if n.kind() == "function_definition" {
@@ -210,6 +417,7 @@ fn enclosing_function_name(tree: &tree_sitter::Tree, file: &SourceFile, span: Sp
                     .child_by_field_name("name")
                     .and_then(|x| file.text.get(x.start_byte()..x.end_byte())),
                 Lang::Cuda => crate::semantic::cuda::function_name(n, &file.text),
+                Lang::Manifest => None,
             };
             names.push(name.unwrap_or("?").to_string());
         }
@@ -219,8 +427,53 @@ fn enclosing_function_name(tree: &tree_sitter::Tree, file: &SourceFile, span: Sp
     (!names.is_empty()).then(|| names.join("."))
 }
 
+impl Engine {
+    /// Rebuilds a file's result from cached findings: the text (and notebook map) is restored
+    /// from the bytes, nothing is parsed. `None` if the bytes no longer decode as they did.
+    pub fn restore(
+        &self,
+        path: &Path,
+        display: String,
+        bytes: Vec<u8>,
+        cached: crate::cache::Cached,
+    ) -> Option<FileResult> {
+        let (diagnostics, parsed, partial, dependencies) = cached;
+        let text = decode(bytes).ok()?;
+        let (text, notebook) = if lang::is_notebook(path) {
+            let mut nb = crate::notebook::parse(&text).ok()?;
+            let source = std::mem::take(&mut nb.source);
+            (source, Some(Arc::new(nb)))
+        } else {
+            (text, None)
+        };
+        if diagnostics.iter().any(|d| d.span.end > text.len()) {
+            return None;
+        }
+        Some(FileResult {
+            report: FileReport {
+                display_path: display.clone(),
+                source: Arc::new(SourceFile::new(path.to_path_buf(), display, text)),
+                diagnostics,
+                notebook,
+            },
+            status: if parsed {
+                Status::Checked
+            } else {
+                Status::Prefiltered
+            },
+            reason: None,
+            partial,
+            dependencies,
+        })
+    }
+}
+
 fn skipped(path: &Path, display: String, reason: String) -> FileResult {
-    let source = Arc::new(SourceFile::new(path.to_path_buf(), display.clone(), String::new()));
+    let source = Arc::new(SourceFile::new(
+        path.to_path_buf(),
+        display.clone(),
+        String::new(),
+    ));
     let mut d = Diagnostic::new(&GL002, Span::new(0, 0), format!("file skipped: {reason}"))
         .primary_label("not checked")
         .help("fix the file or exclude it with `extend-exclude` in gpulint.toml");
@@ -238,18 +491,28 @@ fn skipped(path: &Path, display: String, reason: String) -> FileResult {
             display_path: display,
             source,
             diagnostics: vec![d],
+            notebook: None,
         },
         status: Status::Skipped,
         reason: Some(reason),
         partial: false,
+        dependencies: Vec::new(),
     }
 }
 
 /// Reads a file as text: binary content and oversized files are refused, invalid UTF-8 is
 /// decoded with replacement characters.
 pub fn read_source(path: &Path, max_size: u64) -> Result<String, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
-    let meta = file.metadata().map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
+    decode(read_bytes(path, max_size)?)
+}
+
+/// Reads a file's bytes, refusing directories and files over `max_size`.
+pub fn read_bytes(path: &Path, max_size: u64) -> Result<Vec<u8>, String> {
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
     if meta.is_dir() {
         return Err("it is a directory".into());
     }
@@ -265,9 +528,12 @@ pub fn read_source(path: &Path, max_size: u64) -> Result<String, String> {
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read it: {}", io_reason(&e)))?;
     if bytes.len() as u64 > max_size {
-        return Err(format!("it is over the {} limit", crate::settings::format_size(max_size)));
+        return Err(format!(
+            "it is over the {} limit",
+            crate::settings::format_size(max_size)
+        ));
     }
-    decode(bytes)
+    Ok(bytes)
 }
 
 /// Text from bytes: `Err` for binary content (a NUL byte), lossy for invalid UTF-8.

@@ -1,18 +1,24 @@
-//! gpulint: finds the causes of GPU training crashes in Python training code, CUDA kernels and
-//! their op glue, before anything runs.
+//! gpulint: finds the causes of GPU training crashes in Python training code, CUDA kernels,
+//! their op glue and dependency manifests, before anything runs.
 //!
 //! The flow of one run: discover files → read → prefilter → parse once → one walk (semantic
 //! model + rule dispatch by node kind) → suppressions → sort → render → exit code.
 
+pub mod baseline;
+pub mod cache;
 pub mod checker;
 pub mod cli;
 pub mod config;
+pub mod decode;
 pub mod diagnostic;
 pub mod discover;
 pub mod docs;
 pub mod engine;
 pub mod lang;
+pub mod manifest;
 pub mod memory;
+pub mod noqa_writer;
+pub mod notebook;
 pub mod registry;
 pub mod render;
 pub mod rule;
@@ -26,7 +32,11 @@ use std::path::Path;
 
 /// Checks `text` as the file at `path` with `settings`, and returns its findings, sorted.
 /// The entry point for tests and embedders.
-pub fn check_source(path: &Path, text: &str, settings: &settings::Settings) -> Vec<diagnostic::Diagnostic> {
+pub fn check_source(
+    path: &Path,
+    text: &str,
+    settings: &settings::Settings,
+) -> Vec<diagnostic::Diagnostic> {
     let Some(lang) = lang::Lang::of_path(path) else {
         return Vec::new();
     };

@@ -8,25 +8,56 @@ use std::collections::BTreeSet;
 
 /// Every rule with a check, in code order.
 pub static RULES: &[&dyn Rule] = &[
+    &rules::cuda::cu001_unguarded_thread_index::UnguardedThreadIndex,
+    &rules::cuda::cu002_guard_index_mismatch::GuardIndexMismatch,
+    &rules::python::py001_unbounded_recursion::UnboundedRecursion,
+    &rules::python::tf001_memory_config_after_init::MemoryConfigAfterInit,
+    &rules::python::tf002_missing_memory_growth::MissingMemoryGrowth,
     &rules::python::mem001_training_step_over_budget::TrainingStepOverBudget,
     &rules::python::mem002_huge_tensor_allocation::HugeTensorAllocation,
+    &rules::manifest::mf001_tensorflow_python_mismatch::TensorflowPythonMismatch,
+    &rules::manifest::mf002_tensorflow_windows_gpu::TensorflowWindowsGpu,
+    &rules::manifest::mf003_tensorflow_gpu_package::TensorflowGpuPackage,
+    &rules::manifest::mf004_cuda_cudnn_mismatch::CudaCudnnMismatch,
+    &rules::manifest::mf005_torch_wheel_missing::TorchWheelMissing,
+    &rules::manifest::mf006_mixed_cuda_majors::MixedCudaMajors,
+    &rules::manifest::mf007_cudnn_windows_zlib::CudnnWindowsZlib,
+    &rules::manifest::mf008_jax_windows_gpu::JaxWindowsGpu,
 ];
 
 /// Findings the engine reports itself.
-pub static TOOL_RULES: &[&RuleMeta] = &[&rules::tool::GL001, &rules::tool::GL002, &rules::tool::GL003];
+pub static TOOL_RULES: &[&RuleMeta] = &[
+    &rules::tool::GL001,
+    &rules::tool::GL002,
+    &rules::tool::GL003,
+];
+
+/// The enabled manifest rules (MF), in code order.
+pub fn manifest_rules(settings: &crate::settings::Settings) -> Vec<&'static dyn Rule> {
+    RULES
+        .iter()
+        .copied()
+        .filter(|r| r.meta().lang == RuleLang::Manifest && settings.is_enabled(r.meta().code))
+        .collect()
+}
 
 /// Metadata of every rule, tool rules included, sorted by code.
 pub fn all_metas() -> Vec<&'static RuleMeta> {
+    ALL_METAS.clone()
+}
+
+static ALL_METAS: std::sync::LazyLock<Vec<&'static RuleMeta>> = std::sync::LazyLock::new(|| {
     let mut v: Vec<&'static RuleMeta> = RULES.iter().map(|r| r.meta()).collect();
     v.extend(TOOL_RULES.iter().copied());
     v.sort_by_key(|m| m.code);
     v
-}
+});
 
 /// A rule by code (`cu001` works) or by name (`unguarded-thread-index`).
 pub fn find(code_or_name: &str) -> Option<&'static RuleMeta> {
-    all_metas()
-        .into_iter()
+    ALL_METAS
+        .iter()
+        .copied()
         .find(|m| m.code.eq_ignore_ascii_case(code_or_name) || m.name == code_or_name)
 }
 
@@ -51,7 +82,7 @@ impl RuleTable {
             .copied()
             .filter(|r| r.meta().lang == RuleLang::Source(lang) && enabled.contains(r.meta().code))
             .collect();
-        let count = lang.grammar().node_kind_count();
+        let count = lang.grammar().map_or(0, |g| g.node_kind_count());
         let mut by_kind: Vec<Vec<&'static dyn Rule>> = vec![Vec::new(); count];
         for rule in &rules {
             for kind in rule.meta().kinds {
@@ -61,7 +92,10 @@ impl RuleTable {
             }
         }
         let parse_always = rules.iter().any(|r| r.meta().needles.is_empty());
-        let mut needles: Vec<&str> = rules.iter().flat_map(|r| r.meta().needles.iter().copied()).collect();
+        let mut needles: Vec<&str> = rules
+            .iter()
+            .flat_map(|r| r.meta().needles.iter().copied())
+            .collect();
         needles.extend_from_slice(extra_needles);
         needles.sort_unstable();
         needles.dedup();
@@ -89,7 +123,10 @@ impl RuleTable {
 
     #[inline]
     pub fn rules_for(&self, kind_id: u16) -> &[&'static dyn Rule] {
-        self.by_kind.get(kind_id as usize).map(Vec::as_slice).unwrap_or(&[])
+        self.by_kind
+            .get(kind_id as usize)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
     }
 
     #[inline]
@@ -123,7 +160,17 @@ mod tests {
         for rule in RULES {
             let m = rule.meta();
             let RuleLang::Source(lang) = m.lang else {
-                panic!("{} has a check but no language", m.code);
+                assert!(
+                    m.lang == RuleLang::Manifest,
+                    "{} has a check but no language",
+                    m.code
+                );
+                assert!(
+                    m.kinds.is_empty(),
+                    "{}: manifest rules have no node kinds",
+                    m.code
+                );
+                continue;
             };
             for kind in m.kinds {
                 assert!(
@@ -145,18 +192,30 @@ mod tests {
             assert!(names.insert(m.name), "duplicate name {}", m.name);
             assert!(
                 m.code.len() >= 5
-                    && m.code[..m.code.len() - 3].bytes().all(|b| b.is_ascii_uppercase())
-                    && m.code[m.code.len() - 3..].bytes().all(|b| b.is_ascii_digit()),
+                    && m.code[..m.code.len() - 3]
+                        .bytes()
+                        .all(|b| b.is_ascii_uppercase())
+                    && m.code[m.code.len() - 3..]
+                        .bytes()
+                        .all(|b| b.is_ascii_digit()),
                 "bad code {}",
                 m.code
             );
             assert!(
-                m.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'-' || b.is_ascii_digit()),
+                m.name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'-' || b.is_ascii_digit()),
                 "name {} is not kebab-case",
                 m.name
             );
             let doc = m.doc_markdown();
-            for section in ["## What it does", "## Why is this risky?", "## Example", "## Use instead", "## References"] {
+            for section in [
+                "## What it does",
+                "## Why is this risky?",
+                "## Example",
+                "## Use instead",
+                "## References",
+            ] {
                 assert!(doc.contains(section), "{} doc lacks `{section}`", m.code);
             }
         }

@@ -10,6 +10,9 @@ use tree_sitter::Node;
 pub enum RuleLang {
     /// A rule over parsed source in one language.
     Source(Lang),
+    /// A rule over a dependency manifest (`requirements*.txt`, `pyproject.toml`, conda
+    /// environment files, Dockerfiles, the `install_requires` of `setup.py`).
+    Manifest,
     /// A finding the engine itself reports, in any file.
     Any,
 }
@@ -18,6 +21,7 @@ impl RuleLang {
     pub fn as_str(self) -> &'static str {
         match self {
             RuleLang::Source(l) => l.as_str(),
+            RuleLang::Manifest => "manifest",
             RuleLang::Any => "any",
         }
     }
@@ -93,6 +97,9 @@ pub trait Rule: Send + Sync {
 
     /// Called once per file, after every `check`.
     fn check_file(&self, _ctx: &mut Context<'_>) {}
+
+    /// Called once per dependency manifest, for rules of [`RuleLang::Manifest`].
+    fn check_manifest(&self, _ctx: &mut crate::manifest::check::ManifestContext<'_>) {}
 }
 
 /// Declares a rule's metadata with its documentation written as doc comments:

@@ -27,7 +27,11 @@ impl Selector {
         if let Some(m) = registry::all_metas().into_iter().find(|m| m.name == s) {
             return Ok(Selector(m.code.to_string()));
         }
-        if upper.is_empty() || !registry::all_metas().iter().any(|m| m.code.starts_with(&upper)) {
+        if upper.is_empty()
+            || !registry::all_metas()
+                .iter()
+                .any(|m| m.code.starts_with(&upper))
+        {
             return Err(format!(
                 "unknown rule selector `{s}`: expected `ALL`, a rule code (e.g. `TF002`), a code prefix (e.g. `CU`), or a rule name (see `gpulint rules`)"
             ));
@@ -97,6 +101,9 @@ pub struct Settings {
     pub gpu_memory_origin: BudgetOrigin,
     pub verbose: bool,
     pub max_file_size: u64,
+    /// The paths the run checks: files a manifest includes (`-r other.txt`) are read only
+    /// below these. Empty: only below the manifest's own directory.
+    pub roots: Vec<PathBuf>,
 }
 
 impl Default for Settings {
@@ -107,16 +114,27 @@ impl Default for Settings {
 
 impl Settings {
     /// Settings that enable `select ∪ extend_select − ignore`.
-    pub fn with_selection(select: &[Selector], extend_select: &[Selector], ignore: &[Selector]) -> Settings {
+    pub fn with_selection(
+        select: &[Selector],
+        extend_select: &[Selector],
+        ignore: &[Selector],
+    ) -> Settings {
         let mut enabled = BTreeSet::new();
         let mut explicit = BTreeSet::new();
         for m in registry::all_metas() {
-            let on = select.iter().chain(extend_select).any(|s| s.matches(m.code));
+            let on = select
+                .iter()
+                .chain(extend_select)
+                .any(|s| s.matches(m.code));
             let off = ignore.iter().any(|s| s.matches(m.code));
             if on && !off {
                 enabled.insert(m.code);
             }
-            if select.iter().chain(extend_select).any(|s| s.is_exact(m.code)) {
+            if select
+                .iter()
+                .chain(extend_select)
+                .any(|s| s.is_exact(m.code))
+            {
                 explicit.insert(m.code);
             }
         }
@@ -131,6 +149,7 @@ impl Settings {
             gpu_memory_origin: BudgetOrigin::Default,
             verbose: false,
             max_file_size: MAX_FILE_SIZE,
+            roots: Vec::new(),
         }
     }
 
@@ -152,6 +171,36 @@ impl Settings {
         self.per_file_ignores
             .iter()
             .any(|p| p.selectors.iter().any(|s| s.matches(code)) && p.matches(relative))
+    }
+
+    /// A text that changes whenever a setting that affects findings changes (for the cache).
+    pub fn cache_key(&self) -> String {
+        let options: std::collections::BTreeMap<_, _> = self
+            .rule_options
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect();
+        let ignores: Vec<(String, Vec<&str>)> = self
+            .per_file_ignores
+            .iter()
+            .map(|p| {
+                (
+                    p.pattern.clone(),
+                    p.selectors.iter().map(Selector::as_str).collect(),
+                )
+            })
+            .collect();
+        format!(
+            "{:?}|{:?}|{:?}|{}|{:?}|{}|{}|{}",
+            self.enabled,
+            self.explicit,
+            ignores,
+            self.root.display(),
+            options,
+            self.gpu_memory,
+            self.verbose,
+            self.max_file_size
+        )
     }
 
     /// Should GL003 (partially parsed) findings be shown?
@@ -198,10 +247,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let num: f64 = num
-        .replace('_', "")
-        .parse()
-        .map_err(|_| format!("invalid size `{s}`: expected a number with a unit, such as `8GiB`, `8GB` or `8192MiB`"))?;
+    let num: f64 = num.replace('_', "").parse().map_err(|_| {
+        format!(
+            "invalid size `{s}`: expected a number with a unit, such as `8GiB`, `8GB` or `8192MiB`"
+        )
+    })?;
     let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "k" | "kib" => 1024.0,
@@ -219,8 +269,10 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         }
     };
     let bytes = num * mult;
-    if !(bytes.is_finite()) || bytes < 1.0 || bytes > 1e15 {
-        return Err(format!("invalid size `{s}`: must be between 1 byte and 1 PB"));
+    if !bytes.is_finite() || !(1.0..=1e15).contains(&bytes) {
+        return Err(format!(
+            "invalid size `{s}`: must be between 1 byte and 1 PB"
+        ));
     }
     Ok(bytes.round() as u64)
 }
@@ -263,10 +315,17 @@ mod tests {
     fn selection() {
         let all = Settings::default();
         assert!(all.is_enabled("GL001"));
-        let gl = Settings::with_selection(&[Selector::parse("GL").unwrap()], &[], &[Selector::parse("GL001").unwrap()]);
+        let gl = Settings::with_selection(
+            &[Selector::parse("GL").unwrap()],
+            &[],
+            &[Selector::parse("GL001").unwrap()],
+        );
         assert!(!gl.is_enabled("GL001"));
         assert!(gl.is_enabled("GL002"));
         assert!(Selector::parse("XX9").is_err());
-        assert_eq!(Selector::parse("unused-suppression").unwrap().as_str(), "GL001");
+        assert_eq!(
+            Selector::parse("unused-suppression").unwrap().as_str(),
+            "GL001"
+        );
     }
 }

@@ -79,7 +79,7 @@ pub fn parse_comment(comment: &str, lang: Lang) -> Vec<Directive> {
         rest = tail;
     }
     match lang {
-        Lang::Python => {
+        Lang::Python | Lang::Manifest => {
             let lower = body.to_ascii_lowercase();
             if let Some(at) = lower.find("noqa") {
                 let before_ok = at == 0 || body[..at].trim_end().ends_with('#');
@@ -145,7 +145,9 @@ fn code_list(s: &str) -> Vec<String> {
         if word.is_empty() {
             continue;
         }
-        let is_code = word.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'*' || b == b'.');
+        let is_code = word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'*' || b == b'.');
         if !is_code {
             break;
         }
@@ -205,7 +207,11 @@ fn coverage(tree: &Tree, file: &SourceFile, line: usize) -> (usize, usize) {
     for field in ["body", "consequence"] {
         if let Some(body) = inner.child_by_field_name(field) {
             let body_line = file.line_index(body.start_byte());
-            header_end = if body_line > line { body_line - 1 } else { line };
+            header_end = if body_line > line {
+                body_line - 1
+            } else {
+                line
+            };
             break;
         }
     }
@@ -213,18 +219,49 @@ fn coverage(tree: &Tree, file: &SourceFile, line: usize) -> (usize, usize) {
 }
 
 /// Collects the suppressions of a parsed file from its comment nodes.
-pub fn collect(tree: &Tree, file: &SourceFile, lang: Lang, comments: &[Span]) -> Vec<Suppression> {
+pub fn collect(
+    trees: &[Tree],
+    file: &SourceFile,
+    lang: Lang,
+    comments: &[Span],
+) -> Vec<Suppression> {
+    collect_with(file, lang, comments, &|span, line| {
+        let tree = trees
+            .iter()
+            .find(|t| {
+                t.root_node().start_byte() <= span.start && span.start < t.root_node().end_byte()
+            })
+            .or(trees.first());
+        match tree {
+            Some(tree) => coverage(tree, file, line),
+            None => (line, line),
+        }
+    })
+}
+
+/// Collects the suppressions of a file from its comments; `cover` gives the 0-based line range
+/// that a suppression in the comment at `span`, on `line`, covers (the statement it starts).
+pub fn collect_with(
+    file: &SourceFile,
+    lang: Lang,
+    comments: &[Span],
+    cover: &dyn Fn(Span, usize) -> (usize, usize),
+) -> Vec<Suppression> {
     let mut out = Vec::new();
     for &span in comments {
         let text = &file.text[span.start..span.end];
-        if !(text.contains("gpulint:") || text.contains("noqa") || text.contains("NOQA") || text.contains("NOLINT")) {
+        if !(text.contains("gpulint:")
+            || text.contains("noqa")
+            || text.contains("NOQA")
+            || text.contains("NOLINT"))
+        {
             continue;
         }
         for d in parse_comment(text, lang) {
             let line = file.line_index(span.start);
             let lines = match d.scope {
-                Scope::Line => coverage(tree, file, line),
-                Scope::NextLine if line + 1 < file.line_count() => coverage(tree, file, line + 1),
+                Scope::Line => cover(span, line),
+                Scope::NextLine if line + 1 < file.line_count() => cover(span, line + 1),
                 Scope::NextLine => (line + 1, line + 1),
                 Scope::File => (0, usize::MAX),
             };
@@ -252,7 +289,11 @@ pub fn collect(tree: &Tree, file: &SourceFile, lang: Lang, comments: &[Span]) ->
 }
 
 /// Drops the diagnostics that a suppression covers, marking the suppressions used.
-pub fn apply(diagnostics: &mut Vec<Diagnostic>, suppressions: &mut [Suppression], file: &SourceFile) {
+pub fn apply(
+    diagnostics: &mut Vec<Diagnostic>,
+    suppressions: &mut [Suppression],
+    file: &SourceFile,
+) {
     if suppressions.is_empty() {
         return;
     }
@@ -268,7 +309,9 @@ pub fn apply(diagnostics: &mut Vec<Diagnostic>, suppressions: &mut [Suppression]
                 suppressed = true;
             }
             for c in s.codes.iter_mut() {
-                if c.code == d.code || (c.code.ends_with('*') && d.code.starts_with(c.code.trim_end_matches('*'))) {
+                if c.code == d.code
+                    || (c.code.ends_with('*') && d.code.starts_with(c.code.trim_end_matches('*')))
+                {
                     c.used = true;
                     suppressed = true;
                 }
@@ -287,9 +330,13 @@ pub fn unused(suppressions: &[Suppression], enabled: &dyn Fn(&str) -> bool) -> V
         if s.codes.is_empty() {
             if s.own_syntax && !s.used_blanket {
                 out.push(
-                    Diagnostic::new(&crate::rules::tool::GL001, s.span, "unused suppression: no finding here to ignore")
-                        .primary_label("suppresses nothing")
-                        .help("remove the comment"),
+                    Diagnostic::new(
+                        &crate::rules::tool::GL001,
+                        s.span,
+                        "unused suppression: no finding here to ignore",
+                    )
+                    .primary_label("suppresses nothing")
+                    .help("remove the comment"),
                 );
             }
             continue;
@@ -326,7 +373,11 @@ pub fn unused(suppressions: &[Suppression], enabled: &dyn Fn(&str) -> bool) -> V
                 Diagnostic::new(
                     &crate::rules::tool::GL001,
                     s.span,
-                    format!("suppression names unknown code{} {}", if unknown.len() > 1 { "s" } else { "" }, unknown.join(", ")),
+                    format!(
+                        "suppression names unknown code{} {}",
+                        if unknown.len() > 1 { "s" } else { "" },
+                        unknown.join(", ")
+                    ),
                 )
                 .primary_label("not a gpulint rule")
                 .help("see `gpulint rules` for the codes"),
@@ -364,7 +415,10 @@ mod tests {
         let d = parse_comment("// NOLINT(CU001)", Lang::Cuda);
         assert_eq!((d[0].scope, codes(&d[0])), (Scope::Line, vec!["CU001"]));
         let d = parse_comment("// NOLINTNEXTLINE(CU002, CU001)", Lang::Cuda);
-        assert_eq!((d[0].scope, codes(&d[0])), (Scope::NextLine, vec!["CU002", "CU001"]));
+        assert_eq!(
+            (d[0].scope, codes(&d[0])),
+            (Scope::NextLine, vec!["CU002", "CU001"])
+        );
         let d = parse_comment("// NOLINT", Lang::Cuda);
         assert!(d[0].codes.is_empty());
         assert!(parse_comment("// NOLINTBEGIN", Lang::Cuda).is_empty());

@@ -48,7 +48,11 @@ fn project() -> tempfile::TempDir {
         "__global__ void add(const float* a, const float* b, float* out, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    out[i] = a[i] + b[i];\n}\n",
     );
     write(d, "clean.py", "import os\n\nprint(os.getcwd())\n");
-    write(d, "stale.py", "import torch\n\nx = torch.zeros(3)  # gpulint: ignore[PY001]\n");
+    write(
+        d,
+        "stale.py",
+        "import torch\n\nx = torch.zeros(3)  # gpulint: ignore[PY001]\n",
+    );
     tmp
 }
 
@@ -67,7 +71,13 @@ fn exit_codes() {
     assert_eq!(code(&gpulint(d, &["stale.py"])), 0);
     assert_eq!(code(&gpulint(d, &["--fail-on", "info", "stale.py"])), 1);
     // --fail-on error ignores warnings.
-    assert_eq!(code(&gpulint(d, &["--fail-on", "error", "--select", "PY001", "train.py"])), 0);
+    assert_eq!(
+        code(&gpulint(
+            d,
+            &["--fail-on", "error", "--select", "PY001", "train.py"]
+        )),
+        0
+    );
     // Usage errors: 2.
     for args in [
         &["--no-such-flag"][..],
@@ -122,7 +132,10 @@ fn full_format_has_labels_and_help_and_no_color_when_piped() {
     assert!(out.contains("error[CU001]"), "{out}");
     assert!(out.contains("┌─ ops/add.cu:3:5"), "{out}");
     assert!(out.contains("= help: "), "{out}");
-    assert!(!out.contains('\u{1b}'), "no ANSI colour when stdout is not a terminal");
+    assert!(
+        !out.contains('\u{1b}'),
+        "no ANSI colour when stdout is not a terminal"
+    );
 }
 
 #[test]
@@ -133,7 +146,17 @@ fn json_format_is_the_documented_schema() {
     let items = v.as_array().unwrap();
     assert_eq!(items.len(), 3);
     let keys = [
-        "code", "name", "severity", "message", "path", "line", "column", "end_line", "end_column", "help", "notes",
+        "code",
+        "name",
+        "severity",
+        "message",
+        "path",
+        "line",
+        "column",
+        "end_line",
+        "end_column",
+        "help",
+        "notes",
     ];
     for item in items {
         let obj = item.as_object().unwrap();
@@ -146,7 +169,10 @@ fn json_format_is_the_documented_schema() {
     assert_eq!(cu["path"], "ops/add.cu");
     assert_eq!(cu["severity"], "error");
     assert_eq!(cu["name"], "unguarded-thread-index");
-    assert_eq!((cu["line"].as_u64(), cu["column"].as_u64()), (Some(3), Some(5)));
+    assert_eq!(
+        (cu["line"].as_u64(), cu["column"].as_u64()),
+        (Some(3), Some(5))
+    );
     assert!(cu["end_column"].as_u64() > cu["column"].as_u64());
 }
 
@@ -156,7 +182,8 @@ fn sarif_format() {
     let o = gpulint(tmp.path(), &["--output-format", "sarif", "-o", "out.sarif"]);
     assert_eq!(code(&o), 1);
     assert!(stdout(&o).is_empty(), "-o writes to the file, not stdout");
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(tmp.path().join("out.sarif")).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("out.sarif")).unwrap()).unwrap();
     assert_eq!(v["version"], "2.1.0");
     let run = &v["runs"][0];
     let driver = &run["tool"]["driver"];
@@ -164,15 +191,27 @@ fn sarif_format() {
     let rules = driver["rules"].as_array().unwrap();
     let cu = rules.iter().find(|r| r["id"] == "CU001").unwrap();
     assert_eq!(cu["defaultConfiguration"]["level"], "error");
-    assert!(cu["helpUri"].as_str().unwrap().ends_with("lints/CU001_unguarded-thread-index.md"));
+    assert!(cu["helpUri"]
+        .as_str()
+        .unwrap()
+        .ends_with("lints/CU001_unguarded-thread-index.md"));
     let results = run["results"].as_array().unwrap();
     assert_eq!(results.len(), 3);
     let r = results.iter().find(|r| r["ruleId"] == "CU001").unwrap();
-    assert_eq!(rules[r["ruleIndex"].as_u64().unwrap() as usize]["id"], "CU001");
+    assert_eq!(
+        rules[r["ruleIndex"].as_u64().unwrap() as usize]["id"],
+        "CU001"
+    );
     let loc = &r["locations"][0]["physicalLocation"];
     assert_eq!(loc["artifactLocation"]["uri"], "ops/add.cu");
     assert_eq!(loc["region"]["startLine"], 3);
-    assert!(r["partialFingerprints"]["gpulint/v1"].as_str().unwrap().len() > 16);
+    assert!(
+        r["partialFingerprints"]["gpulint/v1"]
+            .as_str()
+            .unwrap()
+            .len()
+            > 16
+    );
 }
 
 #[test]
@@ -180,19 +219,29 @@ fn sarif_fingerprints_survive_unrelated_line_shifts() {
     let tmp = project();
     let d = tmp.path();
     let fp = |d: &Path| -> Vec<String> {
-        let v: serde_json::Value = serde_json::from_str(&stdout(&gpulint(d, &["--output-format", "sarif"]))).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&stdout(&gpulint(d, &["--output-format", "sarif"]))).unwrap();
         let mut f: Vec<String> = v["runs"][0]["results"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|r| r["partialFingerprints"]["gpulint/v1"].as_str().unwrap().to_string())
+            .map(|r| {
+                r["partialFingerprints"]["gpulint/v1"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
             .collect();
         f.sort();
         f
     };
     let before = fp(d);
     let src = std::fs::read_to_string(d.join("ops/add.cu")).unwrap();
-    write(d, "ops/add.cu", format!("// Copyright\n// Licensed\n\n{src}"));
+    write(
+        d,
+        "ops/add.cu",
+        format!("// Copyright\n// Licensed\n\n{src}"),
+    );
     assert_eq!(before, fp(d));
 }
 
@@ -205,19 +254,35 @@ fn github_format() {
         line.starts_with("::error file=ops/add.cu,line=3,col=5,endLine=3,endColumn="),
         "{line}"
     );
-    assert!(line.contains(",title=CU001 unguarded-thread-index::"), "{line}");
-    assert!(out.lines().any(|l| l.starts_with("::warning file=train.py,line=5")), "{out}");
-    assert!(out.lines().any(|l| l.starts_with("::notice file=stale.py")), "{out}");
+    assert!(
+        line.contains(",title=CU001 unguarded-thread-index::"),
+        "{line}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("::warning file=train.py,line=5")),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("::notice file=stale.py")),
+        "{out}"
+    );
 }
 
 #[test]
 fn statistics() {
     let tmp = project();
     let out = stdout(&gpulint(tmp.path(), &["--statistics"]));
-    assert!(out.contains("CU001") && out.contains("PY001") && out.contains("GL001"), "{out}");
+    assert!(
+        out.contains("CU001") && out.contains("PY001") && out.contains("GL001"),
+        "{out}"
+    );
     assert_eq!(out.lines().count(), 3);
-    let json: serde_json::Value =
-        serde_json::from_str(&stdout(&gpulint(tmp.path(), &["--statistics", "--output-format", "json"]))).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout(&gpulint(
+        tmp.path(),
+        &["--statistics", "--output-format", "json"],
+    )))
+    .unwrap();
     assert_eq!(json.as_array().unwrap().len(), 3);
 }
 
@@ -229,15 +294,26 @@ fn selection_flags() {
         let mut a = vec!["--output-format", "json"];
         a.extend_from_slice(args);
         let v: serde_json::Value = serde_json::from_str(&stdout(&gpulint(d, &a))).unwrap();
-        let mut c: Vec<String> = v.as_array().unwrap().iter().map(|i| i["code"].as_str().unwrap().into()).collect();
+        let mut c: Vec<String> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["code"].as_str().unwrap().into())
+            .collect();
         c.sort();
         c
     };
     assert_eq!(codes(&["--select", "CU"]), ["CU001"]);
     assert_eq!(codes(&["--select", "CU001,PY001"]), ["CU001", "PY001"]);
     assert_eq!(codes(&["--ignore", "CU,GL"]), ["PY001"]);
-    assert_eq!(codes(&["--select", "CU", "--extend-select", "unbounded-recursion"]), ["CU001", "PY001"]);
-    assert_eq!(codes(&["--select", "ALL", "--ignore", "PY001,GL001"]), ["CU001"]);
+    assert_eq!(
+        codes(&["--select", "CU", "--extend-select", "unbounded-recursion"]),
+        ["CU001", "PY001"]
+    );
+    assert_eq!(
+        codes(&["--select", "ALL", "--ignore", "PY001,GL001"]),
+        ["CU001"]
+    );
 }
 
 #[test]
@@ -249,9 +325,16 @@ fn configuration_files() {
         a.extend_from_slice(args);
         stdout(&gpulint(d, &a))
     };
-    write(d, "gpulint.toml", "ignore = [\"CU001\"]\n[per-file-ignores]\n\"stale.py\" = [\"GL\"]\n");
+    write(
+        d,
+        "gpulint.toml",
+        "ignore = [\"CU001\"]\n[per-file-ignores]\n\"stale.py\" = [\"GL\"]\n",
+    );
     let out = concise(&[]);
-    assert!(!out.contains("CU001") && !out.contains("GL001") && out.contains("PY001"), "{out}");
+    assert!(
+        !out.contains("CU001") && !out.contains("GL001") && out.contains("PY001"),
+        "{out}"
+    );
     // The command line wins over the file.
     assert!(concise(&["--select", "CU001"]).contains("CU001"));
     // --isolated ignores the file.
@@ -260,12 +343,29 @@ fn configuration_files() {
     let o = gpulint(&d.join("ops"), &["--output-format", "concise", "."]);
     assert!(stdout(&o).is_empty(), "{}", stdout(&o));
     // --config overrides discovery; pyproject.toml [tool.gpulint] works.
-    write(d, "cfg/pyproject.toml", "[tool.gpulint]\nselect = [\"GL001\"]\nfail-on = \"info\"\n");
-    let o = gpulint(d, &["--config", "cfg/pyproject.toml", "--output-format", "concise"]);
+    write(
+        d,
+        "cfg/pyproject.toml",
+        "[tool.gpulint]\nselect = [\"GL001\", \"PY\"]\nfail-on = \"info\"\n",
+    );
+    let o = gpulint(
+        d,
+        &[
+            "--config",
+            "cfg/pyproject.toml",
+            "--output-format",
+            "concise",
+        ],
+    );
     assert_eq!(code(&o), 1);
-    assert_eq!(stdout(&o).lines().count(), 1, "{}", stdout(&o));
+    assert_eq!(stdout(&o).lines().count(), 2, "{}", stdout(&o));
+    assert!(!stdout(&o).contains("CU001"), "{}", stdout(&o));
     std::fs::remove_file(d.join("gpulint.toml")).unwrap();
-    write(d, "pyproject.toml", "[project]\nname = \"x\"\n[tool.gpulint]\nextend-exclude = [\"ops\"]\n");
+    write(
+        d,
+        "pyproject.toml",
+        "[project]\nname = \"x\"\n[tool.gpulint]\nextend-exclude = [\"ops\"]\n",
+    );
     assert!(!concise(&[]).contains("add.cu"));
     // Rule options.
     write(d, "gpulint.toml", "[rules.PY001]\nrecursion-limit = 3000\n");
@@ -282,15 +382,24 @@ fn configuration_errors_exit_2_and_name_the_key() {
         ("fail-on = \"fatal\"\n", "fail-on"),
         ("gpu-memory = \"8 bananas\"\n", "gpu-memory"),
         ("[rules.PY001]\nrecursion-limt = 5\n", "recursion-limt"),
-        ("[rules.PY001]\nrecursion-limit = \"big\"\n", "recursion-limit"),
-        ("[per-file-ignores]\n\"a[\" = [\"CU\"]\n", "per-file-ignores"),
+        (
+            "[rules.PY001]\nrecursion-limit = \"big\"\n",
+            "recursion-limit",
+        ),
+        (
+            "[per-file-ignores]\n\"a[\" = [\"CU\"]\n",
+            "per-file-ignores",
+        ),
         ("select = \n", "gpulint.toml"),
     ] {
         write(d, "gpulint.toml", text);
         let o = gpulint(d, &["."]);
         assert_eq!(code(&o), 2, "{text}");
         let e = stderr(&o);
-        assert!(e.contains("gpulint.toml") && e.contains(needle), "{text}: {e}");
+        assert!(
+            e.contains("gpulint.toml") && e.contains(needle),
+            "{text}: {e}"
+        );
     }
 }
 
@@ -309,20 +418,31 @@ fn suppressions() {
     write(
         d,
         "t.py",
-        "import torch\n\n\ndef walk(node):  # noqa: PY001\n    return [walk(c) for c in node.children]\n\n\ndef walk2(node):  # gpulint: ignore[PY001]\n    return [walk2(c) for c in node.children]\n\n\ndef fine(x):  # noqa: PY001, E501\n    return x\n",
+        "import torch\n\n\ndef walk(node):\n    return [walk(c) for c in node.children]  # noqa: PY001\n\n\ndef walk2(node):\n    return [walk2(c) for c in node.children]  # gpulint: ignore[PY001]\n\n\ndef fine(x):  # noqa: PY001, E501\n    return x\n",
     );
     write(
         d,
         "f.py",
         "# gpulint: ignore-file[PY001] -- generated code\nimport torch\n\n\ndef walk(node):\n    return [walk(c) for c in node.children]\n",
     );
-    let out = stdout(&gpulint(d, &["--output-format", "concise", "--fail-on", "info"]));
+    let out = stdout(&gpulint(
+        d,
+        &["--output-format", "concise", "--fail-on", "info"],
+    ));
     let lines: Vec<&str> = out.lines().collect();
     // Only the stale suppressions remain: the NOLINT on the guarded access in `d`, and the
     // noqa on `fine` (E501 belongs to another tool and is left alone).
     assert_eq!(lines.len(), 2, "{out}");
-    assert!(lines[0].starts_with("k.cu:15:31: GL001 [info] unused suppression: no CU001 finding on this line"), "{out}");
-    assert!(lines[1].starts_with("t.py:12:15: GL001 [info] unused suppression: no PY001 finding"), "{out}");
+    assert!(
+        lines[0].starts_with(
+            "k.cu:16:31: GL001 [info] unused suppression: no CU001 finding on this line"
+        ),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("t.py:12:15: GL001 [info] unused suppression: no PY001 finding"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -335,7 +455,11 @@ fn multi_line_statement_suppression() {
         "__global__ void a(float* out, const float* x, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    out[i] =  // NOLINT(CU001)\n        x[i] * 2.f;\n}\n",
     );
     let o = gpulint(d, &["--output-format", "concise", "--fail-on", "info"]);
-    assert_eq!(stdout(&o), "", "the suppression on the first line covers the statement");
+    assert_eq!(
+        stdout(&o),
+        "",
+        "the suppression on the first line covers the statement"
+    );
     assert_eq!(code(&o), 0);
 }
 
@@ -344,10 +468,13 @@ fn rules_and_explain() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     let out = stdout(&gpulint(d, &["rules"]));
-    for code in ["GL001", "GL002", "GL003", "PY001", "TF001", "TF002", "CU001", "CU002"] {
+    for code in [
+        "GL001", "GL002", "GL003", "PY001", "TF001", "TF002", "CU001", "CU002",
+    ] {
         assert!(out.contains(code), "{code} listed");
     }
-    let json: serde_json::Value = serde_json::from_str(&stdout(&gpulint(d, &["rules", "--output-format", "json"]))).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&gpulint(d, &["rules", "--output-format", "json"]))).unwrap();
     let first = &json.as_array().unwrap()[0];
     for k in ["code", "name", "severity", "language", "summary"] {
         assert!(first.get(k).is_some(), "{k}");
@@ -355,7 +482,13 @@ fn rules_and_explain() {
     let by_code = stdout(&gpulint(d, &["explain", "CU002"]));
     let by_name = stdout(&gpulint(d, &["explain", "guard-index-mismatch"]));
     assert_eq!(by_code, by_name);
-    for section in ["## What it does", "## Why is this risky?", "## Example", "## Use instead", "## References"] {
+    for section in [
+        "## What it does",
+        "## Why is this risky?",
+        "## Example",
+        "## Use instead",
+        "## References",
+    ] {
         assert!(by_code.contains(section), "{section}");
     }
 }
@@ -392,9 +525,17 @@ fn hostile_inputs_are_reported_never_crash() {
     write(d, "latin1.py", b"import torch\n# caf\xe9\n\ndef walk(node):\n    return [walk(c) for c in node.children]\n");
     write(d, "empty.py", "");
     write(d, "empty.cu", "");
-    let deep = format!("import torch\nx = {}1{}\n", "(".repeat(100_000), ")".repeat(100_000));
+    let deep = format!(
+        "import torch\nx = {}1{}\n",
+        "(".repeat(100_000),
+        ")".repeat(100_000)
+    );
     write(d, "deep.py", deep);
-    let deep_cu = format!("__global__ void k(float* o) {{ o[0] = {}1{}; }}\n", "(".repeat(100_000), ")".repeat(100_000));
+    let deep_cu = format!(
+        "__global__ void k(float* o) {{ o[0] = {}1{}; }}\n",
+        "(".repeat(100_000),
+        ")".repeat(100_000)
+    );
     write(d, "deep.cu", deep_cu);
     let nested_if = format!(
         "__global__ void k(float* o, int n) {{\n{}o[0] = 1;\n{}}}\n",
@@ -421,10 +562,17 @@ fn hostile_inputs_are_reported_never_crash() {
     };
     assert!(found("binary.py", "GL002"));
     assert!(found("huge.py", "GL002"));
-    assert!(found("latin1.py", "PY001"), "invalid UTF-8 is decoded lossily and linted");
+    assert!(
+        found("latin1.py", "PY001"),
+        "invalid UTF-8 is decoded lossily and linted"
+    );
     #[cfg(unix)]
     assert!(found("dangling.py", "GL002"));
-    assert!(stderr(&o).contains("skipped binary.py: binary content"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("skipped binary.py: binary content"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[cfg(unix)]
@@ -441,5 +589,7 @@ fn unreadable_file_is_skipped_with_gl002() {
     }
     let o = gpulint(d, &["--output-format", "concise"]);
     assert_eq!(code(&o), 1);
-    assert!(stdout(&o).contains("secret.py:1:1: GL002 [warning] file skipped: cannot read it: permission denied"));
+    assert!(stdout(&o).contains(
+        "secret.py:1:1: GL002 [warning] file skipped: cannot read it: permission denied"
+    ));
 }

@@ -24,7 +24,9 @@ fn lint_pages_are_current() {
         std::fs::create_dir_all(&dir).unwrap();
         for entry in std::fs::read_dir(&dir).unwrap() {
             let p = entry.unwrap().path();
-            if p.extension().is_some_and(|e| e == "md") && !expected.iter().any(|(n, _)| p.ends_with(n)) {
+            if p.extension().is_some_and(|e| e == "md")
+                && !expected.iter().any(|(n, _)| p.ends_with(n))
+            {
                 std::fs::remove_file(p).unwrap();
             }
         }
@@ -54,20 +56,34 @@ fn lint_pages_are_current() {
 
 #[test]
 fn examples_fire_and_fixes_do_not() {
-    let mut settings = Settings::default();
-    settings.verbose = true;
+    let settings = Settings {
+        verbose: true,
+        ..Settings::default()
+    };
     let mut problems = Vec::new();
     for m in registry::all_metas() {
         let doc = m.doc_markdown();
         for (section, must_fire) in [("Example", true), ("Use instead", false)] {
             let block = docs::first_code_block(&doc, section);
-            let Some((tag, code)) = block.filter(|(t, _)| matches!(*t, "python" | "cuda" | "cpp" | "c++")) else {
-                if matches!(m.lang, RuleLang::Source(_)) {
-                    problems.push(format!("{}: `## {section}` has no ```python or ```cuda block", m.code));
+            // Manifest examples are checked as the file their tag names.
+            let path_for = |tag: &str| match tag {
+                "python" => Some("example.py"),
+                "cuda" | "cpp" | "c++" => Some("example.cu"),
+                "requirements" => Some("requirements.txt"),
+                "toml" => Some("pyproject.toml"),
+                "yaml" => Some("environment.yml"),
+                "dockerfile" => Some("Dockerfile"),
+                _ => None,
+            };
+            let Some((path, code)) = block.and_then(|(t, c)| Some((path_for(t)?, c))) else {
+                if matches!(m.lang, RuleLang::Source(_) | RuleLang::Manifest) {
+                    problems.push(format!(
+                        "{}: `## {section}` has no ```python, ```cuda, ```requirements, ```toml, ```yaml or ```dockerfile block",
+                        m.code
+                    ));
                 }
                 continue;
             };
-            let path = if tag == "python" { "example.py" } else { "example.cu" };
             let found = gpulint::check_source(Path::new(path), &code, &settings)
                 .iter()
                 .any(|d| d.code == m.code);
@@ -75,7 +91,11 @@ fn examples_fire_and_fixes_do_not() {
                 problems.push(format!(
                     "{}: the `## {section}` code {}",
                     m.code,
-                    if must_fire { "does not fire the rule" } else { "fires the rule" }
+                    if must_fire {
+                        "does not fire the rule"
+                    } else {
+                        "fires the rule"
+                    }
                 ));
             }
         }

@@ -1,5 +1,8 @@
-//! The fixture harness: every file under `fixtures/python` and `fixtures/cuda` is checked with
-//! every rule enabled, and its findings must match its annotations exactly, line by line.
+//! The fixture harness: every file under `fixtures/python`, `fixtures/cuda` and
+//! `fixtures/manifest` is checked with every rule enabled, and its findings must match its
+//! annotations exactly, line by line. Manifest fixtures are named as gpulint recognises them
+//! (`MF004_cuda_image/Dockerfile`, `MF002_windows.requirements.txt`); in a Dockerfile, where a
+//! comment cannot follow an instruction, annotate with `expect^:` on the line below.
 //!
 //! - `# expect: CODE[, CODE…]` / `// expect: CODE` — these codes fire on this line.
 //! - `expect^: CODE` — on the line above (for lines that cannot carry a comment).
@@ -14,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 fn fixture_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for dir in ["fixtures/python", "fixtures/cuda"] {
+    for dir in ["fixtures/python", "fixtures/cuda", "fixtures/manifest"] {
         let mut stack = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir)];
         while let Some(d) = stack.pop() {
             for entry in std::fs::read_dir(&d).unwrap() {
@@ -36,10 +39,15 @@ fn codes_after<'a>(line: &'a str, marker: &str) -> Vec<&'a str> {
     let Some(at) = line.find(marker) else {
         return Vec::new();
     };
+    // Codes are separated by commas or spaces; in a notebook the line ends with `\n",`.
     line[at + marker.len()..]
-        .split(|c: char| c == ',' || c.is_whitespace())
+        .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| !w.is_empty())
-        .take_while(|w| w.len() >= 5 && w.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()))
+        .take_while(|w| {
+            w.len() >= 5
+                && w.bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        })
         .collect()
 }
 
@@ -65,8 +73,10 @@ fn expectations(text: &str) -> (Expectations, Expectations) {
 
 #[test]
 fn fixtures_match_their_annotations() {
-    let mut settings = Settings::default();
-    settings.verbose = true;
+    let settings = Settings {
+        verbose: true,
+        ..Settings::default()
+    };
     let engine = Engine::new(settings);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let files = fixture_files();
@@ -81,13 +91,18 @@ fn fixtures_match_their_annotations() {
         let mut actual = Expectations::new();
         let mut messages = BTreeMap::new();
         for d in &result.report.diagnostics {
-            *actual.entry((d.location.line, d.code.to_string())).or_default() += 1;
-            messages.insert((d.location.line, d.code.to_string()), d.message.clone());
+            // The line of the file on disk (for a notebook: the .ipynb line holding the code).
+            let line = result.report.file_line(d);
+            *actual.entry((line, d.code.to_string())).or_default() += 1;
+            messages.insert((line, d.code.to_string()), d.message.clone());
         }
         for (key, n) in &expected {
             let got = actual.get(key).copied().unwrap_or(0);
             if got < *n {
-                failures.push(format!("{rel}:{}: expected {} but it did not fire", key.0, key.1));
+                failures.push(format!(
+                    "{rel}:{}: expected {} but it did not fire",
+                    key.0, key.1
+                ));
             }
         }
         for (key, n) in &actual {
@@ -109,7 +124,12 @@ fn fixtures_match_their_annotations() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} fixture mismatch(es):\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} fixture mismatch(es):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -125,5 +145,8 @@ fn every_rule_has_positive_fixtures() {
         .filter(|m| !seen.contains(m.code))
         .map(|m| m.code)
         .collect();
-    assert!(missing.is_empty(), "rules without a fixture line that expects them: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "rules without a fixture line that expects them: {missing:?}"
+    );
 }

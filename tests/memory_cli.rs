@@ -114,7 +114,17 @@ fn budget_flags_and_configuration() {
     let d = tmp.path();
     std::fs::write(d.join("train.py"), TRAIN).unwrap();
     // Over 8 GiB: reported, and the message says where the budget came from.
-    let o = gpulint(d, &["--isolated", "--output-format", "json", "train.py"]);
+    let o = gpulint(
+        d,
+        &[
+            "--isolated",
+            "--select",
+            "MEM",
+            "--output-format",
+            "json",
+            "train.py",
+        ],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v[0]["code"], "MEM001");

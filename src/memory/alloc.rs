@@ -85,7 +85,7 @@ const CREATORS: &[(&str, usize, bool, &str)] = &[
 ];
 
 /// The allocation a creation call makes, when its shape is a constant.
-pub fn literal_allocation<'t>(pm: &PythonModel<'t>, call: Node<'t>) -> Option<Allocation<'t>> {
+pub fn literal_allocation<'n>(pm: &PythonModel<'_>, call: Node<'n>) -> Option<Allocation<'n>> {
     let q = pm.call_name(call)?;
     let (_, shape_arg, varargs, default_dtype) = *CREATORS.iter().find(|c| c.0 == q)?;
     let args = call.child_by_field_name("arguments")?;
@@ -161,12 +161,12 @@ fn device_is_gpu(pm: &PythonModel<'_>, device: Node<'_>) -> bool {
     !(text.contains("cpu") || text.contains("mps") || text == "none")
 }
 
-fn placement<'t>(
-    pm: &PythonModel<'t>,
-    call: Node<'t>,
+fn placement<'n>(
+    pm: &PythonModel<'_>,
+    call: Node<'n>,
     q: &str,
-    device: Option<Node<'t>>,
-) -> (Device, Option<Node<'t>>) {
+    device: Option<Node<'n>>,
+) -> (Device, Option<Node<'n>>) {
     // A method chained on the result: `.cuda()`, `.to(device)`, `.half().cuda()`.
     let mut cur = call;
     for _ in 0..4 {
@@ -245,7 +245,7 @@ fn placement<'t>(
 /// A NumPy (or CPU torch) array passed straight to something that puts it on the GPU:
 /// `torch.from_numpy(a).cuda()`, `torch.tensor(a, device="cuda")`, `jnp.asarray(a)`,
 /// `jax.device_put(a)`, `tf.constant(a)`.
-fn wrapped_on_gpu<'t>(pm: &PythonModel<'t>, call: Node<'t>) -> Option<Node<'t>> {
+fn wrapped_on_gpu<'n>(pm: &PythonModel<'_>, call: Node<'n>) -> Option<Node<'n>> {
     let args = call.parent().filter(|p| p.kind() == "argument_list")?;
     let outer = args.parent().filter(|p| p.kind() == "call")?;
     if args.named_child(0).map(|a| a.id()) != Some(call.id()) {
@@ -267,7 +267,7 @@ fn wrapped_on_gpu<'t>(pm: &PythonModel<'t>, call: Node<'t>) -> Option<Node<'t>> 
     }
 }
 
-fn keyword_of<'t>(pm: &PythonModel<'t>, call: Node<'t>, key: &str) -> Option<Node<'t>> {
+fn keyword_of<'n>(pm: &PythonModel<'_>, call: Node<'n>, key: &str) -> Option<Node<'n>> {
     let args = call.child_by_field_name("arguments")?;
     named_children(args)
         .find(|a| {

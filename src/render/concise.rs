@@ -5,7 +5,14 @@ use std::fmt::Write;
 pub fn render(reports: &[&FileReport]) -> String {
     let mut out = String::new();
     for (r, d) in each(reports) {
-        let _ = writeln!(out, "{}: {} [{}] {}", position(r, d), d.code, d.severity, d.message);
+        let _ = writeln!(
+            out,
+            "{}: {} [{}] {}",
+            position(r, d),
+            d.code,
+            d.severity,
+            d.message
+        );
     }
     out
 }

@@ -8,44 +8,86 @@ pub fn render(reports: &[&FileReport], color: bool) -> String {
     let styles = Styles::default();
     let mut buffer: Vec<u8> = Vec::new();
     for report in reports {
-        let file = SimpleFile::new(report.display_path.as_str(), report.source.text.as_str());
+        let whole = SimpleFile::new(report.display_path.clone(), report.source.text.as_str());
         for d in &report.diagnostics {
+            // In a notebook, show the cell on its own with cell-relative line numbers.
+            let cell = report
+                .notebook
+                .as_ref()
+                .and_then(|nb| d.cell.and_then(|n| nb.cells.iter().find(|c| c.number == n)));
+            let (base, text) = match cell {
+                Some(c) => (c.start, &report.source.text[c.start..c.end]),
+                None => (0, report.source.text.as_str()),
+            };
+            let cell_file;
+            let file = match cell {
+                Some(c) => {
+                    cell_file =
+                        SimpleFile::new(format!("{}:cell {}", report.display_path, c.number), text);
+                    &cell_file
+                }
+                None => &whole,
+            };
             let severity = match d.severity {
                 Severity::Error => CsSeverity::Error,
                 Severity::Warning => CsSeverity::Warning,
                 Severity::Info => CsSeverity::Note,
             };
-            let len = report.source.text.len();
-            let clamp = |s: usize, e: usize| s.min(len)..e.min(len).max(s.min(len));
+            let len = text.len();
+            let inside = |s: usize| s >= base && s <= base + len;
+            let clamp = |s: usize, e: usize| {
+                let (s, e) = (
+                    s.saturating_sub(base).min(len),
+                    e.saturating_sub(base).min(len),
+                );
+                s..e.max(s)
+            };
             let mut labels = vec![Label::primary((), clamp(d.span.start, d.span.end))
                 .with_message(d.label.clone().unwrap_or_default())];
+            let mut notes: Vec<String> = Vec::new();
             for l in &d.labels {
-                labels.push(Label::secondary((), clamp(l.span.start, l.span.end)).with_message(l.message.clone()));
+                if inside(l.span.start) {
+                    labels.push(
+                        Label::secondary((), clamp(l.span.start, l.span.end))
+                            .with_message(l.message.clone()),
+                    );
+                } else if let Some(nb) = &report.notebook {
+                    // A related place in another cell: name it.
+                    if let Some(c) = nb.cell_at(l.span.start) {
+                        let line = report.source.line_index(l.span.start) - c.first_line + 1;
+                        notes.push(format!(
+                            "note: {} (cell {}, line {line})",
+                            l.message, c.number
+                        ));
+                    }
+                }
             }
-            let mut notes: Vec<String> = d.notes.iter().map(|n| format!("note: {n}")).collect();
-            if let Some(cell) = d.cell {
-                notes.insert(0, format!("note: in notebook cell {cell}"));
-            }
+            notes.extend(d.notes.iter().map(|n| format!("note: {n}")));
             if let Some(help) = &d.help {
                 notes.push(format!("help: {help}"));
             }
             let diagnostic = CsDiagnostic::new(severity)
-                .with_code(format!("{}", d.code))
+                .with_code(d.code.to_string())
                 .with_message(format!("{} [{}]", d.message, d.name))
                 .with_labels(labels)
                 .with_notes(notes);
             let result = if color {
                 let mut w = StylesWriter::new(termcolor::Ansi::new(&mut buffer), &styles);
-                term::emit_to_write_style(&mut w, &config, &file, &diagnostic)
+                term::emit_to_write_style(&mut w, &config, file, &diagnostic)
             } else {
-                term::emit_to_io_write(&mut buffer, &config, &file, &diagnostic)
+                term::emit_to_io_write(&mut buffer, &config, file, &diagnostic)
             };
             if result.is_err() {
                 // A span that no longer fits the text: fall back to one line.
                 buffer.extend_from_slice(
                     format!(
                         "{}[{}]: {}\n  --> {}:{}:{}\n\n",
-                        d.severity, d.code, d.message, report.display_path, d.location.line, d.location.column
+                        d.severity,
+                        d.code,
+                        d.message,
+                        report.display_path,
+                        d.location.line,
+                        d.location.column
                     )
                     .as_bytes(),
                 );

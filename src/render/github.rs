@@ -4,7 +4,9 @@ use std::fmt::Write;
 
 /// Escaping of workflow-command data (the message).
 fn escape_data(s: &str) -> String {
-    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 /// Escaping of workflow-command property values.
@@ -25,13 +27,20 @@ pub fn render(reports: &[&FileReport]) -> String {
             message.push_str("\nhelp: ");
             message.push_str(help);
         }
+        // In a notebook, annotate the line of the .ipynb file that holds the cell's line.
+        let (line, end_line) = if r.notebook.is_some() {
+            let l = r.file_line(d);
+            (l, l)
+        } else {
+            (d.location.line, d.location.end_line)
+        };
         let _ = writeln!(
             out,
             "::{level} file={},line={},col={},endLine={},endColumn={},title={}::{}",
             escape_property(&slash_path(&r.display_path)),
-            d.location.line,
+            line,
             d.location.column,
-            d.location.end_line,
+            end_line,
             d.location.end_column,
             escape_property(&format!("{} {}", d.code, d.name)),
             escape_data(&message)

@@ -3,7 +3,9 @@
 mod concise;
 mod full;
 mod github;
+mod gitlab;
 mod json;
+mod junit;
 mod sarif;
 
 use crate::diagnostic::{Diagnostic, FileReport};
@@ -22,6 +24,10 @@ pub enum Format {
     Sarif,
     /// GitHub Actions workflow commands (annotations).
     Github,
+    /// GitLab Code Quality report (JSON), for `artifacts:reports:codequality`.
+    Gitlab,
+    /// JUnit XML: one test suite per file, one failure per finding.
+    Junit,
 }
 
 /// Renders `reports` (already sorted by path) in `format`.
@@ -32,19 +38,31 @@ pub fn render(format: Format, reports: &[&FileReport], color: bool) -> String {
         Format::Json => json::render(reports),
         Format::Sarif => sarif::render(reports),
         Format::Github => github::render(reports),
+        Format::Gitlab => gitlab::render(reports),
+        Format::Junit => junit::render(reports),
     }
 }
 
 /// All findings in output order, with the report each belongs to.
-fn each<'a>(reports: &'a [&'a FileReport]) -> impl Iterator<Item = (&'a FileReport, &'a Diagnostic)> {
-    reports.iter().flat_map(|r| r.diagnostics.iter().map(move |d| (*r, d)))
+fn each<'a>(
+    reports: &'a [&'a FileReport],
+) -> impl Iterator<Item = (&'a FileReport, &'a Diagnostic)> {
+    reports
+        .iter()
+        .flat_map(|r| r.diagnostics.iter().map(move |d| (*r, d)))
 }
 
 /// `path:line:col` or, in a notebook, `path:cell N:line L:col`.
 fn position(report: &FileReport, d: &Diagnostic) -> String {
     match d.cell {
-        Some(cell) => format!("{}:cell {}:{}:{}", report.display_path, cell, d.location.line, d.location.column),
-        None => format!("{}:{}:{}", report.display_path, d.location.line, d.location.column),
+        Some(cell) => format!(
+            "{}:cell {}:{}:{}",
+            report.display_path, cell, d.location.line, d.location.column
+        ),
+        None => format!(
+            "{}:{}:{}",
+            report.display_path, d.location.line, d.location.column
+        ),
     }
 }
 

@@ -75,13 +75,25 @@ pub fn render(reports: &[&FileReport]) -> String {
             if d.location.end_line == d.location.line && d.location.end_column <= d.location.column {
                 region["endColumn"] = json!(d.location.column + 1);
             }
-            if !r.source.text.is_empty() && d.location.line <= r.source.line_count() {
-                region["snippet"] = json!({ "text": r.source.line_text(d.location.line - 1) });
+            if !r.source.text.is_empty() {
+                let line = r.source.line_index(d.span.start.min(r.source.text.len()));
+                region["snippet"] = json!({ "text": r.source.line_text(line) });
+            }
+            if r.notebook.is_some() {
+                // Regions point at the line of the .ipynb file holding the cell's source line.
+                let l = r.file_line(d);
+                region["startLine"] = json!(l);
+                region["endLine"] = json!(l);
+                region.as_object_mut().map(|o| {
+                    o.remove("startColumn");
+                    o.remove("endColumn")
+                });
             }
             let related: Vec<Value> = d
                 .labels
                 .iter()
                 .enumerate()
+                .filter(|_| r.notebook.is_none())
                 .map(|(i, l)| {
                     let (line, col) = r.source.position(l.span.start);
                     let (eline, ecol) = r.source.position(l.span.end);

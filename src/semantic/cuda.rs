@@ -1,10 +1,28 @@
-//! The CUDA/C++ semantic model: the function table with execution-space qualifiers and
-//! integer constants from `#define`, `constexpr`, `const` and `enum`.
+//! The CUDA/C++ semantic model: the function table with execution spaces, integer constants,
+//! kernel launches, and per kernel the thread-index derivation of its variables, its accesses
+//! to global memory and the guards that dominate each of them.
+//!
+//! Everything is collected from the enter/leave events of the checker's one walk; `finish`
+//! then computes the per-kernel facts once, so a rule never walks a kernel again.
 
-use super::{named_children, text};
-use crate::settings::Settings;
+mod builder;
+mod consts;
+pub mod guards;
+pub mod kernel;
+pub mod launch;
+
+pub use builder::CudaBuilder;
+pub use consts::{parse_c_int, sizeof_scalar};
+pub use guards::{Bound, Guard, GuardKind};
+pub use kernel::{Access, Flags, Kernel, Param};
+pub use launch::GridKind;
+
+use super::text;
+use crate::diagnostic::Span;
+use consts::ConstDef;
+use std::cell::RefCell;
 use std::collections::HashMap;
-use tree_sitter::{Node, Tree};
+use tree_sitter::Node;
 
 /// Where a function runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -14,125 +32,96 @@ pub struct ExecSpace {
     pub host: bool,
 }
 
-/// A function definition.
+/// A function definition (never a loop macro that the grammar misread as one).
 #[derive(Debug, Clone)]
 pub struct Function<'t> {
     pub node: Node<'t>,
     pub name: String,
     pub space: ExecSpace,
+    /// Template parameters with their value where known: from every launch in this file
+    /// agreeing, or from the default.
+    pub template_params: Vec<(&'t str, Option<i128>)>,
 }
+
+/// A kernel launch `name<<<grid, block, smem, stream>>>(args)`.
+#[derive(Debug, Clone)]
+pub struct Launch<'t> {
+    pub node: Node<'t>,
+    /// The kernel's name without namespace or template arguments.
+    pub kernel: &'t str,
+    pub template_args: Vec<Node<'t>>,
+    /// The `<<<…>>>` arguments: grid, block, shared bytes, stream.
+    pub config: Vec<Node<'t>>,
+    pub args: Vec<Node<'t>>,
+}
+
+/// Grid-stride loop macros known out of the box (extended by CU001's `loop-macros`). Their
+/// arguments are `(var, bound)`, `(var, bound, type)` or `(var, bound, var2, bound2)`.
+pub const LOOP_MACROS: &[&str] = &[
+    "CUDA_1D_KERNEL_LOOP",
+    "CUDA_1D_KERNEL_LOOP_T",
+    "CUDA_KERNEL_LOOP",
+    "CUDA_KERNEL_LOOP_TYPE",
+    "CUDA_2D_KERNEL_LOOP",
+    "GPU_1D_KERNEL_LOOP",
+    "GPU_KERNEL_LOOP",
+    "HIP_1D_KERNEL_LOOP",
+    "HIP_KERNEL_LOOP",
+    "MUSA_1D_KERNEL_LOOP",
+    "MUSA_2D_KERNEL_LOOP",
+    "KERNEL_LOOP",
+    "CUDA_GRID_STRIDE_LOOP",
+];
 
 /// Everything rules ask about a C/C++/CUDA file.
 pub struct CudaModel<'t> {
     pub source: &'t str,
     pub root: Node<'t>,
     pub functions: Vec<Function<'t>>,
-    /// Object-like `#define NAME <expr>` bodies and `constexpr`/`const`/`enum` initialisers.
+    pub kernels: Vec<Kernel<'t>>,
+    pub launches: Vec<Launch<'t>>,
+    /// Every guard of every kernel; a guard's `prev` links to the one enclosing it.
+    pub guards: Vec<Guard<'t>>,
+    /// `TORCH_CHECK(n % 256 == 0)`-style checks: the launch grid may be exact.
+    pub divisibility_checks: Vec<Node<'t>>,
+    /// Allocations: `cudaMalloc`, `malloc`, `torch::empty`, `new_zeros`, …
+    pub allocations: Vec<Node<'t>>,
     constants: HashMap<&'t str, ConstDef<'t>>,
+    /// Values of named constants already folded (`None`: not an integer constant).
+    constant_cache: RefCell<HashMap<String, Option<i128>>>,
+    loop_macros: Vec<String>,
+    /// Definitions in host functions: (function, name) → values (`None`: declared without one).
+    host_defs: HashMap<(usize, &'t str), Vec<HostDef<'t>>>,
 }
 
+/// A definition in host code: `dim3 grid(…)`, `grid.x = …`, or `dim3 grid;` (no value).
 #[derive(Debug, Clone, Copy)]
-enum ConstDef<'t> {
-    /// A `#define` body, kept as text (it is not parsed as an expression by the grammar).
-    Macro(&'t str),
-    /// An initialiser expression.
-    Expr(Node<'t>),
-    /// A known value (enumerators without an initialiser).
-    Value(i128),
+struct HostDef<'t> {
+    value: Option<Node<'t>>,
+    /// The block it is visible in.
+    scope: Span,
 }
 
-/// Collects the model during the checker's walk.
-pub struct CudaBuilder<'t> {
-    source: &'t str,
-    functions: Vec<Function<'t>>,
-    constants: HashMap<&'t str, ConstDef<'t>>,
+/// Does an argument list size something by twice an extent (`2 * n`, `n * 2`, `n << 1`)?
+fn is_doubled(args: &str) -> bool {
+    let compact: String = args.chars().filter(|c| !c.is_whitespace()).collect();
+    let b = compact.as_bytes();
+    compact.contains("<<1")
+        || compact
+            .match_indices("*2")
+            .any(|(i, _)| !b.get(i + 2).is_some_and(u8::is_ascii_digit))
+        || compact.match_indices("2*").any(|(i, _)| {
+            i == 0 || !b[i - 1].is_ascii_alphanumeric() && b[i - 1] != b'_' && b[i - 1] != b'.'
+        })
 }
 
-impl<'t> CudaBuilder<'t> {
-    pub fn new(source: &'t str, _settings: &Settings) -> Self {
-        CudaBuilder {
-            source,
-            functions: Vec::new(),
-            constants: HashMap::new(),
-        }
-    }
-
-    pub fn enter(&mut self, node: Node<'t>) {
-        match node.kind() {
-            "function_definition" => {
-                let space = exec_space(node, self.source);
-                let name = function_name(node, self.source).unwrap_or_default().to_string();
-                self.functions.push(Function { node, name, space });
-            }
-            "preproc_def" => {
-                if let (Some(name), Some(value)) = (
-                    node.child_by_field_name("name"),
-                    node.child_by_field_name("value"),
-                ) {
-                    self.constants
-                        .insert(text(name, self.source), ConstDef::Macro(text(value, self.source).trim()));
-                }
-            }
-            "declaration" => {
-                let t = text(node, self.source);
-                let is_const = named_children(node).any(|c| {
-                    c.kind() == "type_qualifier" && matches!(text(c, self.source), "const" | "constexpr")
-                }) || t.starts_with("constexpr")
-                    || t.starts_with("static constexpr");
-                if !is_const {
-                    return;
-                }
-                for d in named_children(node).filter(|c| c.kind() == "init_declarator") {
-                    if let (Some(name), Some(value)) =
-                        (d.child_by_field_name("declarator"), d.child_by_field_name("value"))
-                    {
-                        if name.kind() == "identifier" {
-                            self.constants.insert(text(name, self.source), ConstDef::Expr(value));
-                        }
-                    }
-                }
-            }
-            "enumerator_list" => {
-                let mut next: i128 = 0;
-                for e in named_children(node).filter(|c| c.kind() == "enumerator") {
-                    let Some(name) = e.child_by_field_name("name") else {
-                        continue;
-                    };
-                    let name = text(name, self.source);
-                    match e.child_by_field_name("value") {
-                        Some(v) => {
-                            self.constants.insert(name, ConstDef::Expr(v));
-                            // Following enumerators count on from a literal value only.
-                            match parse_c_int(text(v, self.source)) {
-                                Some(i) => next = i + 1,
-                                None => next = i128::MIN,
-                            }
-                        }
-                        None if next != i128::MIN => {
-                            self.constants.insert(name, ConstDef::Value(next));
-                            next += 1;
-                        }
-                        None => {}
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    pub fn leave(&mut self, _node: Node<'t>) {}
-
-    pub fn finish(self, tree: &'t Tree) -> CudaModel<'t> {
-        CudaModel {
-            source: self.source,
-            root: tree.root_node(),
-            functions: self.functions,
-            constants: self.constants,
-        }
-    }
+/// `ns::name` → `name`.
+pub(crate) fn last_name(s: &str) -> &str {
+    s.rsplit("::").next().unwrap_or(s).trim()
 }
 
-/// The `__global__` / `__device__` / `__host__` qualifiers of a function definition.
+/// The `__global__` / `__device__` / `__host__` qualifiers of a function definition, also when
+/// spelled through a specifier macro (`CUTLASS_DEVICE`, `C10_HOST_DEVICE`, `DS_D_INLINE`).
 pub fn exec_space(func: Node<'_>, source: &str) -> ExecSpace {
     let mut space = ExecSpace::default();
     let mut cursor = func.walk();
@@ -146,7 +135,13 @@ pub fn exec_space(func: Node<'_>, source: &str) -> ExecSpace {
                 "__global__" => space.global = true,
                 "__device__" => space.device = true,
                 "__host__" => space.host = true,
-                _ => {}
+                _ => {
+                    if let Some((g, d, h)) = crate::lang::cuda_retry::specifier_macro_space(word) {
+                        space.global |= g;
+                        space.device |= d;
+                        space.host |= h;
+                    }
+                }
             }
         }
     }
@@ -161,7 +156,9 @@ pub fn function_name<'s>(func: Node<'_>, source: &'s str) -> Option<&'s str> {
         if decl.kind() == "function_declarator" {
             break;
         }
-        decl = decl.child_by_field_name("declarator").or_else(|| decl.named_child(0))?;
+        decl = decl
+            .child_by_field_name("declarator")
+            .or_else(|| decl.named_child(0))?;
     }
     let mut name = decl.child_by_field_name("declarator")?;
     for _ in 0..8 {
@@ -174,195 +171,120 @@ pub fn function_name<'s>(func: Node<'_>, source: &'s str) -> Option<&'s str> {
     Some(text(name, source))
 }
 
-/// A C integer literal: decimal, hex, octal, binary, with `u`/`l` suffixes and `'` separators.
-pub fn parse_c_int(s: &str) -> Option<i128> {
-    let s = s.trim().replace('\'', "");
-    let s = s.trim_end_matches(['u', 'U', 'l', 'L', 'z', 'Z']);
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        i128::from_str_radix(h, 16).ok()
-    } else if let Some(b) = s.strip_prefix("0b").or_else(|| s.strip_prefix("0B")) {
-        i128::from_str_radix(b, 2).ok()
-    } else if s.len() > 1 && s.starts_with('0') && s.bytes().all(|b| b.is_ascii_digit()) {
-        i128::from_str_radix(&s[1..], 8).ok()
-    } else {
-        s.parse().ok()
-    }
-}
-
 impl<'t> CudaModel<'t> {
     pub fn text(&self, node: Node<'_>) -> &'t str {
         text(node, self.source)
     }
 
     /// Kernels (`__global__` functions).
-    pub fn kernels(&self) -> impl Iterator<Item = &Function<'t>> {
+    pub fn kernel_functions(&self) -> impl Iterator<Item = &Function<'t>> {
         self.functions.iter().filter(|f| f.space.global)
     }
 
-    /// The function definition that contains `node`.
+    /// The function of a kernel.
+    pub fn function(&self, kernel: &Kernel<'t>) -> &Function<'t> {
+        &self.functions[kernel.function]
+    }
+
+    /// The function definition that contains `node` (a loop macro's block belongs to the
+    /// function around it).
     pub fn enclosing_function(&self, node: Node<'_>) -> Option<&Function<'t>> {
-        let mut cur = node.parent();
-        while let Some(n) = cur {
-            if n.kind() == "function_definition" {
-                return self.functions.iter().find(|f| f.node.id() == n.id());
-            }
-            cur = n.parent();
-        }
-        None
+        let (start, end) = (node.start_byte(), node.end_byte());
+        self.functions
+            .iter()
+            .filter(|f| f.node.start_byte() <= start && end <= f.node.end_byte())
+            .min_by_key(|f| f.node.end_byte() - f.node.start_byte())
     }
 
-    /// The integer value of a name defined by `#define`, `constexpr`/`const` or `enum`.
-    pub fn constant(&self, name: &str) -> Option<i128> {
-        self.constant_depth(name, 0)
+    /// Launches of the kernel called `name` in this file.
+    pub fn launches_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Launch<'t>> + 'a {
+        self.launches.iter().filter(move |l| l.kernel == name)
     }
 
-    fn constant_depth(&self, name: &str, depth: usize) -> Option<i128> {
-        if depth > 32 {
-            return None;
-        }
-        match *self.constants.get(name)? {
-            ConstDef::Value(v) => Some(v),
-            ConstDef::Expr(e) => self.eval_depth(e, depth + 1),
-            ConstDef::Macro(body) => self.eval_text(body, depth + 1),
-        }
+    /// The guards that hold at an access whose innermost guard is `top`, innermost first.
+    pub fn guard_chain(&self, top: Option<u32>) -> impl Iterator<Item = &Guard<'t>> {
+        let mut next = top;
+        std::iter::from_fn(move || {
+            let g = self.guards.get(next? as usize)?;
+            next = g.prev;
+            Some(g)
+        })
     }
 
-    /// Folds an integer expression: literals, named constants, `sizeof` of scalar types,
-    /// arithmetic, shifts, casts and parentheses.
-    pub fn eval(&self, expr: Node<'_>) -> Option<i128> {
-        self.eval_depth(expr, 0)
+    /// Allocations sized by a doubled extent (`empty({2 * n})`, `n * 2`): concatenation buffers.
+    pub fn doubled_allocations(&self) -> impl Iterator<Item = Node<'t>> + '_ {
+        self.allocations.iter().copied().filter(|a| {
+            a.child_by_field_name("arguments")
+                .is_some_and(|args| is_doubled(self.text(args)))
+        })
     }
 
-    fn eval_depth(&self, expr: Node<'_>, depth: usize) -> Option<i128> {
-        if depth > 48 {
-            return None;
-        }
-        let d = depth + 1;
-        match expr.kind() {
-            "number_literal" => parse_c_int(self.text(expr)),
-            "identifier" => self.constant_depth(self.text(expr), d),
-            "parenthesized_expression" => self.eval_depth(expr.named_child(0)?, d),
-            "cast_expression" => self.eval_depth(expr.child_by_field_name("value")?, d),
-            "sizeof_expression" => {
-                let t = expr.child_by_field_name("type").map(|t| self.text(t))?;
-                sizeof_scalar(t)
-            }
-            "unary_expression" => {
-                let v = self.eval_depth(expr.child_by_field_name("argument")?, d)?;
-                match self.text(expr.child_by_field_name("operator")?) {
-                    "-" => Some(-v),
-                    "+" => Some(v),
-                    "~" => Some(!v),
-                    "!" => Some((v == 0) as i128),
-                    _ => None,
-                }
-            }
-            "binary_expression" => {
-                let l = self.eval_depth(expr.child_by_field_name("left")?, d)?;
-                let r = self.eval_depth(expr.child_by_field_name("right")?, d)?;
-                c_binary(self.text(expr.child_by_field_name("operator")?), l, r)
-            }
-            "conditional_expression" => {
-                let c = self.eval_depth(expr.child_by_field_name("condition")?, d)?;
-                let branch = if c != 0 { "consequence" } else { "alternative" };
-                self.eval_depth(expr.child_by_field_name(branch)?, d)
-            }
-            _ => None,
-        }
-    }
-
-    /// Folds the text of a `#define` body by parsing it as an expression.
-    fn eval_text(&self, body: &str, depth: usize) -> Option<i128> {
-        if let Some(v) = parse_c_int(body.trim_matches(|c| c == '(' || c == ')')) {
-            return Some(v);
-        }
-        if body.len() > 200 {
-            return None;
-        }
-        // Wrap the body so the grammar sees an expression, then fold it against this model.
-        let wrapped = format!("int __gpulint_v = ({body});");
-        let tree = crate::lang::parse(crate::lang::Lang::Cuda, &wrapped)?;
-        let root = tree.root_node();
-        if root.has_error() {
-            return None;
-        }
-        let value = super::descendants(root)
-            .find(|n| n.kind() == "init_declarator")?
-            .child_by_field_name("value")?;
-        let sub = CudaModel {
-            source: &wrapped,
-            root,
-            functions: Vec::new(),
-            constants: HashMap::new(),
+    /// Is a buffer allocated with a size computed from this launch's grid (`grid.x * block.x`)?
+    /// Then it holds one element per thread.
+    pub fn allocation_sized_by_grid(&self, launch: &Launch<'t>) -> bool {
+        let Some(grid) = launch.config.first() else {
+            return false;
         };
-        sub.eval_with(value, depth, self)
-    }
-
-    fn eval_with(&self, expr: Node<'_>, depth: usize, outer: &CudaModel<'_>) -> Option<i128> {
-        // Names inside a macro body resolve against the outer file's constants.
-        if depth > 48 {
-            return None;
-        }
-        let d = depth + 1;
-        match expr.kind() {
-            "identifier" => outer.constant_depth(self.text(expr), d),
-            "parenthesized_expression" => self.eval_with(expr.named_child(0)?, d, outer),
-            "cast_expression" => self.eval_with(expr.child_by_field_name("value")?, d, outer),
-            "binary_expression" => {
-                let l = self.eval_with(expr.child_by_field_name("left")?, d, outer)?;
-                let r = self.eval_with(expr.child_by_field_name("right")?, d, outer)?;
-                c_binary(self.text(expr.child_by_field_name("operator")?), l, r)
+        let name_of = |e: Node<'t>| {
+            let e = kernel::peel(e);
+            match e.kind() {
+                "identifier" => Some(self.text(e)),
+                "field_expression" => e.child_by_field_name("argument").map(|a| self.text(a)),
+                _ => None,
             }
-            "unary_expression" => {
-                let v = self.eval_with(expr.child_by_field_name("argument")?, d, outer)?;
-                match self.text(expr.child_by_field_name("operator")?) {
-                    "-" => Some(-v),
-                    "+" => Some(v),
-                    "~" => Some(!v),
-                    _ => None,
-                }
+        };
+        let (Some(grid), Some(block)) = (
+            name_of(*grid),
+            launch.config.get(1).and_then(|b| name_of(*b)),
+        ) else {
+            return false;
+        };
+        self.allocations.iter().any(|a| {
+            a.child_by_field_name("arguments").is_some_and(|args| {
+                let names = guards::name_tokens(self.text(args));
+                names.contains(&grid) && names.contains(&block)
+            })
+        })
+    }
+
+    /// Is `name` a grid-stride loop macro (built in, or from CU001's `loop-macros`)?
+    pub fn is_loop_macro(&self, name: &str) -> bool {
+        self.loop_macros.iter().any(|m| m == name)
+    }
+
+    fn resolve_template_values(&mut self) {
+        for i in 0..self.functions.len() {
+            if self.functions[i].template_params.is_empty() {
+                continue;
             }
-            _ => self.eval_depth(expr, d),
+            let name = self.functions[i].name.clone();
+            let params = self.functions[i].template_params.clone();
+            let launches: Vec<Vec<Node<'t>>> = self
+                .launches
+                .iter()
+                .filter(|l| l.kernel == name && !l.template_args.is_empty())
+                .map(|l| l.template_args.clone())
+                .collect();
+            let resolved = params
+                .iter()
+                .enumerate()
+                .map(|(pos, (pname, default))| {
+                    let mut value: Option<Option<i128>> = None;
+                    for args in &launches {
+                        let v = args.get(pos).and_then(|a| self.eval(*a)).or(*default);
+                        match value {
+                            None => value = Some(v),
+                            Some(prev) if prev != v => value = Some(None),
+                            _ => {}
+                        }
+                    }
+                    (*pname, value.unwrap_or(*default))
+                })
+                .collect();
+            self.functions[i].template_params = resolved;
         }
     }
 }
 
-/// `sizeof` of a scalar type name, for constant folding of byte sizes.
-pub fn sizeof_scalar(t: &str) -> Option<i128> {
-    let t = t.trim();
-    Some(match t {
-        "char" | "signed char" | "unsigned char" | "int8_t" | "uint8_t" | "bool" => 1,
-        "short" | "unsigned short" | "int16_t" | "uint16_t" | "half" | "__half" | "at::Half"
-        | "__nv_bfloat16" | "at::BFloat16" | "c10::Half" | "c10::BFloat16" => 2,
-        "int" | "unsigned" | "unsigned int" | "float" | "int32_t" | "uint32_t" | "half2"
-        | "__half2" => 4,
-        "long" | "long long" | "unsigned long" | "unsigned long long" | "double" | "int64_t"
-        | "uint64_t" | "size_t" | "float2" | "int2" => 8,
-        "float4" | "int4" | "double2" => 16,
-        _ => return None,
-    })
-}
-
-fn c_binary(op: &str, l: i128, r: i128) -> Option<i128> {
-    match op {
-        "+" => l.checked_add(r),
-        "-" => l.checked_sub(r),
-        "*" => l.checked_mul(r),
-        "/" if r != 0 => Some(l / r),
-        "%" if r != 0 => Some(l % r),
-        "<<" if (0..127).contains(&r) => l.checked_shl(r as u32),
-        ">>" if (0..127).contains(&r) => Some(l >> r),
-        "&" => Some(l & r),
-        "|" => Some(l | r),
-        "^" => Some(l ^ r),
-        "<" => Some((l < r) as i128),
-        ">" => Some((l > r) as i128),
-        "<=" => Some((l <= r) as i128),
-        ">=" => Some((l >= r) as i128),
-        "==" => Some((l == r) as i128),
-        "!=" => Some((l != r) as i128),
-        "&&" => Some((l != 0 && r != 0) as i128),
-        "||" => Some((l != 0 || r != 0) as i128),
-        _ => None,
-    }
-}
+#[cfg(test)]
+mod tests;

@@ -7,22 +7,29 @@ use crate::lang::Lang;
 use crate::settings::Settings;
 use tree_sitter::{Node, Tree};
 
-/// The semantic model of one file.
+/// The semantic model of one file (one per file, never moved around: the size gap between the
+/// variants costs nothing).
+#[allow(clippy::large_enum_variant)]
 pub enum Model<'t> {
-    Python(python::PythonModel<'t>),
+    /// Boxed: the Python model (with its lazily computed facts) is much larger than the CUDA one.
+    Python(Box<python::PythonModel<'t>>),
     Cuda(cuda::CudaModel<'t>),
 }
 
-/// Builds a [`Model`] from the enter/leave events of the checker's walk.
+/// Builds a [`Model`] from the enter/leave events of the checker's walk. One per file.
+#[allow(clippy::large_enum_variant)]
 pub enum Builder<'t> {
-    Python(python::PythonBuilder<'t>),
+    Python(Box<python::PythonBuilder<'t>>),
     Cuda(cuda::CudaBuilder<'t>),
 }
 
 impl<'t> Builder<'t> {
     pub fn new(lang: Lang, source: &'t str, settings: &Settings) -> Builder<'t> {
         match lang {
-            Lang::Python => Builder::Python(python::PythonBuilder::new(source)),
+            // Manifests are not parsed with tree-sitter and never reach the checker's walk.
+            Lang::Python | Lang::Manifest => {
+                Builder::Python(Box::new(python::PythonBuilder::new(source)))
+            }
             Lang::Cuda => Builder::Cuda(cuda::CudaBuilder::new(source, settings)),
         }
     }
@@ -43,10 +50,36 @@ impl<'t> Builder<'t> {
         }
     }
 
-    pub fn finish(self, tree: &'t Tree) -> Model<'t> {
+    /// The model of a file parsed as one tree, or as one tree per notebook cell (in order).
+    pub fn finish(self, trees: &'t [Tree]) -> Model<'t> {
         match self {
-            Builder::Python(b) => Model::Python(b.finish(tree)),
-            Builder::Cuda(b) => Model::Cuda(b.finish(tree)),
+            Builder::Python(b) => {
+                let mut m = b.finish(&trees[0]);
+                m.roots = trees.iter().map(Tree::root_node).collect();
+                Model::Python(Box::new(m))
+            }
+            Builder::Cuda(b) => Model::Cuda(b.finish(&trees[0])),
+        }
+    }
+}
+
+/// The one iterative walk: calls `visit(node, true)` when entering a node and
+/// `visit(node, false)` when leaving it, in document order, without recursion.
+pub fn walk<'t>(tree: &'t Tree, mut visit: impl FnMut(Node<'t>, bool)) {
+    let mut cursor = tree.walk();
+    'walk: loop {
+        visit(cursor.node(), true);
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            visit(cursor.node(), false);
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
         }
     }
 }
@@ -57,9 +90,53 @@ pub fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
     source.get(node.start_byte()..node.end_byte()).unwrap_or("")
 }
 
-/// Iterates over the named children of `node` (no allocation of a cursor per call site).
-pub fn named_children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
-    (0..node.named_child_count() as u32).filter_map(move |i| node.named_child(i))
+/// Iterates over the named children of `node`.
+///
+/// Walks the children with a cursor: `Node::named_child(i)` scans from the first child on
+/// every call, which made iterating a long block (a module with thousands of statements)
+/// quadratic.
+pub fn named_children<'t>(node: Node<'t>) -> NamedChildren<'t> {
+    NamedChildren {
+        cursor: node.walk(),
+        state: ChildState::Start,
+    }
+}
+
+/// See [`named_children`].
+pub struct NamedChildren<'t> {
+    cursor: tree_sitter::TreeCursor<'t>,
+    state: ChildState,
+}
+
+enum ChildState {
+    Start,
+    Walking,
+    Done,
+}
+
+impl<'t> Iterator for NamedChildren<'t> {
+    type Item = Node<'t>;
+
+    fn next(&mut self) -> Option<Node<'t>> {
+        loop {
+            let moved = match self.state {
+                ChildState::Start => {
+                    self.state = ChildState::Walking;
+                    self.cursor.goto_first_child()
+                }
+                ChildState::Walking => self.cursor.goto_next_sibling(),
+                ChildState::Done => return None,
+            };
+            if !moved {
+                self.state = ChildState::Done;
+                return None;
+            }
+            let n = self.cursor.node();
+            if n.is_named() {
+                return Some(n);
+            }
+        }
+    }
 }
 
 /// Iterates over all nodes of the subtree under `node` in document order, without recursion.

@@ -1,8 +1,19 @@
 //! The Python semantic model: imports and aliases resolved to qualified names, scopes, the
 //! function table and call graph, and module-level constant folding.
+//!
+//! Facts that need more than the walk are computed lazily, once per file, on first request:
+//! [`PythonModel::order`] (execution order), [`PythonModel::tf`] (TensorFlow GPU-init boundary
+//! and memory configuration), [`PythonModel::env_writes`] and [`PythonModel::recursion`].
+
+pub mod env;
+pub mod order;
+pub mod project;
+pub mod recursion;
+pub mod tf;
 
 use super::{named_children, text};
-use std::collections::HashMap;
+use std::cell::OnceCell;
+use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, Tree};
 
 /// How deep constant folding and alias resolution may go (bounded, so hostile input such as a
@@ -18,7 +29,9 @@ pub struct Import {
     pub qualified: String,
     /// Index of the enclosing function in [`PythonModel::functions`], `None` at module level.
     pub scope: Option<usize>,
+    /// Byte range of the whole import statement.
     pub start_byte: usize,
+    pub end_byte: usize,
 }
 
 /// A `def`, with where it sits.
@@ -32,6 +45,15 @@ pub struct Function<'t> {
     pub parent: Option<usize>,
     /// The `decorated_definition` around it, if any.
     pub decorators: Vec<Node<'t>>,
+}
+
+/// A `class`, with where it sits.
+#[derive(Debug, Clone)]
+pub struct Class<'t> {
+    pub node: Node<'t>,
+    pub name: String,
+    /// The enclosing function, for classes defined inside one.
+    pub parent: Option<usize>,
 }
 
 /// A module-level name bound by a plain assignment.
@@ -94,17 +116,47 @@ impl Value {
 /// Everything rules ask about a Python file.
 pub struct PythonModel<'t> {
     pub source: &'t str,
+    /// The module: the first tree's root.
     pub root: Node<'t>,
+    /// Every root in execution order: one for a `.py` file, one per code cell in a notebook.
+    pub roots: Vec<Node<'t>>,
     pub imports: Vec<Import>,
     pub functions: Vec<Function<'t>>,
+    pub classes: Vec<Class<'t>>,
     /// Every call in the file, in document order, with its enclosing function.
     pub calls: Vec<(Node<'t>, Option<usize>)>,
+    /// Assignments whose target is a subscript (`os.environ["X"] = ...`), in document order.
+    pub subscript_assignments: Vec<Node<'t>>,
+    /// Assignments whose target is an attribute (`config.gpu_options.allow_growth = True`).
+    pub attribute_assignments: Vec<Node<'t>>,
     module_bindings: HashMap<&'t str, Binding<'t>>,
     /// Per function: local names bound by a plain `name = <dotted name>` assignment (aliases).
     local_aliases: HashMap<(usize, &'t str), Node<'t>>,
     /// `--flag` destinations of argparse `add_argument(..., default=...)`.
     argparse_defaults: HashMap<String, Node<'t>>,
     functions_by_name: HashMap<&'t str, Vec<usize>>,
+    /// `function_definition` node id → index in `functions`.
+    function_index: HashMap<usize, usize>,
+    class_names: HashSet<String>,
+    call_graph: OnceCell<CallGraph<'t>>,
+    /// Per function: the names it binds itself (parameters, assignments, nested defs).
+    locals: OnceCell<Vec<HashSet<&'t str>>>,
+    order: OnceCell<order::ExecOrder<'t>>,
+    tf: OnceCell<tf::TfFacts<'t>>,
+    env_writes: OnceCell<Vec<env::EnvWrite<'t>>>,
+    recursion: OnceCell<recursion::Recursion<'t>>,
+}
+
+/// The module's local call graph: for each function, the calls in its own body that invoke a
+/// local function, and the same for module-level code.
+#[derive(Debug, Default)]
+pub struct CallGraph<'t> {
+    /// `edges[f]`: `(call, callee)` for calls in the body of function `f`.
+    pub edges: Vec<Vec<(Node<'t>, usize)>>,
+    /// Calls at module level (outside any function) that invoke a local function.
+    pub module: Vec<(Node<'t>, usize)>,
+    /// `callers[f]`: how many call sites anywhere in the file invoke `f`.
+    pub callers: Vec<u32>,
 }
 
 /// Collects the model during the checker's walk.
@@ -112,7 +164,10 @@ pub struct PythonBuilder<'t> {
     source: &'t str,
     model_imports: Vec<Import>,
     functions: Vec<Function<'t>>,
+    classes: Vec<Class<'t>>,
     calls: Vec<(Node<'t>, Option<usize>)>,
+    subscript_assignments: Vec<Node<'t>>,
+    attribute_assignments: Vec<Node<'t>>,
     scope_stack: Vec<usize>,
     class_stack: Vec<(usize, String)>,
     module_bindings: HashMap<&'t str, Binding<'t>>,
@@ -126,7 +181,10 @@ impl<'t> PythonBuilder<'t> {
             source,
             model_imports: Vec::new(),
             functions: Vec::new(),
+            classes: Vec::new(),
             calls: Vec::new(),
+            subscript_assignments: Vec::new(),
+            attribute_assignments: Vec::new(),
             scope_stack: Vec::new(),
             class_stack: Vec::new(),
             module_bindings: HashMap::new(),
@@ -163,7 +221,11 @@ impl<'t> PythonBuilder<'t> {
                 let decorators = node
                     .parent()
                     .filter(|p| p.kind() == "decorated_definition")
-                    .map(|p| named_children(p).filter(|c| c.kind() == "decorator").collect())
+                    .map(|p| {
+                        named_children(p)
+                            .filter(|c| c.kind() == "decorator")
+                            .collect()
+                    })
                     .unwrap_or_default();
                 if self.scope_stack.is_empty() && class.is_none() {
                     self.bind_module_name(node, name.clone(), None);
@@ -182,6 +244,11 @@ impl<'t> PythonBuilder<'t> {
                     .child_by_field_name("name")
                     .map(|n| text(n, self.source).to_string())
                     .unwrap_or_default();
+                self.classes.push(Class {
+                    node,
+                    name: name.clone(),
+                    parent: self.scope(),
+                });
                 self.class_stack.push((self.scope_stack.len(), name));
             }
             "call" => {
@@ -189,23 +256,23 @@ impl<'t> PythonBuilder<'t> {
                 self.argparse(node);
             }
             "assignment" => self.assignment(node),
-            "augmented_assignment" | "for_statement" | "with_item" | "named_expression" => {
-                if self.scope_stack.is_empty() && self.class_stack.is_empty() {
-                    let target = node
-                        .child_by_field_name("left")
-                        .or_else(|| node.child_by_field_name("name"))
-                        .or_else(|| node.child_by_field_name("value"));
-                    if let Some(target) = target {
-                        for id in identifiers_in_target(target) {
-                            let name = text(id, self.source);
-                            self.module_bindings
-                                .entry(name)
-                                .and_modify(|b| b.count += 2)
-                                .or_insert(Binding {
-                                    value: node,
-                                    count: 2,
-                                });
-                        }
+            "augmented_assignment" | "for_statement" | "with_item" | "named_expression"
+                if self.scope_stack.is_empty() && self.class_stack.is_empty() =>
+            {
+                let target = node
+                    .child_by_field_name("left")
+                    .or_else(|| node.child_by_field_name("name"))
+                    .or_else(|| node.child_by_field_name("value"));
+                if let Some(target) = target {
+                    for id in identifiers_in_target(target) {
+                        let name = text(id, self.source);
+                        self.module_bindings
+                            .entry(name)
+                            .and_modify(|b| b.count += 2)
+                            .or_insert(Binding {
+                                value: node,
+                                count: 2,
+                            });
                     }
                 }
             }
@@ -226,10 +293,14 @@ impl<'t> PythonBuilder<'t> {
     }
 
     fn bind_module_name(&mut self, value: Node<'t>, name: String, _q: Option<()>) {
-        let Some(name) = self.source.get(value.start_byte()..value.end_byte()).and_then(|_| {
-            // Keep a borrowed &'t str for the name: find it in the source.
-            find_name(self.source, value, &name)
-        }) else {
+        let Some(name) = self
+            .source
+            .get(value.start_byte()..value.end_byte())
+            .and_then(|_| {
+                // Keep a borrowed &'t str for the name: find it in the source.
+                find_name(self.source, value, &name)
+            })
+        else {
             return;
         };
         self.module_bindings
@@ -292,6 +363,7 @@ impl<'t> PythonBuilder<'t> {
                 qualified,
                 scope: self.scope(),
                 start_byte: node.start_byte(),
+                end_byte: node.end_byte(),
             });
         }
     }
@@ -303,6 +375,11 @@ impl<'t> PythonBuilder<'t> {
         ) else {
             return;
         };
+        match left.kind() {
+            "subscript" => self.subscript_assignments.push(node),
+            "attribute" => self.attribute_assignments.push(node),
+            _ => {}
+        }
         let in_class_body = self
             .class_stack
             .last()
@@ -332,7 +409,9 @@ impl<'t> PythonBuilder<'t> {
             }
             Some(f) => {
                 if left.kind() == "identifier" {
-                    if let Some(r) = right.filter(|r| matches!(r.kind(), "attribute" | "identifier")) {
+                    if let Some(r) =
+                        right.filter(|r| matches!(r.kind(), "attribute" | "identifier"))
+                    {
                         self.local_aliases.insert((f, text(left, self.source)), r);
                     }
                 }
@@ -370,7 +449,9 @@ impl<'t> PythonBuilder<'t> {
                     }
                 }
                 "keyword_argument" => {
-                    let key = arg.child_by_field_name("name").map(|n| text(n, self.source));
+                    let key = arg
+                        .child_by_field_name("name")
+                        .map(|n| text(n, self.source));
                     let value = arg.child_by_field_name("value");
                     match key {
                         Some("default") => default = value,
@@ -390,28 +471,62 @@ impl<'t> PythonBuilder<'t> {
 
     pub fn finish(self, tree: &'t Tree) -> PythonModel<'t> {
         let mut functions_by_name: HashMap<&'t str, Vec<usize>> = HashMap::new();
+        let mut function_index = HashMap::with_capacity(self.functions.len());
         for (i, f) in self.functions.iter().enumerate() {
             if let Some(n) = f.node.child_by_field_name("name") {
-                functions_by_name.entry(text(n, self.source)).or_default().push(i);
+                functions_by_name
+                    .entry(text(n, self.source))
+                    .or_default()
+                    .push(i);
             }
+            function_index.insert(f.node.id(), i);
         }
+        let class_names = self.classes.iter().map(|c| c.name.clone()).collect();
         PythonModel {
             source: self.source,
             root: tree.root_node(),
+            roots: vec![tree.root_node()],
             imports: self.model_imports,
             functions: self.functions,
+            classes: self.classes,
             calls: self.calls,
+            subscript_assignments: self.subscript_assignments,
+            attribute_assignments: self.attribute_assignments,
             module_bindings: self.module_bindings,
             local_aliases: self.local_aliases,
             argparse_defaults: self.argparse_defaults,
             functions_by_name,
+            function_index,
+            class_names,
+            call_graph: OnceCell::new(),
+            locals: OnceCell::new(),
+            order: OnceCell::new(),
+            tf: OnceCell::new(),
+            env_writes: OnceCell::new(),
+            recursion: OnceCell::new(),
         }
     }
 }
 
+/// Builds the model of a parsed file with the same enter/leave walk the checker does (for
+/// files read on the side, such as a sibling setup module, and for tests).
+pub fn build<'t>(tree: &'t Tree, source: &'t str) -> PythonModel<'t> {
+    let mut b = PythonBuilder::new(source);
+    super::walk(tree, |node, entering| {
+        if entering {
+            b.enter(node)
+        } else {
+            b.leave(node)
+        }
+    });
+    b.finish(tree)
+}
+
 /// `a . b` (with spaces or line continuations) → `a.b`.
 fn compact_dotted(s: &str) -> String {
-    s.chars().filter(|c| !c.is_whitespace() && *c != '\\').collect()
+    s.chars()
+        .filter(|c| !c.is_whitespace() && *c != '\\')
+        .collect()
 }
 
 fn find_name<'t>(source: &'t str, node: Node<'_>, name: &str) -> Option<&'t str> {
@@ -428,8 +543,14 @@ fn identifiers_in_target(target: Node<'_>) -> Vec<Node<'_>> {
     while let Some(n) = stack.pop() {
         match n.kind() {
             "identifier" => out.push(n),
-            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list"
-            | "expression_list" | "parenthesized_expression" | "list_splat_pattern"
+            "pattern_list"
+            | "tuple_pattern"
+            | "list_pattern"
+            | "tuple"
+            | "list"
+            | "expression_list"
+            | "parenthesized_expression"
+            | "list_splat_pattern"
             | "as_pattern_target" => stack.extend(named_children(n)),
             _ => {}
         }
@@ -478,15 +599,143 @@ impl<'t> PythonModel<'t> {
     }
 
     /// Index of the innermost function whose body contains `node`.
+    ///
+    /// Found from byte ranges, not by walking up the tree: `Node::parent` descends from the
+    /// root each time, so a parent walk costs depth² per node. Functions are recorded in
+    /// document order and nest properly, so the innermost function containing `node` is the last
+    /// one starting before it, or one of that function's ancestors.
     pub fn enclosing_function(&self, node: Node<'_>) -> Option<usize> {
-        let mut cur = node.parent();
-        while let Some(n) = cur {
-            if n.kind() == "function_definition" {
-                return self.functions.iter().position(|f| f.node.id() == n.id());
+        let (start, end) = (node.start_byte(), node.end_byte());
+        let after = self
+            .functions
+            .partition_point(|f| f.node.start_byte() <= start);
+        let mut cur = after.checked_sub(1);
+        while let Some(i) = cur {
+            let f = self.functions[i].node;
+            if f.id() != node.id() && f.start_byte() <= start && end <= f.end_byte() {
+                return Some(i);
             }
-            cur = n.parent();
+            cur = self.functions[i].parent;
         }
         None
+    }
+
+    /// The index of a `function_definition` node in [`PythonModel::functions`].
+    pub fn function_of_node(&self, def: Node<'_>) -> Option<usize> {
+        self.function_index.get(&def.id()).copied()
+    }
+
+    /// Execution order of the module and of functions nobody in the file calls (computed once).
+    pub fn order(&self) -> &order::ExecOrder<'t> {
+        self.order.get_or_init(|| order::ExecOrder::build(self))
+    }
+
+    /// TensorFlow facts: GPU-init boundary, device configuration, memory limits (computed once).
+    pub fn tf(&self) -> &tf::TfFacts<'t> {
+        self.tf.get_or_init(|| tf::TfFacts::build(self))
+    }
+
+    /// Writes to the process environment (`os.environ[...] = ...`, `setdefault`, `putenv`).
+    pub fn env_writes(&self) -> &[env::EnvWrite<'t>] {
+        self.env_writes.get_or_init(|| env::collect(self))
+    }
+
+    /// Recursive functions: cycles in the local call graph (computed once).
+    pub fn recursion(&self) -> &recursion::Recursion<'t> {
+        self.recursion
+            .get_or_init(|| recursion::Recursion::build(self))
+    }
+
+    /// The local call graph (computed once).
+    pub fn call_graph(&self) -> &CallGraph<'t> {
+        self.call_graph.get_or_init(|| {
+            let mut g = CallGraph {
+                edges: vec![Vec::new(); self.functions.len()],
+                module: Vec::new(),
+                callers: vec![0; self.functions.len()],
+            };
+            for &(call, scope) in &self.calls {
+                let Some(callee) = self.local_callee(call) else {
+                    continue;
+                };
+                g.callers[callee] += 1;
+                match scope {
+                    Some(f) => g.edges[f].push((call, callee)),
+                    None => g.module.push((call, callee)),
+                }
+            }
+            g
+        })
+    }
+
+    /// Does the module import TensorFlow (`tensorflow`, `tensorflow.keras`, `tf_keras`)?
+    pub fn imports_tensorflow(&self) -> bool {
+        self.imports_module("tensorflow") || self.imports_module("tf_keras")
+    }
+
+    /// Does the module import Keras, standalone or through TensorFlow?
+    pub fn imports_keras(&self) -> bool {
+        self.imports_module("keras")
+            || self.imports_module("tensorflow.keras")
+            || self.imports_module("tf_keras")
+    }
+
+    /// Does the module import PyTorch?
+    pub fn imports_torch(&self) -> bool {
+        self.imports_module("torch")
+    }
+
+    /// Does the module import JAX (or Flax, which runs on it)?
+    pub fn imports_jax(&self) -> bool {
+        self.imports_module("jax") || self.imports_module("flax") || self.imports_module("jaxlib")
+    }
+
+    /// Does the module import any GPU framework (TensorFlow, Keras, PyTorch, JAX, Flax)?
+    pub fn imports_gpu_framework(&self) -> bool {
+        self.imports_tensorflow()
+            || self.imports_keras()
+            || self.imports_torch()
+            || self.imports_jax()
+    }
+
+    /// The local class a name refers to at `at` (a class defined in an enclosing function, then a
+    /// module-level one).
+    pub fn local_class(&self, at: Node<'_>, name: &str) -> Option<usize> {
+        if !self.class_names.contains(name) {
+            return None;
+        }
+        let mut scope = self.enclosing_function(at);
+        loop {
+            // A class defined at this level of nesting (not one nested in another class).
+            let found = self.classes.iter().rposition(|c| {
+                c.parent == scope
+                    && c.name == name
+                    && c.node
+                        .parent()
+                        .and_then(|p| {
+                            super::ancestor_of_kind(p, &["class_definition", "function_definition"])
+                        })
+                        .is_none_or(|a| a.kind() == "function_definition")
+            });
+            if found.is_some() {
+                return found;
+            }
+            scope = self.functions[scope?].parent;
+        }
+    }
+
+    /// The method `name` defined directly in class `c`.
+    pub fn method_of(&self, c: usize, name: &str) -> Option<usize> {
+        let class = &self.classes[c];
+        let body = class.node.child_by_field_name("body")?;
+        self.functions_named(name).iter().copied().find(|&f| {
+            let def = self.functions[f].node;
+            let parent = def
+                .parent()
+                .filter(|p| p.kind() != "decorated_definition")
+                .or_else(|| def.parent()?.parent());
+            parent.is_some_and(|p| p.id() == body.id())
+        })
     }
 
     /// The qualified name an expression stands for, through imports and aliases:
@@ -581,33 +830,49 @@ impl<'t> PythonModel<'t> {
 
     /// Functions defined under a name (module functions, methods and nested functions alike).
     pub fn functions_named(&self, name: &str) -> &[usize] {
-        self.functions_by_name.get(name).map(Vec::as_slice).unwrap_or(&[])
+        self.functions_by_name
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
     }
 
     /// The local function a call invokes: `f(...)` for a module-level or enclosing `def f`,
     /// `self.f(...)` / `cls.f(...)` for a method of the same class.
     pub fn local_callee(&self, call: Node<'_>) -> Option<usize> {
         let func = call.child_by_field_name("function")?;
-        let caller = self.enclosing_function(call);
+        let caller = self.enclosing_function(func);
         match func.kind() {
             "identifier" => {
                 let name = self.text(func);
-                if self.qualified_name(func).is_some() {
+                let candidates = self.functions_named(name);
+                if candidates.is_empty() || self.qualified_name(func).is_some() {
                     return None;
                 }
-                let candidates = self.functions_named(name);
+                // `global pager; pager = getpager(); pager(text)`: the caller rebinds the name,
+                // so the call goes to whatever was bound, not to the function of that name
+                // (unless that function is nested in the caller, which also binds it).
+                if let Some(c) = caller {
+                    let nested_here = candidates
+                        .iter()
+                        .any(|&f| self.functions[f].parent == Some(c));
+                    if !nested_here && self.function_binds(c, name) {
+                        return None;
+                    }
+                }
                 // Prefer a function nested in the caller's chain, then a module-level one.
                 let mut scope = caller;
                 while let Some(s) = scope {
-                    if let Some(&c) = candidates.iter().find(|&&c| self.functions[c].parent == Some(s)) {
+                    if let Some(&c) = candidates
+                        .iter()
+                        .find(|&&c| self.functions[c].parent == Some(s))
+                    {
                         return Some(c);
                     }
                     scope = self.functions[s].parent;
                 }
-                candidates
-                    .iter()
-                    .copied()
-                    .find(|&c| self.functions[c].parent.is_none() && self.functions[c].class.is_none())
+                candidates.iter().copied().find(|&c| {
+                    self.functions[c].parent.is_none() && self.functions[c].class.is_none()
+                })
             }
             "attribute" => {
                 let object = func.child_by_field_name("object")?;
@@ -615,8 +880,11 @@ impl<'t> PythonModel<'t> {
                 if recv != "self" && recv != "cls" {
                     return None;
                 }
-                let class = self.functions[caller?].class.as_ref()?;
                 let name = self.text(func.child_by_field_name("attribute")?);
+                if self.functions_named(name).is_empty() {
+                    return None;
+                }
+                let class = self.functions[caller?].class.as_ref()?;
                 self.functions_named(name)
                     .iter()
                     .copied()
@@ -628,11 +896,15 @@ impl<'t> PythonModel<'t> {
 
     /// Local functions called from the body of function `f` (not from functions nested in it).
     pub fn callees(&self, f: usize) -> Vec<(Node<'t>, usize)> {
-        self.calls
-            .iter()
-            .filter(|(_, scope)| *scope == Some(f))
-            .filter_map(|(call, _)| self.local_callee(*call).map(|c| (*call, c)))
-            .collect()
+        self.call_graph().edges.get(f).cloned().unwrap_or_default()
+    }
+
+    /// The value node of a module-level name bound exactly once (`REQUIRED = [...]`).
+    pub fn module_value(&self, name: &str) -> Option<Node<'t>> {
+        self.module_bindings
+            .get(name)
+            .filter(|b| b.count == 1)
+            .map(|b| b.value)
     }
 
     /// The folded value of a constant expression: literals, tuples, arithmetic, module-level
@@ -715,33 +987,82 @@ impl<'t> PythonModel<'t> {
         }
     }
 
-    /// Does function `f` bind `name` as a parameter or by assignment in its own body?
-    fn function_binds(&self, f: usize, name: &str) -> bool {
+    /// Does function `f` bind `name` as a parameter or by assignment in its own body (including
+    /// `global x; x = ...`, which rebinds the module's `x`)?
+    pub fn function_binds(&self, f: usize, name: &str) -> bool {
+        self.locals
+            .get_or_init(|| {
+                (0..self.functions.len())
+                    .map(|f| self.compute_locals(f))
+                    .collect()
+            })
+            .get(f)
+            .is_some_and(|l| l.contains(name))
+    }
+
+    fn compute_locals(&self, f: usize) -> HashSet<&'t str> {
+        let mut out = HashSet::new();
         let node = self.functions[f].node;
         if let Some(params) = node.child_by_field_name("parameters") {
-            for p in super::descendants(params) {
-                if p.kind() == "identifier" && self.text(p) == name {
-                    return true;
+            for p in named_children(params) {
+                let id = match p.kind() {
+                    "identifier" => Some(p),
+                    "default_parameter" | "typed_default_parameter" => {
+                        p.child_by_field_name("name")
+                    }
+                    _ => named_children(p).find(|c| c.kind() == "identifier"),
+                };
+                if let Some(id) = id {
+                    out.insert(self.text(id));
                 }
             }
         }
         let Some(body) = node.child_by_field_name("body") else {
-            return false;
+            return out;
         };
-        let mut it = super::descendants(body);
-        while let Some(n) = it.next() {
-            if matches!(n.kind(), "function_definition" | "class_definition" | "lambda") {
+        let mut cursor = body.walk();
+        'walk: loop {
+            let n = cursor.node();
+            let mut descend = true;
+            match n.kind() {
+                "function_definition" | "class_definition" => {
+                    if let Some(name) = n.child_by_field_name("name") {
+                        out.insert(self.text(name));
+                    }
+                    descend = false;
+                }
+                "lambda" => descend = false,
+                "assignment" | "augmented_assignment" | "for_statement" => {
+                    if let Some(left) = n.child_by_field_name("left") {
+                        out.extend(identifiers_in_target(left).iter().map(|i| self.text(*i)));
+                    }
+                }
+                "named_expression" => {
+                    if let Some(name) = n.child_by_field_name("name") {
+                        out.insert(self.text(name));
+                    }
+                }
+                "as_pattern_target" => {
+                    out.extend(identifiers_in_target(n).iter().map(|i| self.text(*i)));
+                }
+                _ => {}
+            }
+            if descend && cursor.goto_first_child() {
                 continue;
             }
-            if matches!(n.kind(), "assignment" | "augmented_assignment" | "for_statement") {
-                if let Some(left) = n.child_by_field_name("left") {
-                    if identifiers_in_target(left).iter().any(|i| self.text(*i) == name) {
-                        return true;
-                    }
+            loop {
+                if cursor.node().id() == body.id() {
+                    break 'walk;
+                }
+                if cursor.goto_next_sibling() {
+                    continue 'walk;
+                }
+                if !cursor.goto_parent() {
+                    break 'walk;
                 }
             }
         }
-        false
+        out
     }
 }
 
@@ -800,30 +1121,7 @@ mod tests {
 
     fn model_of(src: &str, f: impl FnOnce(&PythonModel<'_>, Node<'_>)) {
         let tree = parse(Lang::Python, src).unwrap();
-        let mut b = PythonBuilder::new(src);
-        for n in super::super::descendants(tree.root_node()) {
-            b.enter(n);
-        }
-        // Leave events matter only for scopes; rebuild them with the real walk.
-        let mut b2 = PythonBuilder::new(src);
-        let mut cursor = tree.walk();
-        'w: loop {
-            b2.enter(cursor.node());
-            if cursor.goto_first_child() {
-                continue;
-            }
-            loop {
-                b2.leave(cursor.node());
-                if cursor.goto_next_sibling() {
-                    break;
-                }
-                if !cursor.goto_parent() {
-                    break 'w;
-                }
-            }
-        }
-        drop(b);
-        let m = b2.finish(&tree);
+        let m = build(&tree, src);
         f(&m, tree.root_node());
     }
 
@@ -838,12 +1136,18 @@ mod tests {
         let src = "import tensorflow as tf\nfrom tensorflow import keras\nfrom tensorflow.keras import layers as L\nimport keras.backend\ncfg = tf.config.experimental\ndef f():\n    import torch as T\n    T.cuda.empty_cache()\n    cfg.set_memory_growth(1, True)\n    L.Dense(3)\n    keras.backend.clear_session()\n";
         model_of(src, |m, root| {
             let q = |s| m.qualified_name(find(root, src, "attribute", s));
-            assert_eq!(q("T.cuda.empty_cache").as_deref(), Some("torch.cuda.empty_cache"));
+            assert_eq!(
+                q("T.cuda.empty_cache").as_deref(),
+                Some("torch.cuda.empty_cache")
+            );
             assert_eq!(
                 q("cfg.set_memory_growth").as_deref(),
                 Some("tensorflow.config.experimental.set_memory_growth")
             );
-            assert_eq!(q("L.Dense").as_deref(), Some("tensorflow.keras.layers.Dense"));
+            assert_eq!(
+                q("L.Dense").as_deref(),
+                Some("tensorflow.keras.layers.Dense")
+            );
             assert_eq!(
                 q("keras.backend.clear_session").as_deref(),
                 Some("keras.backend.clear_session")
@@ -857,7 +1161,10 @@ mod tests {
         model_of(src, |m, root| {
             let v = |s| m.const_value(find(root, src, "identifier", s));
             assert_eq!(v("M"), Some(Value::Int(1025)));
-            assert_eq!(v("S"), Some(Value::Tuple(vec![Value::Int(4), Value::Int(1024)])));
+            assert_eq!(
+                v("S"),
+                Some(Value::Tuple(vec![Value::Int(4), Value::Int(1024)]))
+            );
             assert_eq!(v("X"), None, "bound twice");
             let a = find(root, src, "attribute", "args.batch_size");
             assert_eq!(m.const_value(a), Some(Value::Int(1025)));
@@ -871,8 +1178,14 @@ mod tests {
             let a = m.functions_named("a")[0];
             let b = m.functions_named("b")[0];
             let h = m.functions_named("helper")[0];
-            assert_eq!(m.callees(a).iter().map(|c| c.1).collect::<Vec<_>>(), vec![b]);
-            assert_eq!(m.callees(b).iter().map(|c| c.1).collect::<Vec<_>>(), vec![h]);
+            assert_eq!(
+                m.callees(a).iter().map(|c| c.1).collect::<Vec<_>>(),
+                vec![b]
+            );
+            assert_eq!(
+                m.callees(b).iter().map(|c| c.1).collect::<Vec<_>>(),
+                vec![h]
+            );
         });
     }
 }

@@ -1,1 +1,4 @@
 //! Rules for CUDA kernels and C++ op glue.
+
+pub mod cu001_unguarded_thread_index;
+pub mod cu002_guard_index_mismatch;

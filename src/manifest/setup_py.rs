@@ -1,0 +1,150 @@
+//! `setup.py`: the `install_requires`, `extras_require` and `python_requires` literals of a
+//! `setuptools.setup(...)` call, read through the Python semantic model (imports resolve
+//! `setup`, module-level names such as `REQUIRED = [...]` resolve through their one binding).
+//! The result is the same [`Manifest`] the other formats produce, so the MF rules have one
+//! source of truth.
+
+use super::pep508::{parse_requirement, parse_specifiers};
+use super::{Format, Installer, Manifest, PythonDecl, Requirement, Scope};
+use crate::diagnostic::Span;
+use crate::semantic::named_children;
+use crate::semantic::python::{string_literal, PythonModel, Value};
+use tree_sitter::Node;
+
+const SETUP_FUNCTIONS: &[&str] = &[
+    "setuptools.setup",
+    "distutils.core.setup",
+    "skbuild.setup",
+    "numpy.distutils.core.setup",
+];
+
+/// The manifest a `setup.py` declares; `None` when it has no `setup(...)` call.
+pub fn extract(model: &PythonModel<'_>) -> Option<Manifest> {
+    let mut m = Manifest::new(Format::SetupPy);
+    let mut found = false;
+    for (call, _) in &model.calls {
+        let Some(name) = model.call_name(*call) else {
+            continue;
+        };
+        if !SETUP_FUNCTIONS.contains(&name.as_str()) {
+            continue;
+        }
+        found = true;
+        let Some(args) = call.child_by_field_name("arguments") else {
+            continue;
+        };
+        for kw in named_children(args).filter(|n| n.kind() == "keyword_argument") {
+            let (Some(key), Some(value)) = (
+                kw.child_by_field_name("name"),
+                kw.child_by_field_name("value"),
+            ) else {
+                continue;
+            };
+            match model.text(key) {
+                "install_requires" => requirements(&mut m, model, value, 0),
+                "extras_require" => {
+                    let Some(dict) = resolve(model, value, "dictionary") else {
+                        continue;
+                    };
+                    for pair in named_children(dict).filter(|n| n.kind() == "pair") {
+                        let (Some(k), Some(v)) = (
+                            pair.child_by_field_name("key"),
+                            pair.child_by_field_name("value"),
+                        ) else {
+                            continue;
+                        };
+                        let name = string_literal(k, model.source).unwrap_or_default();
+                        m.scopes.push(Scope {
+                            name,
+                            parent: Some(0),
+                        });
+                        let scope = m.scopes.len() - 1;
+                        requirements(&mut m, model, v, scope);
+                    }
+                }
+                "python_requires" => {
+                    if let Some((s, span)) = string(model, value) {
+                        m.pythons.push(PythonDecl {
+                            spec: parse_specifiers(&s).0,
+                            text: format!("python_requires=\"{s}\""),
+                            span,
+                            origin: None,
+                            scope: 0,
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if !found {
+        return None;
+    }
+    super::finish(&mut m, model.source);
+    Some(m)
+}
+
+/// `value` itself when it is of `kind`, or the one module-level binding of a name.
+fn resolve<'t>(model: &PythonModel<'t>, value: Node<'t>, kind: &str) -> Option<Node<'t>> {
+    if value.kind() == kind {
+        return Some(value);
+    }
+    if value.kind() == "identifier" {
+        let bound = model.module_value(model.text(value))?;
+        return (bound.kind() == kind).then_some(bound);
+    }
+    None
+}
+
+/// A string value and the span of its text (the string's content when it has no escapes).
+fn string(model: &PythonModel<'_>, node: Node<'_>) -> Option<(String, Span)> {
+    if let Some(s) = string_literal(node, model.source) {
+        let content: Vec<Node<'_>> = named_children(node)
+            .filter(|c| c.kind() == "string_content")
+            .collect();
+        let span = match content.as_slice() {
+            [c] if model.text(*c) == s => Span::of(c),
+            _ => Span::of(&node),
+        };
+        return Some((s, span));
+    }
+    match model.const_value(node)? {
+        Value::Str(s) => Some((s, Span::of(&node))),
+        _ => None,
+    }
+}
+
+fn requirements<'t>(m: &mut Manifest, model: &PythonModel<'t>, value: Node<'t>, scope: usize) {
+    let Some(list) = resolve(model, value, "list").or_else(|| resolve(model, value, "tuple"))
+    else {
+        return;
+    };
+    for item in named_children(list) {
+        let Some((s, span)) = string(model, item) else {
+            continue;
+        };
+        let Some(r) = parse_requirement(&s) else {
+            continue;
+        };
+        let exact = model.source.get(span.start..span.end) == Some(s.as_str());
+        let req_span = if exact {
+            Span::new(span.start + r.range.start, span.start + r.range.end)
+        } else {
+            span
+        };
+        m.requirements.push(Requirement {
+            name: r.name,
+            extras: r.extras,
+            spec: r.spec,
+            local: r.local,
+            build: None,
+            marker: r.marker,
+            installer: Installer::Pip,
+            text: s[r.range.clone()].trim().to_string(),
+            span: req_span,
+            origin: None,
+            scope,
+            indexes: Vec::new(),
+        });
+    }
+}

@@ -1,0 +1,81 @@
+//! GitLab Code Quality report: the subset of the Code Climate issue format that GitLab reads
+//! (`artifacts:reports:codequality`). Every issue has `description`, `check_name`,
+//! `fingerprint`, `severity` and `location.path` + `location.lines.begin`, the fields GitLab
+//! requires; `type` and `categories` are kept for Code Climate consumers.
+
+use super::{each, slash_path};
+use crate::diagnostic::{FileReport, Severity};
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct Issue<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    check_name: &'a str,
+    description: String,
+    content: Content,
+    categories: [&'static str; 1],
+    severity: &'static str,
+    fingerprint: &'a str,
+    location: Location,
+}
+
+#[derive(Serialize)]
+struct Content {
+    body: String,
+}
+
+#[derive(Serialize)]
+struct Location {
+    path: String,
+    lines: Lines,
+}
+
+#[derive(Serialize)]
+struct Lines {
+    begin: usize,
+    end: usize,
+}
+
+/// gpulint severity → GitLab severity (`info`, `minor`, `major`, `critical`, `blocker`).
+pub fn severity(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "critical",
+        Severity::Warning => "major",
+        Severity::Info => "info",
+    }
+}
+
+pub fn render(reports: &[&FileReport]) -> String {
+    let issues: Vec<Issue<'_>> = each(reports)
+        .map(|(r, d)| {
+            let mut body = String::new();
+            for note in &d.notes {
+                body.push_str(&format!("note: {note}\n"));
+            }
+            if let Some(help) = &d.help {
+                body.push_str(&format!("help: {help}\n"));
+            }
+            body.push_str(&format!("See `gpulint explain {}`.", d.code));
+            Issue {
+                kind: "issue",
+                check_name: d.code,
+                description: format!("{} [{}]: {}", d.code, d.name, d.message),
+                content: Content { body },
+                categories: ["Bug Risk"],
+                severity: severity(d.severity),
+                fingerprint: &d.fingerprint,
+                location: Location {
+                    path: slash_path(&r.display_path),
+                    lines: Lines {
+                        begin: d.location.line.max(1),
+                        end: d.location.end_line.max(d.location.line).max(1),
+                    },
+                },
+            }
+        })
+        .collect();
+    let mut s = serde_json::to_string_pretty(&issues).unwrap_or_else(|_| "[]".into());
+    s.push('\n');
+    s
+}

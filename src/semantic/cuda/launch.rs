@@ -1,0 +1,198 @@
+//! Launch configurations: is a launch's grid rounded up to cover a size (`(n + 255) / 256`,
+//! `DIVUP(n, 256)`), plain (`n / 256`, `batch`, `dim3(h, w)`), or unknown?
+
+use super::{CudaModel, Launch};
+use crate::semantic::{named_children, text};
+use tree_sitter::Node;
+
+/// How a grid is computed, from the most to the least reassuring. Combining two takes the
+/// worse one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GridKind {
+    /// Literals, sizes, products and floor divisions: every thread maps to data the launching
+    /// code knows about (`<<<batch * heads, dim>>>`, `<<<n / 256, 256>>>`).
+    Plain,
+    /// Computed in a way not understood (a helper function, a configuration filled in by a call).
+    Unknown,
+    /// Rounded up to whole blocks: the last block has threads past the data.
+    CeilDiv,
+}
+
+/// Names of helpers that round a division up.
+fn is_ceil_helper(name: &str) -> bool {
+    let n = name.to_ascii_lowercase().replace('_', "");
+    [
+        "ceil",
+        "divup",
+        "cdiv",
+        "roundup",
+        "getblocks",
+        "divru",
+        "blocks",
+        "gridsize",
+        "numblock",
+        "divideup",
+    ]
+    .iter()
+    .any(|m| n.contains(m))
+}
+
+impl<'t> CudaModel<'t> {
+    /// The worst grid over the launches of the kernel `name` in this file; `None` when it is not
+    /// launched here.
+    pub fn kernel_grid<'a>(&'a self, name: &'a str) -> Option<(GridKind, &'a Launch<'t>)> {
+        self.launches_of(name)
+            .filter_map(|l| Some((self.grid_kind(l)?, l)))
+            .max_by_key(|(k, _)| *k)
+    }
+
+    /// How the grid of `launch` is computed; `None` if the launch has no grid argument.
+    pub fn grid_kind(&self, launch: &Launch<'t>) -> Option<GridKind> {
+        let grid = *launch.config.first()?;
+        let func = self.functions.iter().position(|f| {
+            f.node.start_byte() <= launch.node.start_byte()
+                && launch.node.end_byte() <= f.node.end_byte()
+        });
+        let mut budget = 2000;
+        let at = launch.node.start_byte();
+        Some(self.classify(grid, func, at, 0, &mut budget))
+    }
+
+    fn classify(
+        &self,
+        e: Node<'_>,
+        func: Option<usize>,
+        at: usize,
+        depth: usize,
+        budget: &mut u32,
+    ) -> GridKind {
+        if depth > 24 || *budget == 0 {
+            return GridKind::Unknown;
+        }
+        *budget -= 1;
+        let d = depth + 1;
+        let field = |f: &str| e.child_by_field_name(f);
+        match e.kind() {
+            "number_literal" | "sizeof_expression" | "true" | "false" => GridKind::Plain,
+            "identifier" => self.classify_name(text(e, self.source), func, at, depth, budget),
+            "field_expression" => match field("argument") {
+                Some(a) if a.kind() == "identifier" => {
+                    self.classify_name(text(a, self.source), func, at, depth, budget)
+                }
+                Some(a) => self.classify(a, func, at, d, budget),
+                None => GridKind::Plain,
+            },
+            "parenthesized_expression"
+            | "argument_list"
+            | "initializer_list"
+            | "conditional_expression" => {
+                let cond = field("condition").map(|x| x.id());
+                let mut worst = GridKind::Plain;
+                for c in named_children(e).filter(|c| Some(c.id()) != cond) {
+                    worst = worst.max(self.classify(c, func, at, d, budget));
+                }
+                worst
+            }
+            "cast_expression" => match field("value") {
+                Some(v) => self.classify(v, func, at, d, budget),
+                None => GridKind::Plain,
+            },
+            "call_expression" => {
+                let Some(f) = field("function") else {
+                    return GridKind::Unknown;
+                };
+                if f.kind() == "field_expression" {
+                    // `x.size(0)`, `t.numel()`: sizes.
+                    return GridKind::Plain;
+                }
+                let name = super::last_name(text(
+                    f.child_by_field_name("name").unwrap_or(f),
+                    self.source,
+                ));
+                if is_ceil_helper(name) {
+                    return GridKind::CeilDiv;
+                }
+                match name {
+                    "dim3" | "min" | "max" | "static_cast" | "int" | "unsigned" | "size_t"
+                    | "int64_t" | "uint32_t" | "make_uint3" => match field("arguments") {
+                        Some(a) => self.classify(a, func, at, d, budget),
+                        None => GridKind::Plain,
+                    },
+                    _ => GridKind::Unknown,
+                }
+            }
+            "binary_expression" => {
+                let op = field("operator").map(|o| o.kind()).unwrap_or("");
+                let (Some(l), Some(r)) = (field("left"), field("right")) else {
+                    return GridKind::Unknown;
+                };
+                let has = |n: Node<'_>, ops: &[&str]| {
+                    crate::semantic::descendants(n).take(256).any(|x| {
+                        x.kind() == "binary_expression"
+                            && x.child_by_field_name("operator")
+                                .is_some_and(|o| ops.contains(&o.kind()))
+                    })
+                };
+                match op {
+                    // `(n + 255) / 256`, `(n - 1) / 256 + 1`, `n / 256 + (n % 256 != 0)`.
+                    "/" | ">>" if has(l, &["+"]) => GridKind::CeilDiv,
+                    "+" if has(l, &["/", ">>"]) || has(r, &["/", ">>", "%", "!="]) => {
+                        GridKind::CeilDiv
+                    }
+                    _ => {
+                        // Operands of arithmetic are sizes: only a rounding up inside them
+                        // counts, not how they were obtained.
+                        let operand = |k: GridKind| {
+                            if k == GridKind::CeilDiv {
+                                k
+                            } else {
+                                GridKind::Plain
+                            }
+                        };
+                        let left = operand(self.classify(l, func, at, d, budget));
+                        left.max(operand(self.classify(r, func, at, d, budget)))
+                    }
+                }
+            }
+            // Subscripts, members of other expressions, …: values.
+            _ => GridKind::Plain,
+        }
+    }
+
+    /// A name in a grid: its definitions in the launching function, or a plain value (a
+    /// parameter, a member, a global) when it has none.
+    fn classify_name(
+        &self,
+        name: &str,
+        func: Option<usize>,
+        at: usize,
+        depth: usize,
+        budget: &mut u32,
+    ) -> GridKind {
+        let Some(defs) = func.and_then(|f| self.host_defs.get(&(f, name))) else {
+            return GridKind::Plain;
+        };
+        // The definitions visible at the launch and before it.
+        let visible: Vec<_> = defs
+            .iter()
+            .filter(|d| {
+                d.scope.start <= at
+                    && at < d.scope.end
+                    && d.value.is_none_or(|v| v.start_byte() < at)
+            })
+            .collect();
+        if visible.is_empty() {
+            return GridKind::Plain;
+        }
+        let values: Vec<Node<'_>> = visible.iter().filter_map(|d| d.value).collect();
+        if values.is_empty() {
+            // Declared here without a value: filled in by a call (`launch_config(n, grid)`).
+            return GridKind::Unknown;
+        }
+        let mut worst = GridKind::Plain;
+        for v in values {
+            worst = worst.max(self.classify(v, func, at, depth + 1, budget));
+        }
+        worst
+    }
+}

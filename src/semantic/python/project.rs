@@ -1,0 +1,420 @@
+//! Facts from files next to the one being checked: launchers that set environment variables,
+//! and local modules it imports.
+//!
+//! Both are looked up only when a rule is about to report (never in the hot path), and cached
+//! for the whole run: launchers by directory, modules by path. Nothing is read outside the
+//! checked tree: a launcher is looked for in the file's directory and its ancestors up to the
+//! repository root (a directory holding `.git`) or the configured root, whichever comes
+//! first; when neither is an ancestor, only the file's own directory is searched.
+
+use super::PythonModel;
+use crate::lang::{parse, Lang};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+
+/// Launcher files larger than this are not read.
+const MAX_LAUNCHER_SIZE: u64 = 256 << 10;
+/// Local modules larger than this are not read.
+const MAX_MODULE_SIZE: u64 = 1 << 20;
+/// Directory entries looked at per directory.
+const MAX_DIR_ENTRIES: usize = 512;
+
+/// What a directory's launchers set: variable name → (file, value) for the variables asked about.
+#[derive(Debug, Default, Clone)]
+struct DirFacts {
+    vars: HashMap<String, (PathBuf, String)>,
+    is_repo_root: bool,
+    /// The launcher files read.
+    read: Vec<PathBuf>,
+}
+
+static DIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<DirFacts>>>> = LazyLock::new(Default::default);
+static MODULES: LazyLock<Mutex<HashMap<PathBuf, Option<Arc<ModuleFacts>>>>> =
+    LazyLock::new(Default::default);
+
+/// Environment variables launchers are scanned for.
+const LAUNCHER_VARS: &[&str] = &[
+    "TF_FORCE_GPU_ALLOW_GROWTH",
+    "CUDA_VISIBLE_DEVICES",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_ALLOCATOR",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_ALLOC_CONF",
+];
+
+/// Is `name` a launcher: a shell or batch script, a Dockerfile, a compose file, a `.env` file,
+/// or a Slurm script?
+fn is_launcher(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower == ".env"
+        || lower.ends_with(".env")
+        || lower.starts_with("dockerfile")
+        || lower.ends_with(".dockerfile")
+        || ((lower.starts_with("docker-compose") || lower.starts_with("compose"))
+            && (lower.ends_with(".yml") || lower.ends_with(".yaml")))
+        || [".sh", ".bash", ".bat", ".cmd", ".slurm", ".sbatch"]
+            .iter()
+            .any(|e| lower.ends_with(e))
+}
+
+/// `KEY=value`, `KEY: "value"`, `ENV KEY value`, `set KEY=value`, `export KEY="value"`: the
+/// value after the first occurrence of `key` in `text` that is followed by one.
+fn value_after(text: &str, key: &str) -> Option<String> {
+    let mut from = 0;
+    while let Some(at) = text[from..].find(key) {
+        let start = from + at;
+        from = start + key.len();
+        // A whole word: not `MY_CUDA_VISIBLE_DEVICES`.
+        let before_ok = text[..start]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'));
+        let rest = &text[from..];
+        let after = rest.chars().next();
+        if !before_ok || after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        let rest = rest.trim_start_matches([' ', '\t', '"', '\'']);
+        let rest = match rest.strip_prefix(['=', ':']) {
+            Some(r) => r,
+            // Dockerfile `ENV KEY value` needs the space.
+            None if text[from..].starts_with([' ', '\t']) => rest,
+            None => continue,
+        };
+        let rest = rest.trim_start_matches([' ', '\t', '"', '\'']);
+        let value: String = rest
+            .chars()
+            .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | ';' | '&' | '}'))
+            .collect();
+        return Some(value);
+    }
+    None
+}
+
+fn dir_facts(dir: &Path) -> Arc<DirFacts> {
+    if let Some(f) = DIRS.lock().ok().and_then(|d| d.get(dir).cloned()) {
+        return f;
+    }
+    let mut facts = DirFacts {
+        is_repo_root: dir.join(".git").exists(),
+        ..DirFacts::default()
+    };
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        let mut names: Vec<PathBuf> = entries
+            .take(MAX_DIR_ENTRIES)
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(is_launcher)
+            })
+            .collect();
+        names.sort();
+        for path in names {
+            if std::fs::metadata(&path)
+                .map(|m| m.len())
+                .unwrap_or(u64::MAX)
+                > MAX_LAUNCHER_SIZE
+            {
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            facts.read.push(path.clone());
+            let text = String::from_utf8_lossy(&bytes);
+            for var in LAUNCHER_VARS {
+                if facts.vars.contains_key(*var) {
+                    continue;
+                }
+                if let Some(v) = value_after(&text, var) {
+                    facts.vars.insert((*var).to_string(), (path.clone(), v));
+                }
+            }
+        }
+    }
+    let facts = Arc::new(facts);
+    if let Ok(mut d) = DIRS.lock() {
+        d.insert(dir.to_path_buf(), facts.clone());
+    }
+    facts
+}
+
+/// The directories to search for launchers of `file`, nearest first.
+fn launcher_dirs(file: &Path, root: &Path) -> Vec<PathBuf> {
+    let Some(dir) = std::path::absolute(file)
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+    else {
+        return Vec::new();
+    };
+    let root = std::path::absolute(root).ok();
+    let mut chain = Vec::new();
+    let mut bounded = false;
+    for d in dir.ancestors() {
+        chain.push(d.to_path_buf());
+        if root.as_deref() == Some(d) || d.join(".git").exists() {
+            bounded = true;
+            break;
+        }
+    }
+    if !bounded {
+        chain.truncate(1);
+    }
+    chain
+}
+
+/// A launcher next to `file` (in its directory or an ancestor up to the repository root) that
+/// sets environment variable `var`: the launcher's path and the value.
+pub fn launcher_setting(file: &Path, root: &Path, var: &str) -> Option<(PathBuf, String)> {
+    for dir in launcher_dirs(file, root) {
+        let facts = dir_facts(&dir);
+        // The answer depends on this folder's listing and its launchers (for the cache).
+        crate::engine::note_dependency(&dir);
+        for f in &facts.read {
+            crate::engine::note_dependency(f);
+        }
+        if let Some((p, v)) = facts.vars.get(var) {
+            return Some((p.clone(), v.clone()));
+        }
+        if facts.is_repo_root {
+            break;
+        }
+    }
+    None
+}
+
+/// What a local module does that matters to the modules importing it.
+#[derive(Debug, Default)]
+pub struct ModuleFacts {
+    /// Configures TensorFlow GPU memory growth or a limit when imported.
+    pub tf_memory_at_import: bool,
+    /// Its module-level functions that configure TensorFlow GPU memory growth or a limit.
+    pub tf_memory_functions: Vec<String>,
+}
+
+/// The file a dotted import refers to, if it is a local module next to `file`: `gpu_setup` →
+/// `<dir>/gpu_setup.py` or `<dir>/gpu_setup/__init__.py`. Returns the path and the number of
+/// leading components of `dotted` that name the module (the rest are attributes).
+fn local_module(file: &Path, dotted: &str) -> Option<(PathBuf, usize)> {
+    let dir = file.parent()?;
+    // `.x` is relative to this package; `..x` would leave the directory: not followed.
+    let dotted = match dotted.strip_prefix('.') {
+        Some(rest) if rest.starts_with('.') => return None,
+        Some(rest) => rest,
+        None => dotted,
+    };
+    let parts: Vec<&str> = dotted.split('.').filter(|p| !p.is_empty()).collect();
+    for n in (1..=parts.len()).rev() {
+        let mut p = dir.to_path_buf();
+        for part in &parts[..n] {
+            p.push(part);
+        }
+        let as_file = p.with_extension("py");
+        if as_file.is_file() {
+            return Some((as_file, n));
+        }
+        let as_pkg = p.join("__init__.py");
+        if as_pkg.is_file() {
+            return Some((as_pkg, n));
+        }
+    }
+    None
+}
+
+fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
+    if let Some(f) = MODULES.lock().ok().and_then(|m| m.get(path).cloned()) {
+        return f;
+    }
+    let facts = (|| {
+        if std::fs::metadata(path).ok()?.len() > MAX_MODULE_SIZE {
+            return None;
+        }
+        let text = crate::engine::decode(std::fs::read(path).ok()?).ok()?;
+        let tree = parse(Lang::Python, &text)?;
+        let m = super::build(&tree, &text);
+        let tf = m.tf();
+        Some(Arc::new(ModuleFacts {
+            tf_memory_at_import: tf.memory_configured_at_import(&m),
+            tf_memory_functions: tf.memory_config_functions(&m),
+        }))
+    })();
+    if let Ok(mut m) = MODULES.lock() {
+        m.insert(path.to_path_buf(), facts.clone());
+    }
+    facts
+}
+
+/// Does a local module imported by `m` (the module at `file`) configure TensorFlow GPU memory,
+/// either when imported or through a function of it that `m` calls? Returns the module's path.
+pub fn tf_memory_configured_by_import(m: &PythonModel<'_>, file: &Path) -> Option<PathBuf> {
+    let mut checked: HashMap<PathBuf, Option<Arc<ModuleFacts>>> = HashMap::new();
+    let mut facts_of = |dotted: &str| -> Option<(PathBuf, usize, Arc<ModuleFacts>)> {
+        let (path, n) = local_module(file, dotted)?;
+        crate::engine::note_dependency(&path);
+        let f = checked
+            .entry(path.clone())
+            .or_insert_with(|| module_facts(&path))
+            .clone()?;
+        Some((path, n, f))
+    };
+    for imp in &m.imports {
+        if let Some((path, n, f)) = facts_of(&imp.qualified) {
+            let parts = imp
+                .qualified
+                .trim_start_matches('.')
+                .split('.')
+                .filter(|p| !p.is_empty())
+                .count();
+            let imported_fn = (n < parts).then(|| imp.qualified.rsplit('.').next().unwrap_or(""));
+            if f.tf_memory_at_import {
+                return Some(path);
+            }
+            // `from gpu_setup import enable_growth` and a call of it.
+            if let Some(name) = imported_fn {
+                if f.tf_memory_functions.iter().any(|x| x == name) {
+                    let called = m
+                        .calls
+                        .iter()
+                        .any(|(c, _)| m.call_name(*c).as_deref() == Some(imp.qualified.as_str()));
+                    if called {
+                        return Some(path);
+                    }
+                }
+            }
+        }
+    }
+    // `import gpu_setup` and a call `gpu_setup.enable_growth()`.
+    for (c, _) in &m.calls {
+        let Some(q) = m.call_name(*c) else {
+            continue;
+        };
+        let Some((module, name)) = q.rsplit_once('.') else {
+            continue;
+        };
+        if let Some((path, _, f)) = facts_of(module) {
+            if f.tf_memory_functions.iter().any(|x| x == name) {
+                return Some(path);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launcher_values() {
+        assert_eq!(
+            value_after(
+                "export TF_FORCE_GPU_ALLOW_GROWTH=true\n",
+                "TF_FORCE_GPU_ALLOW_GROWTH"
+            )
+            .as_deref(),
+            Some("true")
+        );
+        assert_eq!(
+            value_after(
+                "ENV TF_FORCE_GPU_ALLOW_GROWTH true\n",
+                "TF_FORCE_GPU_ALLOW_GROWTH"
+            )
+            .as_deref(),
+            Some("true")
+        );
+        assert_eq!(
+            value_after(
+                "  - TF_FORCE_GPU_ALLOW_GROWTH: \"true\"\n",
+                "TF_FORCE_GPU_ALLOW_GROWTH"
+            )
+            .as_deref(),
+            Some("true")
+        );
+        assert_eq!(
+            value_after(
+                "set TF_FORCE_GPU_ALLOW_GROWTH=true\r\n",
+                "TF_FORCE_GPU_ALLOW_GROWTH"
+            )
+            .as_deref(),
+            Some("true")
+        );
+        assert_eq!(
+            value_after(
+                "echo $MY_CUDA_VISIBLE_DEVICES\nCUDA_VISIBLE_DEVICES=0,1 python x.py",
+                "CUDA_VISIBLE_DEVICES"
+            )
+            .as_deref(),
+            Some("0,1")
+        );
+        assert_eq!(
+            value_after(
+                "echo $TF_FORCE_GPU_ALLOW_GROWTH\n",
+                "TF_FORCE_GPU_ALLOW_GROWTH"
+            ),
+            None
+        );
+        assert!(
+            is_launcher("run_train.sh")
+                && is_launcher("Dockerfile.gpu")
+                && is_launcher("docker-compose.override.yml")
+        );
+        assert!(is_launcher(".env") && !is_launcher("train.py") && !is_launcher("config.yml"));
+    }
+
+    #[test]
+    fn launcher_and_module_lookup() {
+        let root = tempfile::tempdir().unwrap();
+        let repo = root.path().join("repo");
+        let pkg = repo.join("train");
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::write(
+            repo.join("run.sh"),
+            "export TF_FORCE_GPU_ALLOW_GROWTH=true\npython train/main.py\n",
+        )
+        .unwrap();
+        // Outside the repository: never read.
+        std::fs::write(
+            root.path().join("Dockerfile"),
+            "ENV CUDA_VISIBLE_DEVICES -1\n",
+        )
+        .unwrap();
+        std::fs::write(
+            pkg.join("gpu_setup.py"),
+            "import tensorflow as tf\nfor g in tf.config.list_physical_devices('GPU'):\n    tf.config.experimental.set_memory_growth(g, True)\n",
+        )
+        .unwrap();
+        let main = pkg.join("main.py");
+        let found = launcher_setting(
+            &main,
+            Path::new("/nonexistent-root"),
+            "TF_FORCE_GPU_ALLOW_GROWTH",
+        );
+        assert_eq!(found, Some((repo.join("run.sh"), "true".into())));
+        assert_eq!(
+            launcher_setting(
+                &main,
+                Path::new("/nonexistent-root"),
+                "CUDA_VISIBLE_DEVICES"
+            ),
+            None
+        );
+
+        let src = "import tensorflow as tf\nimport gpu_setup\nmodel.fit(x)\n";
+        let tree = parse(Lang::Python, src).unwrap();
+        let m = super::super::build(&tree, src);
+        assert_eq!(
+            tf_memory_configured_by_import(&m, &main),
+            Some(pkg.join("gpu_setup.py"))
+        );
+        let src = "import tensorflow as tf\nimport numpy\nmodel.fit(x)\n";
+        let tree = parse(Lang::Python, src).unwrap();
+        let m = super::super::build(&tree, src);
+        assert_eq!(tf_memory_configured_by_import(&m, &main), None);
+    }
+}
