@@ -191,13 +191,15 @@ impl Settings {
             })
             .collect();
         format!(
-            "{:?}|{:?}|{:?}|{}|{:?}|{}|{}|{}",
+            "{:?}|{:?}|{:?}|{}|{:?}|{}|{:?}|{}|{}",
             self.enabled,
             self.explicit,
             ignores,
             self.root.display(),
             options,
             self.gpu_memory,
+            // Messages say where the budget came from.
+            self.gpu_memory_origin,
             self.verbose,
             self.max_file_size
         )
