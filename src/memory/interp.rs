@@ -143,8 +143,10 @@ impl<'a, 't> Interp<'a, 't> {
     /// arguments, defaults applied), so that `main()` behind a CLI framework is seen too.
     pub fn run_file(&mut self) {
         let mut frame = Frame::default();
-        let root = self.pm.root;
-        self.block(root, &mut frame);
+        // A notebook has one root per code cell, in execution order.
+        for root in self.pm.roots.clone() {
+            self.block(root, &mut frame);
+        }
         for f in 0..self.pm.functions.len() {
             let func = &self.pm.functions[f];
             if func.parent.is_none() && func.class.is_none() && !self.entered[f] {
@@ -206,9 +208,8 @@ impl<'a, 't> Interp<'a, 't> {
     }
 
     fn collect_classes(&mut self) {
-        let root = self.pm.root;
         let mut defs = Vec::new();
-        for child in named_children(root) {
+        for child in self.pm.roots.iter().flat_map(|r| named_children(*r)) {
             let node = if child.kind() == "decorated_definition" {
                 child.child_by_field_name("definition").unwrap_or(child)
             } else {

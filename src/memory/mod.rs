@@ -57,6 +57,14 @@ pub fn analyze(pm: &PythonModel<'_>) -> Vec<ModelReport> {
         .collect()
 }
 
+/// The smallest node covering `span`, in whichever root (notebook cell) holds it.
+pub fn node_at<'t>(pm: &PythonModel<'t>, span: (usize, usize)) -> Option<tree_sitter::Node<'t>> {
+    pm.roots
+        .iter()
+        .find(|r| r.start_byte() <= span.0 && span.1 <= r.end_byte())
+        .and_then(|r| r.descendant_for_byte_range(span.0, span.1))
+}
+
 /// Does the file import a framework whose models the estimator reads?
 pub fn imports_framework(pm: &PythonModel<'_>) -> bool {
     ["torch", "tensorflow", "keras", "tf_keras"]

@@ -100,10 +100,7 @@ impl<'a, 't> Interp<'a, 't> {
     }
 
     fn node_at(&self, span: (usize, usize)) -> tree_sitter::Node<'t> {
-        self.pm
-            .root
-            .descendant_for_byte_range(span.0, span.1)
-            .unwrap_or(self.pm.root)
+        super::node_at(self.pm, span).unwrap_or(self.pm.root)
     }
 
     fn build(&mut self, o: usize) -> Built {

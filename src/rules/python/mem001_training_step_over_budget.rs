@@ -135,7 +135,7 @@ impl Rule for TrainingStepOverBudget {
             } else {
                 batch.call.unwrap_or(batch.span)
             };
-            let Some(at) = pm.root.descendant_for_byte_range(primary.0, primary.1) else {
+            let Some(at) = memory::node_at(pm, primary) else {
                 continue;
             };
             let budget_text = format!(
