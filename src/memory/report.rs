@@ -5,7 +5,7 @@ use super::layer::fmt_shape;
 use super::value::Fw;
 use super::ModelReport;
 use crate::config;
-use crate::semantic::python::{PythonBuilder, PythonModel};
+use crate::semantic::python::PythonModel;
 use crate::settings::{format_size, parse_size, BudgetOrigin};
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
@@ -43,25 +43,41 @@ pub struct EstimateArgs {
 /// Parses `src` and builds its semantic model with the checker's walk.
 pub fn with_python_model<R>(src: &str, f: impl FnOnce(&PythonModel<'_>) -> R) -> Option<R> {
     let tree = crate::lang::parse(crate::lang::Lang::Python, src)?;
-    let mut builder = PythonBuilder::new(src);
-    let mut cursor = tree.walk();
-    'walk: loop {
-        builder.enter(cursor.node());
-        if cursor.goto_first_child() {
-            continue;
-        }
-        loop {
-            builder.leave(cursor.node());
-            if cursor.goto_next_sibling() {
-                break;
+    with_trees(src, &[tree], f)
+}
+
+/// The same for the code cells of a notebook, each parsed on its own, run in order.
+pub fn with_notebook_model<R>(json: &str, f: impl FnOnce(&PythonModel<'_>) -> R) -> Option<R> {
+    let nb = crate::notebook::parse(json).ok()?;
+    let trees: Option<Vec<tree_sitter::Tree>> = nb
+        .cells
+        .iter()
+        .map(|c| crate::lang::parse_range(crate::lang::Lang::Python, &nb.source, c.start, c.end))
+        .collect();
+    let trees = trees.filter(|t| !t.is_empty())?;
+    with_trees(&nb.source, &trees, f)
+}
+
+fn with_trees<R>(
+    src: &str,
+    trees: &[tree_sitter::Tree],
+    f: impl FnOnce(&PythonModel<'_>) -> R,
+) -> Option<R> {
+    let settings = crate::settings::Settings::default();
+    let mut builder = crate::semantic::Builder::new(crate::lang::Lang::Python, src, &settings);
+    for tree in trees {
+        crate::semantic::walk(tree, |node, entering| {
+            if entering {
+                builder.enter(node);
+            } else {
+                builder.leave(node);
             }
-            if !cursor.goto_parent() {
-                break 'walk;
-            }
-        }
+        });
     }
-    let model = builder.finish(&tree);
-    Some(f(&model))
+    match builder.finish(trees) {
+        crate::semantic::Model::Python(m) => Some(f(&m)),
+        _ => None,
+    }
 }
 
 fn fail(message: impl std::fmt::Display) -> ExitCode {
@@ -94,7 +110,21 @@ pub fn run(args: EstimateArgs) -> ExitCode {
         Err(e) => return fail(format!("{}: {e}", args.file.display())),
     };
     let display = args.file.display().to_string();
-    let Some(reports) = with_python_model(&text, super::analyze) else {
+    let notebook = crate::lang::is_notebook(&args.file);
+    let reports = if notebook {
+        with_notebook_model(&text, super::analyze)
+    } else {
+        with_python_model(&text, super::analyze)
+    };
+    // Line numbers of a notebook refer to its code cells joined in order.
+    let text = if notebook {
+        crate::notebook::parse(&text)
+            .map(|nb| nb.source)
+            .unwrap_or(text)
+    } else {
+        text
+    };
+    let Some(reports) = reports else {
         return fail(format!("{display}: the parser gave up on it"));
     };
     if reports.is_empty() {
