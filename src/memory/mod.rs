@@ -19,6 +19,7 @@ pub mod keras;
 pub mod layer;
 pub mod model;
 pub mod report;
+pub mod tensor_ops;
 pub mod torch;
 pub mod training;
 pub mod value;
