@@ -10,6 +10,13 @@ use std::collections::BTreeSet;
 pub static RULES: &[&dyn Rule] = &[
     &rules::cuda::cu001_unguarded_thread_index::UnguardedThreadIndex,
     &rules::cuda::cu002_guard_index_mismatch::GuardIndexMismatch,
+    &rules::python::jx001_jax_preallocation_conflict::JaxPreallocationConflict,
+    &rules::python::jx002_late_jax_allocator_env::LateJaxAllocatorEnv,
+    &rules::python::pt001_accumulated_loss_graph::AccumulatedLossGraph,
+    &rules::python::pt002_stored_graph_tensor::StoredGraphTensor,
+    &rules::python::pt003_eval_without_no_grad::EvalWithoutNoGrad,
+    &rules::python::pt004_retain_graph_in_loop::RetainGraphInLoop,
+    &rules::python::pt006_invalid_alloc_conf::InvalidAllocConf,
     &rules::python::py001_unbounded_recursion::UnboundedRecursion,
     &rules::python::tf001_memory_config_after_init::MemoryConfigAfterInit,
     &rules::python::tf002_missing_memory_growth::MissingMemoryGrowth,

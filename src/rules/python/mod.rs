@@ -1,5 +1,12 @@
 //! Rules for Python training code.
 
+pub mod jx001_jax_preallocation_conflict;
+pub mod jx002_late_jax_allocator_env;
+pub mod pt001_accumulated_loss_graph;
+pub mod pt002_stored_graph_tensor;
+pub mod pt003_eval_without_no_grad;
+pub mod pt004_retain_graph_in_loop;
+pub mod pt006_invalid_alloc_conf;
 pub mod py001_unbounded_recursion;
 pub mod tf001_memory_config_after_init;
 pub mod tf002_missing_memory_growth;

@@ -1,0 +1,181 @@
+//! PT001: a graph-attached loss accumulated across training iterations.
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Severity, Span};
+use crate::lang::Lang;
+use crate::rule::{Rule, RuleLang, RuleMeta};
+use crate::semantic::python::training::{mentions, Flow};
+use tree_sitter::Node;
+
+declare_rule! {
+    /// ## What it does
+    /// Finds a loss tensor that is added to an accumulator living across the iterations of a
+    /// training loop (a loop that calls `backward()` or an optimizer's `step()`):
+    /// `total_loss += loss`, `total = total + loss`, `self.running += loss`,
+    /// `stats["loss"] += loss`. The loss is followed through local assignments: a value from a
+    /// criterion or loss call, a model output's `.loss`, or the tensor `backward()` runs on.
+    ///
+    /// `loss.item()`, `loss.detach()`, `float(loss)`, `.tolist()`, `.cpu()`, values computed
+    /// under `torch.no_grad()` / `inference_mode()`, accumulators re-created every iteration,
+    /// and accumulators that are themselves backpropagated later (a deliberate combined
+    /// `backward()`) are fine. Applies to files that import `torch`.
+    ///
+    /// ## Why is this risky?
+    /// The PyTorch FAQ: "`total_loss` is accumulating history across your training loop, since
+    /// `loss` is a differentiable variable with autograd history. You can fix this by writing
+    /// `total_loss += float(loss)`". Each step's graph (and the activations it holds) stays
+    /// alive through the accumulator, so GPU memory grows every step until the run dies with
+    /// CUDA out of memory.
+    ///
+    /// ## Example
+    /// ```python
+    /// import torch
+    ///
+    /// def train(model, loader, optimizer, criterion):
+    ///     total_loss = 0.0
+    ///     for x, y in loader:
+    ///         optimizer.zero_grad()
+    ///         loss = criterion(model(x), y)
+    ///         loss.backward()
+    ///         optimizer.step()
+    ///         total_loss += loss
+    ///     return total_loss / len(loader)
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// import torch
+    ///
+    /// def train(model, loader, optimizer, criterion):
+    ///     total_loss = 0.0
+    ///     for x, y in loader:
+    ///         optimizer.zero_grad()
+    ///         loss = criterion(model(x), y)
+    ///         loss.backward()
+    ///         optimizer.step()
+    ///         total_loss += loss.item()
+    ///     return total_loss / len(loader)
+    /// ```
+    ///
+    /// ## References
+    /// - PyTorch FAQ, *My model reports "cuda runtime error(2): out of memory"* → "Don't
+    ///   accumulate history across your training loop":
+    ///   <https://pytorch.org/docs/stable/notes/faq.html>
+    pub static PT001 = {
+        code: "PT001",
+        name: "accumulated-loss-graph",
+        lang: RuleLang::Source(Lang::Python),
+        severity: Severity::Warning,
+        summary: "Graph-attached loss accumulated across training iterations",
+        kinds: &[],
+        needles: &["torch"],
+        options: &[],
+    };
+}
+
+pub struct AccumulatedLossGraph;
+
+impl Rule for AccumulatedLossGraph {
+    fn meta(&self) -> &'static RuleMeta {
+        &PT001
+    }
+
+    fn check_file(&self, ctx: &mut Context<'_>) {
+        let m = ctx.python();
+        if !m.imports_torch() {
+            return;
+        }
+        let t = m.training();
+        if t.backward.is_empty() && t.loops.iter().all(|l| !l.is_training()) {
+            return;
+        }
+        for &a in &m.assignments {
+            let Some((target, value)) = accumulation(m, a) else {
+                continue;
+            };
+            let Some(lp) = t.loop_of(a) else {
+                continue;
+            };
+            if !lp.is_training() || t.grad_free(a).is_some() {
+                continue;
+            }
+            let Flow::Attached(source) = t.flow(m, value, lp) else {
+                continue;
+            };
+            let acc = m.text(target);
+            if t.rebound_in(m, lp, acc) {
+                continue;
+            }
+            let scope = m.enclosing_function(a);
+            // A deliberate combined backward: the accumulator is backpropagated itself.
+            if t.is_backward_receiver(m, scope, acc).is_some() {
+                continue;
+            }
+            let vtext = m.text(value);
+            let mut d = ctx
+                .diagnostic(
+                    a,
+                    format!(
+                        "`{acc}` accumulates `{vtext}`, which still carries its autograd graph, across training iterations"
+                    ),
+                )
+                .primary_label("every step's graph stays alive through this accumulator")
+                .with_label(Span::of(&lp.header()), "the training loop");
+            if source.id() != value.id() {
+                d = d.with_label(
+                    Span::of(&source),
+                    "the value comes from here, with its graph",
+                );
+            }
+            ctx.report(
+                d.note("GPU memory grows with every iteration until CUDA runs out of memory")
+                    .help(format!(
+                        "accumulate a Python number: `{acc} += {}.item()` (or `float(...)`, or `.detach()` to keep a tensor)",
+                        paren(vtext)
+                    )),
+            );
+        }
+    }
+}
+
+/// `acc += value` or `acc = acc + value`: the accumulator target and the added value.
+fn accumulation<'t>(
+    m: &crate::semantic::python::PythonModel<'t>,
+    a: Node<'t>,
+) -> Option<(Node<'t>, Node<'t>)> {
+    let left = a.child_by_field_name("left")?;
+    let right = a.child_by_field_name("right")?;
+    if !matches!(left.kind(), "identifier" | "attribute" | "subscript") {
+        return None;
+    }
+    if a.kind() == "augmented_assignment" {
+        let op = m.text(a.child_by_field_name("operator")?);
+        return (op == "+=").then_some((left, right));
+    }
+    if right.kind() != "binary_operator" || m.text(right.child_by_field_name("operator")?) != "+" {
+        return None;
+    }
+    let (l, r) = (
+        right.child_by_field_name("left")?,
+        right.child_by_field_name("right")?,
+    );
+    let acc = m.text(left);
+    if m.text(l) == acc && !mentions(m, r, acc) {
+        Some((left, r))
+    } else if m.text(r) == acc && !mentions(m, l, acc) {
+        Some((left, l))
+    } else {
+        None
+    }
+}
+
+fn paren(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+    {
+        s.to_string()
+    } else {
+        format!("({s})")
+    }
+}
