@@ -17,6 +17,8 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::python::pt003_eval_without_no_grad::EvalWithoutNoGrad,
     &rules::python::pt004_retain_graph_in_loop::RetainGraphInLoop,
     &rules::python::pt006_invalid_alloc_conf::InvalidAllocConf,
+    &rules::python::pt008_dataloader_without_main_guard::DataloaderWithoutMainGuard,
+    &rules::python::pt009_cuda_in_dataloader_worker::CudaInDataloaderWorker,
     &rules::python::py001_unbounded_recursion::UnboundedRecursion,
     &rules::python::tf001_memory_config_after_init::MemoryConfigAfterInit,
     &rules::python::tf002_missing_memory_growth::MissingMemoryGrowth,

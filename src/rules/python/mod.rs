@@ -7,6 +7,8 @@ pub mod pt002_stored_graph_tensor;
 pub mod pt003_eval_without_no_grad;
 pub mod pt004_retain_graph_in_loop;
 pub mod pt006_invalid_alloc_conf;
+pub mod pt008_dataloader_without_main_guard;
+pub mod pt009_cuda_in_dataloader_worker;
 pub mod py001_unbounded_recursion;
 pub mod tf001_memory_config_after_init;
 pub mod tf002_missing_memory_growth;

@@ -143,10 +143,7 @@ fn torch_cuda_init(m: &PythonModel<'_>, call: Node<'_>) -> bool {
             .child_by_field_name("attribute")
             .map(|a| m.text(a))
             .unwrap_or("");
-        let no_args = call
-            .child_by_field_name("arguments")
-            .is_none_or(|a| named_children(a).all(|c| c.kind() == "comment"));
-        if attr == "cuda" && no_args && m.qualified_name(func).is_none() {
+        if attr == "cuda" && m.qualified_name(func).is_none() {
             return true;
         }
         if attr == "to" {

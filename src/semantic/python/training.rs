@@ -583,6 +583,61 @@ pub fn is_model_name(name: &str) -> bool {
     )
 }
 
+/// `DataLoader(...)` from `torch.utils.data` (through imports and aliases).
+pub fn is_dataloader(m: &PythonModel<'_>, call: Node<'_>) -> bool {
+    call.child_by_field_name("function")
+        .and_then(|f| m.qualified_name(f))
+        .is_some_and(|q| {
+            q == "torch.utils.data.DataLoader" || q == "torch.utils.data.dataloader.DataLoader"
+        })
+}
+
+/// The `num_workers=` of a DataLoader call, when it may start worker processes: the value
+/// node, unless it folds to zero. `None` when absent (the default is 0) or zero.
+pub fn worker_count<'t>(m: &PythonModel<'_>, call: Node<'t>) -> Option<Node<'t>> {
+    let v = super::tf::argument(call, 5, "num_workers", m)?;
+    match m.const_value(v) {
+        Some(c) if c.as_int() == Some(0) => None,
+        Some(super::Value::None) => None,
+        _ => Some(v),
+    }
+}
+
+/// Is `node` inside the body of an `if __name__ == "__main__":` block?
+pub fn under_main_guard(m: &PythonModel<'_>, node: Node<'_>) -> bool {
+    let mut child = node;
+    let mut cur = node.parent();
+    while let Some(p) = cur {
+        if p.kind() == "if_statement" {
+            let in_body = p
+                .child_by_field_name("consequence")
+                .is_some_and(|c| c.id() == child.id());
+            if in_body
+                && p.child_by_field_name("condition")
+                    .is_some_and(|c| super::order::is_main_guard(c, m))
+            {
+                return true;
+            }
+        }
+        child = p;
+        cur = p.parent();
+    }
+    false
+}
+
+/// Is class `c` a `torch.utils.data` dataset (`Dataset`, `IterableDataset`, through imports)?
+pub fn is_dataset_class(m: &PythonModel<'_>, c: usize) -> bool {
+    let Some(supers) = m.classes[c].node.child_by_field_name("superclasses") else {
+        return false;
+    };
+    named_children(supers).any(|s| {
+        m.qualified_name(s).is_some_and(|q| {
+            q.starts_with("torch.utils.data")
+                && (q.ends_with("Dataset") || q.ends_with("IterableDataset"))
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::build;
