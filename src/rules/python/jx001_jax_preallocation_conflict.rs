@@ -12,7 +12,10 @@ declare_rule! {
     /// ## What it does
     /// Finds modules that run JAX computations (`jnp.*`, `jax.random.*`, `jax.device_put`,
     /// `jax.devices()`, ...) and also import TensorFlow, or use PyTorch on CUDA, without
-    /// anything that stops the frameworks from fighting over GPU memory:
+    /// anything that stops the frameworks from fighting over GPU memory. Only code that runs
+    /// when the module runs (module level, `if __name__ == "__main__":` and the local functions
+    /// they call) is considered: a library's functions run in a process configured elsewhere.
+    /// What counts as configuration:
     /// `XLA_PYTHON_CLIENT_PREALLOCATE=false`, `XLA_PYTHON_CLIENT_MEM_FRACTION=...`,
     /// `XLA_PYTHON_CLIENT_ALLOCATOR=platform` (written in the file or set by a launcher script
     /// or Dockerfile next to it), TensorFlow hidden from the GPUs
@@ -83,7 +86,15 @@ impl Rule for JaxPreallocationConflict {
             return;
         }
         let facts = m.torch();
-        let Some(jax_call) = facts.first_init(m.order(), Runtime::Jax) else {
+        // Only where the module runs as a script (a library's functions run in whatever
+        // process imports them, which configures the GPU itself).
+        let Some(jax_call) = m
+            .order()
+            .module()
+            .iter()
+            .find(|e| facts.initializes(e.node, Runtime::Jax))
+            .map(|e| e.node)
+        else {
             return;
         };
         let torch_cuda = facts.first_init(m.order(), Runtime::TorchCuda);

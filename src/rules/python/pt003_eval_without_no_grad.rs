@@ -20,9 +20,12 @@ declare_rule! {
     ///
     /// Gradient-based evaluation (a `backward()`, `torch.autograd.grad`, `requires_grad_`,
     /// `torch.enable_grad` in the function: saliency maps, adversarial attacks) is left alone,
-    /// and so is a function whose every call site in the file already runs under `no_grad`.
-    /// Framework hooks that the framework runs without gradients (`validation_step`,
-    /// `test_step`, `predict_step`) are not checked. Applies to files that import `torch`.
+    /// and so is a function whose every call site in the file already runs without autograd:
+    /// under `no_grad`, in Lightning's `validation_step` / `test_step` / `predict_step` (which
+    /// Lightning runs without gradients), or in a function whose own callers are covered this
+    /// way. Methods of `nn.Module` classes (a model's own `infer` or `predict`) are the model's
+    /// API, left to their callers; constructing a module (`Encoder(...)`) is not a forward
+    /// pass. Applies to files that import `torch`.
     ///
     /// ## Why is this risky?
     /// With autograd on, every forward pass records its graph and keeps the activations needed
@@ -100,7 +103,7 @@ impl Rule for EvalWithoutNoGrad {
         let t = m.training();
         for f in 0..m.functions.len() {
             let func = &m.functions[f];
-            if t.grad_free(func.node).is_some() {
+            if t.grad_free(func.node).is_some() || in_module_class(m, f) {
                 continue;
             }
             let eval_calls = eval_receivers(m, f);
@@ -122,20 +125,19 @@ impl Rule for EvalWithoutNoGrad {
                         eval_calls.iter().any(|(_, r)| *r == text)
                             || (matches!(callee.kind(), "identifier" | "attribute")
                                 && is_model_name(text.rsplit('.').next().unwrap_or(""))
+                                && !text
+                                    .rsplit('.')
+                                    .next()
+                                    .unwrap_or("")
+                                    .starts_with(|c: char| c.is_ascii_uppercase())
                                 && m.qualified_name(callee).is_none())
                     })
             });
             let Some(&(call, _)) = model_call else {
                 continue;
             };
-            // One call level: every caller in the file already turns autograd off.
-            let sites: Vec<Node<'_>> = m
-                .calls
-                .iter()
-                .filter(|(c, _)| m.local_callee(*c) == Some(f))
-                .map(|c| c.0)
-                .collect();
-            if !sites.is_empty() && sites.iter().all(|s| t.grad_free(*s).is_some()) {
+            // The callers in the file already turn autograd off (a few call levels up).
+            if covered_by_callers(m, f, 0) {
                 continue;
             }
             let name_node = func.node.child_by_field_name("name").unwrap_or(func.node);
@@ -168,6 +170,51 @@ impl Rule for EvalWithoutNoGrad {
             );
         }
     }
+}
+
+/// Hooks that frameworks run with autograd off (Lightning's evaluation steps).
+const NO_GRAD_HOOKS: &[&str] = &["validation_step", "test_step", "predict_step"];
+
+/// Is every call of `f` in the file made with autograd off: inside `no_grad`, from a
+/// framework evaluation hook, or from a function that is itself covered this way?
+fn covered_by_callers(m: &PythonModel<'_>, f: usize, depth: usize) -> bool {
+    if depth > 3 {
+        return false;
+    }
+    let t = m.training();
+    let sites: Vec<(Node<'_>, Option<usize>)> = m
+        .calls
+        .iter()
+        .filter(|(c, _)| m.local_callee(*c) == Some(f))
+        .copied()
+        .collect();
+    !sites.is_empty()
+        && sites.iter().all(|&(s, scope)| {
+            t.grad_free(s).is_some()
+                || scope.is_some_and(|g| {
+                    g != f
+                        && (NO_GRAD_HOOKS.contains(&m.functions[g].name.as_str())
+                            || t.grad_free(m.functions[g].node).is_some()
+                            || covered_by_callers(m, g, depth + 1))
+                })
+        })
+}
+
+/// Is `f` a method of an `nn.Module` (or Lightning module) class? Its `infer`/`predict` is the
+/// model's API: the caller decides about autograd.
+fn in_module_class(m: &PythonModel<'_>, f: usize) -> bool {
+    let Some(class) = &m.functions[f].class else {
+        return false;
+    };
+    m.classes.iter().any(|c| {
+        &c.name == class
+            && c.node.child_by_field_name("superclasses").is_some_and(|s| {
+                crate::semantic::named_children(s).any(|b| {
+                    let t = m.text(b);
+                    t.ends_with("Module") || t.ends_with("Model")
+                })
+            })
+    })
 }
 
 fn is_eval_name(name: &str) -> bool {
