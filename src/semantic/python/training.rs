@@ -27,6 +27,9 @@ pub struct Loop<'t> {
     pub backward: Vec<(Node<'t>, Option<Node<'t>>)>,
     /// Optimizer `step()` calls in the body.
     pub steps: Vec<Node<'t>>,
+    /// A `backward()` or `step()` call sits in this loop's body, not in an inner loop: the loop
+    /// runs once per training step.
+    pub per_step: bool,
 }
 
 impl<'t> Loop<'t> {
@@ -120,17 +123,20 @@ impl<'t> Training<'t> {
                 node: l,
                 backward: Vec::new(),
                 steps: Vec::new(),
+                per_step: false,
             });
         }
         for &(call, _) in &m.calls {
             if let Some(loss) = backward_call(m, call) {
                 t.backward.push((call, loss));
+                t.mark_per_step(call);
                 for l in enclosing_loops(call) {
                     if let Some(&i) = t.loop_index.get(&l.id()) {
                         t.loops[i].backward.push((call, loss));
                     }
                 }
             } else if is_optimizer_step(m, call) {
+                t.mark_per_step(call);
                 for l in enclosing_loops(call) {
                     if let Some(&i) = t.loop_index.get(&l.id()) {
                         t.loops[i].steps.push(call);
@@ -158,6 +164,14 @@ impl<'t> Training<'t> {
             }
         }
         t
+    }
+
+    fn mark_per_step(&mut self, call: Node<'_>) {
+        if let Some(l) = enclosing_loops(call).first() {
+            if let Some(&i) = self.loop_index.get(&l.id()) {
+                self.loops[i].per_step = true;
+            }
+        }
     }
 
     /// The call that turns autograd off around `node`, if any.
