@@ -10,8 +10,10 @@ declare_rule! {
     /// ## What it does
     /// Finds `torch.cuda.empty_cache()` (through any import or alias) called in the body of a
     /// training loop: a loop that calls `backward()` or an optimizer's `step()`, so the call
-    /// runs every step. Calls once per epoch, outside the step loop, are left alone. Applies to
-    /// files that import `torch`.
+    /// runs every step. Calls once per epoch, outside the step loop, calls under a periodic
+    /// condition (`if step % 100 == 0:`), and calls right after `del` of a large object (a
+    /// validation pipeline dropped to give its memory back) are left alone. Applies to files
+    /// that import `torch`.
     ///
     /// ## Why is this risky?
     /// `empty_cache` "releases all **unused** cached memory from PyTorch so that those can be
@@ -88,7 +90,7 @@ impl Rule for EmptyCacheInLoop {
             let Some(lp) = t.loop_of(call) else {
                 continue;
             };
-            if !lp.per_step {
+            if !lp.per_step || periodic_or_after_del(m, call, lp.node) {
                 continue;
             }
             ctx.report(
@@ -100,4 +102,38 @@ impl Rule for EmptyCacheInLoop {
             );
         }
     }
+}
+
+/// Is the call under an `if` with a periodic condition (`step % n == 0`), or preceded by a
+/// `del` statement in its block (memory handed back after dropping an object)?
+fn periodic_or_after_del(
+    m: &crate::semantic::python::PythonModel<'_>,
+    call: tree_sitter::Node<'_>,
+    lp: tree_sitter::Node<'_>,
+) -> bool {
+    let mut cur = call.parent();
+    while let Some(p) = cur {
+        if p.id() == lp.id() {
+            break;
+        }
+        match p.kind() {
+            "if_statement" | "elif_clause" => {
+                if p.child_by_field_name("condition")
+                    .is_some_and(|c| m.text(c).contains('%'))
+                {
+                    return true;
+                }
+            }
+            "block" => {
+                if crate::semantic::named_children(p)
+                    .any(|s| s.kind() == "delete_statement" && s.start_byte() < call.start_byte())
+                {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+        cur = p.parent();
+    }
+    false
 }
