@@ -116,22 +116,14 @@ fn periodic_or_after_del(
         if p.id() == lp.id() {
             break;
         }
-        match p.kind() {
-            "if_statement" | "elif_clause" => {
-                if p.child_by_field_name("condition")
-                    .is_some_and(|c| m.text(c).contains('%'))
-                {
-                    return true;
-                }
-            }
-            "block" => {
-                if crate::semantic::named_children(p)
-                    .any(|s| s.kind() == "delete_statement" && s.start_byte() < call.start_byte())
-                {
-                    return true;
-                }
-            }
-            _ => {}
+        let periodic = matches!(p.kind(), "if_statement" | "elif_clause")
+            && p.child_by_field_name("condition")
+                .is_some_and(|c| m.text(c).contains('%'));
+        let after_del = p.kind() == "block"
+            && crate::semantic::named_children(p)
+                .any(|s| s.kind() == "delete_statement" && s.start_byte() < call.start_byte());
+        if periodic || after_del {
+            return true;
         }
         cur = p.parent();
     }
