@@ -12,6 +12,7 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::cuda::cu002_guard_index_mismatch::GuardIndexMismatch,
     &rules::python::jx001_jax_preallocation_conflict::JaxPreallocationConflict,
     &rules::python::jx002_late_jax_allocator_env::LateJaxAllocatorEnv,
+    &rules::python::jx003_jit_in_loop::JitInLoop,
     &rules::python::pt001_accumulated_loss_graph::AccumulatedLossGraph,
     &rules::python::pt002_stored_graph_tensor::StoredGraphTensor,
     &rules::python::pt003_eval_without_no_grad::EvalWithoutNoGrad,

@@ -2,6 +2,7 @@
 
 pub mod jx001_jax_preallocation_conflict;
 pub mod jx002_late_jax_allocator_env;
+pub mod jx003_jit_in_loop;
 pub mod pt001_accumulated_loss_graph;
 pub mod pt002_stored_graph_tensor;
 pub mod pt003_eval_without_no_grad;
