@@ -22,6 +22,7 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::python::pt007_empty_cache_in_loop::EmptyCacheInLoop,
     &rules::python::pt008_dataloader_without_main_guard::DataloaderWithoutMainGuard,
     &rules::python::pt009_cuda_in_dataloader_worker::CudaInDataloaderWorker,
+    &rules::python::pt010_cudnn_benchmark_variable_shapes::CudnnBenchmarkVariableShapes,
     &rules::python::pt011_fp16_autocast_without_scaler::Fp16AutocastWithoutScaler,
     &rules::python::py001_unbounded_recursion::UnboundedRecursion,
     &rules::python::tf001_memory_config_after_init::MemoryConfigAfterInit,
