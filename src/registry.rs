@@ -24,6 +24,7 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::python::pt009_cuda_in_dataloader_worker::CudaInDataloaderWorker,
     &rules::python::pt010_cudnn_benchmark_variable_shapes::CudnnBenchmarkVariableShapes,
     &rules::python::pt011_fp16_autocast_without_scaler::Fp16AutocastWithoutScaler,
+    &rules::python::pt012_dataloader_host_memory::DataloaderHostMemory,
     &rules::python::py001_unbounded_recursion::UnboundedRecursion,
     &rules::python::tf001_memory_config_after_init::MemoryConfigAfterInit,
     &rules::python::tf002_missing_memory_growth::MissingMemoryGrowth,

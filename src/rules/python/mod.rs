@@ -14,6 +14,7 @@ pub mod pt008_dataloader_without_main_guard;
 pub mod pt009_cuda_in_dataloader_worker;
 pub mod pt010_cudnn_benchmark_variable_shapes;
 pub mod pt011_fp16_autocast_without_scaler;
+pub mod pt012_dataloader_host_memory;
 pub mod py001_unbounded_recursion;
 pub mod tf001_memory_config_after_init;
 pub mod tf002_missing_memory_growth;

@@ -7,7 +7,9 @@ use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::tf::argument;
 use crate::semantic::python::torch::Runtime;
-use crate::semantic::python::training::{is_dataloader, is_dataset_class, worker_count};
+use crate::semantic::python::training::{
+    dataset_class, is_dataloader, is_dataset_class, worker_count,
+};
 use crate::semantic::python::{string_literal, PythonModel};
 use tree_sitter::Node;
 
@@ -173,36 +175,6 @@ impl Rule for CudaInDataloaderWorker {
             }
         }
     }
-}
-
-/// The local class of a dataset expression: `Points()`, or a name assigned `Points(...)`.
-fn dataset_class(m: &PythonModel<'_>, expr: Node<'_>) -> Option<usize> {
-    let value = match expr.kind() {
-        "call" => expr,
-        "identifier" => {
-            let name = m.text(expr);
-            let hi = m
-                .assignments
-                .partition_point(|a| a.start_byte() < expr.start_byte());
-            m.assignments[..hi]
-                .iter()
-                .rev()
-                .find(|a| {
-                    a.kind() == "assignment"
-                        && a.child_by_field_name("left").map(|l| m.text(l)) == Some(name)
-                })?
-                .child_by_field_name("right")?
-        }
-        _ => return None,
-    };
-    if value.kind() != "call" {
-        return None;
-    }
-    let func = value.child_by_field_name("function")?;
-    if func.kind() != "identifier" {
-        return None;
-    }
-    m.local_class(func, m.text(func))
 }
 
 /// `multiprocessing.set_start_method("fork")` / `get_context("fork")`: the `"fork"` argument.

@@ -652,6 +652,36 @@ pub fn is_dataset_class(m: &PythonModel<'_>, c: usize) -> bool {
     })
 }
 
+/// The local class of a dataset expression: `Points()`, or a name assigned `Points(...)`.
+pub fn dataset_class(m: &PythonModel<'_>, expr: Node<'_>) -> Option<usize> {
+    let value = match expr.kind() {
+        "call" => expr,
+        "identifier" => {
+            let name = m.text(expr);
+            let hi = m
+                .assignments
+                .partition_point(|a| a.start_byte() < expr.start_byte());
+            m.assignments[..hi]
+                .iter()
+                .rev()
+                .find(|a| {
+                    a.kind() == "assignment"
+                        && a.child_by_field_name("left").map(|l| m.text(l)) == Some(name)
+                })?
+                .child_by_field_name("right")?
+        }
+        _ => return None,
+    };
+    if value.kind() != "call" {
+        return None;
+    }
+    let func = value.child_by_field_name("function")?;
+    if func.kind() != "identifier" {
+        return None;
+    }
+    m.local_class(func, m.text(func))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::build;
