@@ -119,10 +119,9 @@ impl Rule for DataloaderHostMemory {
             let Some(w) = worker_count(m, call) else {
                 continue;
             };
-            if !m
-                .const_value(w)
+            if m.const_value(w)
                 .and_then(|v| v.as_int())
-                .is_some_and(|n| n >= min)
+                .is_none_or(|n| n < min)
             {
                 continue;
             }
