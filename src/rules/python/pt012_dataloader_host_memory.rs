@@ -17,11 +17,11 @@ declare_rule! {
     /// ## What it does
     /// Finds a `torch.utils.data` dataset whose `__init__` stores a large Python list or dict
     /// on `self` (a list or dict comprehension over `os.listdir`, `os.walk`, `glob.glob`,
-    /// `Path.glob`/`rglob`, or a `json.load` / `pickle.load` result), when a DataLoader with at
-    /// least 4 workers (configurable with `min-workers`) loads that dataset (passed as
-    /// `MyDataset(...)` or as a name assigned one in the file). Datasets
-    /// backed by NumPy arrays, Arrow or pandas, which the docs recommend, are left alone.
-    /// Applies to files that import `torch`.
+    /// `Path.glob`/`rglob`, or a `json.load` result; a `pickle.load` result may hold NumPy
+    /// arrays and is not counted), when a DataLoader with at least 4 workers (configurable with
+    /// `min-workers`) loads that dataset (passed as `MyDataset(...)` or as a name assigned one
+    /// in the file). Datasets backed by NumPy arrays, Arrow or pandas, which the docs
+    /// recommend, are left alone. Applies to files that import `torch`.
     ///
     /// ## Why is this risky?
     /// The DataLoader docs: "loader worker processes will consume the same amount of CPU memory
@@ -164,7 +164,7 @@ fn a_text<'t>(m: &PythonModel<'t>, assign: Node<'t>) -> &'t str {
         .unwrap_or("")
 }
 
-/// A list/dict built from a directory listing, or loaded JSON / pickle.
+/// A list/dict built from a directory listing, or loaded JSON.
 fn large_python_object(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
     let lists = |e: Node<'_>| {
         descendants(e).any(|n| {
@@ -189,7 +189,7 @@ fn large_python_object(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
                 .child_by_field_name("function")
                 .map(|f| m.text(f))
                 .unwrap_or("");
-            matches!(q.as_str(), "json.load" | "pickle.load")
+            q == "json.load"
                 || ((name == "list" || name == "sorted" || name == "dict") && lists(expr))
         }
         _ => false,
