@@ -13,7 +13,8 @@ declare_rule! {
     /// Finds a loss tensor that is added to an accumulator living across the iterations of a
     /// training loop (a loop that calls `backward()` or an optimizer's `step()`):
     /// `total_loss += loss`, `total = total + loss`, `self.running += loss`,
-    /// `stats["loss"] += loss`. The loss is followed through local assignments: a value from a
+    /// `stats["loss"] += loss`, and `self.total += loss` in a per-step method such as Lightning's
+    /// `training_step`. The loss is followed through local assignments: a value from a
     /// criterion or loss call, a model output's `.loss`, or the tensor `backward()` runs on.
     ///
     /// `loss.item()`, `loss.detach()`, `float(loss)`, `.tolist()`, `.cpu()`, values computed
@@ -76,6 +77,9 @@ declare_rule! {
 
 pub struct AccumulatedLossGraph;
 
+/// Methods that a trainer calls once per training step.
+const STEP_HOOKS: &[&str] = &["training_step", "train_step", "training_step_end"];
+
 impl Rule for AccumulatedLossGraph {
     fn meta(&self) -> &'static RuleMeta {
         &PT001
@@ -87,27 +91,58 @@ impl Rule for AccumulatedLossGraph {
             return;
         }
         let t = m.training();
-        if t.backward.is_empty() && t.loops.iter().all(|l| !l.is_training()) {
+        if t.backward.is_empty()
+            && t.loops.iter().all(|l| !l.is_training())
+            && STEP_HOOKS.iter().all(|h| m.functions_named(h).is_empty())
+        {
             return;
         }
         for &a in &m.assignments {
             let Some((target, value)) = accumulation(m, a) else {
                 continue;
             };
-            let Some(lp) = t.loop_of(a) else {
-                continue;
-            };
-            if !lp.is_training() || t.grad_free(a).is_some() {
+            if t.grad_free(a).is_some() {
                 continue;
             }
-            let Flow::Attached(source) = t.flow(m, value, lp) else {
-                continue;
-            };
             let acc = m.text(target);
-            if t.rebound_in(m, lp, acc) {
-                continue;
-            }
             let scope = m.enclosing_function(a);
+            let (flow, place, place_label) = match t.loop_of(a) {
+                Some(lp) => {
+                    if !lp.is_training() || t.rebound_in(m, lp, acc) {
+                        continue;
+                    }
+                    (
+                        t.flow(m, value, &lp.backward),
+                        lp.header(),
+                        "the training loop",
+                    )
+                }
+                // A per-step hook (`training_step`) accumulating into the object: the
+                // attribute lives across all steps.
+                None => {
+                    let Some(f) = scope else {
+                        continue;
+                    };
+                    let func = &m.functions[f];
+                    if !STEP_HOOKS.contains(&func.name.as_str()) || !acc.starts_with("self.") {
+                        continue;
+                    }
+                    let backward: Vec<_> = t
+                        .backward
+                        .iter()
+                        .filter(|(b, _)| m.enclosing_function(*b) == Some(f))
+                        .copied()
+                        .collect();
+                    (
+                        t.flow(m, value, &backward),
+                        func.node.child_by_field_name("name").unwrap_or(func.node),
+                        "runs once per training step",
+                    )
+                }
+            };
+            let Flow::Attached(source) = flow else {
+                continue;
+            };
             // A deliberate combined backward: the accumulator is backpropagated itself.
             if t.is_backward_receiver(m, scope, acc).is_some() {
                 continue;
@@ -121,7 +156,7 @@ impl Rule for AccumulatedLossGraph {
                     ),
                 )
                 .primary_label("every step's graph stays alive through this accumulator")
-                .with_label(Span::of(&lp.header()), "the training loop");
+                .with_label(Span::of(&place), place_label);
             if source.id() != value.id() {
                 d = d.with_label(
                     Span::of(&source),

@@ -122,7 +122,7 @@ impl Rule for StoredGraphTensor {
             if !lp.is_training() || t.grad_free(at).is_some() {
                 continue;
             }
-            let Flow::Attached(source) = t.flow(m, value, lp) else {
+            let Flow::Attached(source) = t.flow(m, value, &lp.backward) else {
                 continue;
             };
             let name = m.text(container);

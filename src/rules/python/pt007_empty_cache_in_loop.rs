@@ -11,8 +11,10 @@ declare_rule! {
     /// Finds `torch.cuda.empty_cache()` (through any import or alias) called in the body of a
     /// training loop: a loop that calls `backward()` or an optimizer's `step()`, so the call
     /// runs every step. Calls once per epoch, outside the step loop, calls under a periodic
-    /// condition (`if step % 100 == 0:`), and calls right after `del` of a large object (a
-    /// validation pipeline dropped to give its memory back) are left alone. Applies to files
+    /// condition (`if step % 100 == 0:`), in an `except` clause (the error path), and calls
+    /// right after `del` of a large object (a validation pipeline dropped to give its memory
+    /// back) are left alone. A loop counts as a training loop also when it calls a local
+    /// function that backpropagates or steps the optimizer. Applies to files
     /// that import `torch`.
     ///
     /// ## Why is this risky?
@@ -104,8 +106,9 @@ impl Rule for EmptyCacheInLoop {
     }
 }
 
-/// Is the call under an `if` with a periodic condition (`step % n == 0`), or preceded by a
-/// `del` statement in its block (memory handed back after dropping an object)?
+/// Is the call under an `if` with a periodic condition (`step % n == 0`), in an `except`
+/// clause, or preceded by a `del` statement in its block (memory handed back after dropping an
+/// object)?
 fn periodic_or_after_del(
     m: &crate::semantic::python::PythonModel<'_>,
     call: tree_sitter::Node<'_>,
@@ -122,7 +125,7 @@ fn periodic_or_after_del(
         let after_del = p.kind() == "block"
             && crate::semantic::named_children(p)
                 .any(|s| s.kind() == "delete_statement" && s.start_byte() < call.start_byte());
-        if periodic || after_del {
+        if periodic || after_del || p.kind() == "except_clause" {
             return true;
         }
         cur = p.parent();

@@ -152,6 +152,38 @@ impl<'t> Training<'t> {
                 }
             }
         }
+        // One call level: a loop that calls a local function which backpropagates or steps
+        // the optimizer is a training loop too.
+        let mut trains = vec![false; m.functions.len()];
+        for (call, _) in t.backward.iter() {
+            if let Some(f) = m.enclosing_function(*call) {
+                trains[f] = true;
+            }
+        }
+        for l in &t.loops {
+            for s in &l.steps {
+                if let Some(f) = m.enclosing_function(*s) {
+                    trains[f] = true;
+                }
+            }
+        }
+        let g = m.call_graph();
+        let helper_calls: Vec<Node<'t>> = g
+            .edges
+            .iter()
+            .flatten()
+            .chain(g.module.iter())
+            .filter(|(_, callee)| trains.get(*callee).copied().unwrap_or(false))
+            .map(|(c, _)| *c)
+            .collect();
+        for call in helper_calls {
+            t.mark_per_step(call);
+            for l in enclosing_loops(call) {
+                if let Some(&i) = t.loop_index.get(&l.id()) {
+                    t.loops[i].steps.push(call);
+                }
+            }
+        }
         for f in &m.functions {
             for d in &f.decorators {
                 let Some(expr) = named_children(*d).find(|c| c.kind() != "comment") else {
@@ -259,12 +291,24 @@ impl<'t> Training<'t> {
         })
     }
 
-    /// Does `expr` hold a graph-attached tensor inside loop `lp`? See [`Flow`].
-    pub fn flow(&self, m: &PythonModel<'t>, expr: Node<'t>, lp: &Loop<'t>) -> Flow<'t> {
-        self.flow_depth(m, expr, lp, 0)
+    /// Does `expr` hold a graph-attached tensor? `backward` are the `backward()` calls of the
+    /// surrounding training step (a name they backpropagate from is attached). See [`Flow`].
+    pub fn flow(
+        &self,
+        m: &PythonModel<'t>,
+        expr: Node<'t>,
+        backward: &[(Node<'t>, Option<Node<'t>>)],
+    ) -> Flow<'t> {
+        self.flow_depth(m, expr, backward, 0)
     }
 
-    fn flow_depth(&self, m: &PythonModel<'t>, expr: Node<'t>, lp: &Loop<'t>, d: usize) -> Flow<'t> {
+    fn flow_depth(
+        &self,
+        m: &PythonModel<'t>,
+        expr: Node<'t>,
+        backward: &[(Node<'t>, Option<Node<'t>>)],
+        d: usize,
+    ) -> Flow<'t> {
         if d > MAX_FLOW_DEPTH {
             return Flow::Unknown;
         }
@@ -273,7 +317,7 @@ impl<'t> Training<'t> {
         }
         match expr.kind() {
             "parenthesized_expression" => match expr.named_child(0) {
-                Some(e) => self.flow_depth(m, e, lp, d + 1),
+                Some(e) => self.flow_depth(m, e, backward, d + 1),
                 None => Flow::Unknown,
             },
             "binary_operator" => {
@@ -286,12 +330,12 @@ impl<'t> Training<'t> {
                 }
                 let l = expr
                     .child_by_field_name("left")
-                    .map(|e| self.flow_depth(m, e, lp, d + 1));
+                    .map(|e| self.flow_depth(m, e, backward, d + 1));
                 if let Some(f @ Flow::Attached(_)) = l {
                     return f;
                 }
                 match expr.child_by_field_name("right") {
-                    Some(r) => match self.flow_depth(m, r, lp, d + 1) {
+                    Some(r) => match self.flow_depth(m, r, backward, d + 1) {
                         f @ Flow::Attached(_) => f,
                         _ => Flow::Unknown,
                     },
@@ -299,7 +343,7 @@ impl<'t> Training<'t> {
                 }
             }
             "unary_operator" => match expr.child_by_field_name("argument") {
-                Some(a) => self.flow_depth(m, a, lp, d + 1),
+                Some(a) => self.flow_depth(m, a, backward, d + 1),
                 None => Flow::Unknown,
             },
             "call" => {
@@ -327,7 +371,7 @@ impl<'t> Training<'t> {
                         }
                         if PASSTHROUGH_METHODS.contains(&attr) {
                             return match func.child_by_field_name("object") {
-                                Some(o) => self.flow_depth(m, o, lp, d + 1),
+                                Some(o) => self.flow_depth(m, o, backward, d + 1),
                                 None => Flow::Unknown,
                             };
                         }
@@ -351,7 +395,7 @@ impl<'t> Training<'t> {
                     return Flow::Unknown;
                 }
                 match expr.child_by_field_name("object") {
-                    Some(o) => match self.flow_depth(m, o, lp, d + 1) {
+                    Some(o) => match self.flow_depth(m, o, backward, d + 1) {
                         Flow::Attached(_) => Flow::Attached(expr),
                         f => f,
                     },
@@ -359,7 +403,7 @@ impl<'t> Training<'t> {
                 }
             }
             "subscript" => match expr.child_by_field_name("value") {
-                Some(v) => match self.flow_depth(m, v, lp, d + 1) {
+                Some(v) => match self.flow_depth(m, v, backward, d + 1) {
                     Flow::Attached(_) => Flow::Attached(expr),
                     f => f,
                 },
@@ -374,7 +418,7 @@ impl<'t> Training<'t> {
                             return Flow::Detached;
                         }
                         match a.child_by_field_name("right") {
-                            Some(r) => self.flow_depth(m, r, lp, d + 1),
+                            Some(r) => self.flow_depth(m, r, backward, d + 1),
                             None => Flow::Unknown,
                         }
                     }
@@ -382,8 +426,7 @@ impl<'t> Training<'t> {
                     _ => Flow::Unknown,
                 };
                 match flow {
-                    Flow::Unknown => lp
-                        .backward
+                    Flow::Unknown => backward
                         .iter()
                         .find(|(_, loss)| loss.is_some_and(|l| root_name(m, l) == Some(name)))
                         .map(|b| Flow::Attached(b.0))
@@ -705,7 +748,7 @@ mod tests {
             .unwrap();
         let lp = t.loop_of(aug).unwrap();
         let rhs = aug.child_by_field_name("right").unwrap();
-        assert!(matches!(t.flow(&m, rhs, lp), Flow::Attached(_)));
+        assert!(matches!(t.flow(&m, rhs, &lp.backward), Flow::Attached(_)));
         assert!(!t.rebound_in(&m, lp, "total"));
         assert!(t.rebound_in(&m, lp, "out"));
     }
