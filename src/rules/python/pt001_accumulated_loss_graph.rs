@@ -5,8 +5,7 @@ use crate::declare_rule;
 use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
-use crate::semantic::python::training::{mentions, Flow};
-use tree_sitter::Node;
+use crate::semantic::python::training::{accumulation, Flow};
 
 declare_rule! {
     /// ## What it does
@@ -171,37 +170,6 @@ impl Rule for AccumulatedLossGraph {
                     )),
             );
         }
-    }
-}
-
-/// `acc += value` or `acc = acc + value`: the accumulator target and the added value.
-fn accumulation<'t>(
-    m: &crate::semantic::python::PythonModel<'t>,
-    a: Node<'t>,
-) -> Option<(Node<'t>, Node<'t>)> {
-    let left = a.child_by_field_name("left")?;
-    let right = a.child_by_field_name("right")?;
-    if !matches!(left.kind(), "identifier" | "attribute" | "subscript") {
-        return None;
-    }
-    if a.kind() == "augmented_assignment" {
-        let op = m.text(a.child_by_field_name("operator")?);
-        return (op == "+=").then_some((left, right));
-    }
-    if right.kind() != "binary_operator" || m.text(right.child_by_field_name("operator")?) != "+" {
-        return None;
-    }
-    let (l, r) = (
-        right.child_by_field_name("left")?,
-        right.child_by_field_name("right")?,
-    );
-    let acc = m.text(left);
-    if m.text(l) == acc && !mentions(m, r, acc) {
-        Some((left, r))
-    } else if m.text(r) == acc && !mentions(m, l, acc) {
-        Some((left, l))
-    } else {
-        None
     }
 }
 

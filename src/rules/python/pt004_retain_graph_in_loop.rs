@@ -13,8 +13,9 @@ declare_rule! {
     /// retain_graph=True)` inside a `for` or `while` loop, with the flag a literal `True` or a
     /// constant that folds to it. When the same loop body backpropagates a second time (several
     /// losses through one shared graph in the same step, as GAN and multi-task training do),
-    /// retaining the graph is needed and nothing is reported. Applies to files that import
-    /// `torch`.
+    /// retaining the graph is needed and nothing is reported. The finding is a warning, not
+    /// advice, when the same loop also keeps a graph-attached value across iterations (PT001,
+    /// PT002). Applies to files that import `torch`.
     ///
     /// ## Why is this risky?
     /// With `retain_graph=True` the graph's buffers are not freed after the backward pass. The
@@ -92,7 +93,8 @@ impl Rule for RetainGraphInLoop {
             if lp.backward.iter().any(|(b, _)| b.id() != call.id()) {
                 continue;
             }
-            let d = ctx
+            let leak = t.leak_in_loop(m, lp);
+            let mut d = ctx
                 .diagnostic(
                     flag,
                     "`retain_graph=True` keeps the autograd graph's buffers alive after every backward pass in this loop",
@@ -101,6 +103,11 @@ impl Rule for RetainGraphInLoop {
                 .with_label(Span::of(&lp.header()), "the loop")
                 .note("nearly always unneeded; it usually hides a tensor reused across iterations, and with any reference kept across steps memory grows until CUDA runs out of memory")
                 .help("drop `retain_graph=True`; if backward complains about a second pass, detach the tensor carried over from the previous iteration (`h = h.detach()`)");
+            if let Some(l) = leak {
+                d = d
+                    .severity(Severity::Warning)
+                    .with_label(Span::of(&l), "and a graph-attached value is kept across iterations here: memory grows every step");
+            }
             ctx.report(d);
         }
     }

@@ -725,6 +725,94 @@ pub fn dataset_class(m: &PythonModel<'_>, expr: Node<'_>) -> Option<usize> {
     m.local_class(func, m.text(func))
 }
 
+/// `acc += value` or `acc = acc + value`: the accumulator target and the added value.
+pub fn accumulation<'t>(m: &PythonModel<'t>, a: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
+    let left = a.child_by_field_name("left")?;
+    let right = a.child_by_field_name("right")?;
+    if !matches!(left.kind(), "identifier" | "attribute" | "subscript") {
+        return None;
+    }
+    if a.kind() == "augmented_assignment" {
+        let op = m.text(a.child_by_field_name("operator")?);
+        return (op == "+=").then_some((left, right));
+    }
+    if right.kind() != "binary_operator" || m.text(right.child_by_field_name("operator")?) != "+" {
+        return None;
+    }
+    let (l, r) = (
+        right.child_by_field_name("left")?,
+        right.child_by_field_name("right")?,
+    );
+    let acc = m.text(left);
+    if m.text(l) == acc && !mentions(m, r, acc) {
+        Some((left, r))
+    } else if m.text(r) == acc && !mentions(m, l, acc) {
+        Some((left, l))
+    } else {
+        None
+    }
+}
+
+impl<'t> Training<'t> {
+    /// A graph-attached value accumulated (`acc += loss`) or appended (`xs.append(out)`) into
+    /// something that outlives an iteration of `lp`, outside gradient-free regions: the
+    /// statement that keeps it.
+    pub fn leak_in_loop(&self, m: &PythonModel<'t>, lp: &Loop<'t>) -> Option<Node<'t>> {
+        let (s, e) = (lp.node.start_byte(), lp.node.end_byte());
+        let lo = m.assignments.partition_point(|a| a.start_byte() < s);
+        for &a in &m.assignments[lo..] {
+            if a.start_byte() >= e {
+                break;
+            }
+            let Some((target, value)) = accumulation(m, a) else {
+                continue;
+            };
+            if self.loop_of(a).map(|l| l.node.id()) != Some(lp.node.id())
+                || self.grad_free(a).is_some()
+                || self.rebound_in(m, lp, m.text(target))
+            {
+                continue;
+            }
+            if matches!(self.flow(m, value, &lp.backward), Flow::Attached(_)) {
+                return Some(a);
+            }
+        }
+        let lo = m.calls.partition_point(|c| c.0.start_byte() < s);
+        for &(c, _) in &m.calls[lo..] {
+            if c.start_byte() >= e {
+                break;
+            }
+            let Some(func) = c.child_by_field_name("function") else {
+                continue;
+            };
+            if func.kind() != "attribute"
+                || func
+                    .child_by_field_name("attribute")
+                    .is_none_or(|a| m.text(a) != "append")
+            {
+                continue;
+            }
+            let (Some(obj), Some(value)) = (
+                func.child_by_field_name("object"),
+                c.child_by_field_name("arguments")
+                    .and_then(|a| named_children(a).next()),
+            ) else {
+                continue;
+            };
+            if self.loop_of(c).map(|l| l.node.id()) != Some(lp.node.id())
+                || self.grad_free(c).is_some()
+                || self.rebound_in(m, lp, m.text(obj))
+            {
+                continue;
+            }
+            if matches!(self.flow(m, value, &lp.backward), Flow::Attached(_)) {
+                return Some(c);
+            }
+        }
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::build;
