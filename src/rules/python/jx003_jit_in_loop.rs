@@ -100,7 +100,7 @@ impl Rule for JitInLoop {
             if !is_jit {
                 continue;
             }
-            let Some(lp) = t.loop_of(call) else {
+            let Some(lp) = t.loop_of(m, call) else {
                 continue;
             };
             if few_iterations(m, lp.node) {

@@ -105,7 +105,7 @@ impl Rule for AccumulatedLossGraph {
             }
             let acc = m.text(target);
             let scope = m.enclosing_function(a);
-            let (flow, place, place_label) = match t.loop_of(a) {
+            let (flow, place, place_label) = match t.loop_of(m, a) {
                 Some(lp) => {
                     if !lp.is_training() || t.rebound_in(m, lp, acc) {
                         continue;

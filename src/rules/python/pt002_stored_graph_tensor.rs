@@ -116,7 +116,7 @@ impl Rule for StoredGraphTensor {
             if !matches!(container.kind(), "identifier" | "attribute") {
                 continue;
             }
-            let Some(lp) = t.loop_of(at) else {
+            let Some(lp) = t.loop_of(m, at) else {
                 continue;
             };
             if !lp.is_training() || t.grad_free(at).is_some() {

@@ -86,7 +86,7 @@ impl Rule for RetainGraphInLoop {
             if !m.const_value(flag).is_some_and(|v| v.truthy()) {
                 continue;
             }
-            let Some(lp) = t.loop_of(call) else {
+            let Some(lp) = t.loop_of(m, call) else {
                 continue;
             };
             // Several backward passes through one graph in the same step.

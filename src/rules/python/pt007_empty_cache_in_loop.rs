@@ -89,7 +89,7 @@ impl Rule for EmptyCacheInLoop {
             if !is_empty_cache {
                 continue;
             }
-            let Some(lp) = t.loop_of(call) else {
+            let Some(lp) = t.loop_of(m, call) else {
                 continue;
             };
             if !lp.per_step || periodic_or_after_del(m, call, lp.node) {

@@ -107,11 +107,11 @@ impl Rule for Fp16AutocastWithoutScaler {
         }
         let t = m.training();
         for &(call, _) in &m.calls {
-            if call.parent().is_none_or(|p| p.kind() != "with_item") || !fp16_autocast(m, call) {
+            if !fp16_autocast(m, call) || call.parent().is_none_or(|p| p.kind() != "with_item") {
                 continue;
             }
             let Some(lp) = t
-                .loops_around(call)
+                .loops_around(m, call)
                 .into_iter()
                 .find(|l| !l.backward.is_empty() && !l.steps.is_empty())
             else {

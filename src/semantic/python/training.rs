@@ -129,22 +129,23 @@ impl<'t> Training<'t> {
         for &(call, _) in &m.calls {
             if let Some(loss) = backward_call(m, call) {
                 t.backward.push((call, loss));
-                t.mark_per_step(call);
-                for l in enclosing_loops(call) {
+                t.mark_per_step(m, call);
+                for l in enclosing_loops(m, call) {
                     if let Some(&i) = t.loop_index.get(&l.id()) {
                         t.loops[i].backward.push((call, loss));
                     }
                 }
             } else if is_optimizer_step(m, call) {
-                t.mark_per_step(call);
-                for l in enclosing_loops(call) {
+                t.mark_per_step(m, call);
+                for l in enclosing_loops(m, call) {
                     if let Some(&i) = t.loop_index.get(&l.id()) {
                         t.loops[i].steps.push(call);
                     }
                 }
             }
             // `with torch.no_grad():`
-            if call.parent().is_some_and(|p| p.kind() == "with_item") && grad_off(m, call) {
+            // (`grad_off` first: `Node::parent` costs the node's depth.)
+            if grad_off(m, call) && call.parent().is_some_and(|p| p.kind() == "with_item") {
                 if let Some(with) = super::super::ancestor_of_kind(call, &["with_statement"]) {
                     if let Some(body) = with.child_by_field_name("body") {
                         t.grad_free.push((body.start_byte(), body.end_byte(), call));
@@ -177,8 +178,8 @@ impl<'t> Training<'t> {
             .map(|(c, _)| *c)
             .collect();
         for call in helper_calls {
-            t.mark_per_step(call);
-            for l in enclosing_loops(call) {
+            t.mark_per_step(m, call);
+            for l in enclosing_loops(m, call) {
                 if let Some(&i) = t.loop_index.get(&l.id()) {
                     t.loops[i].steps.push(call);
                 }
@@ -198,8 +199,8 @@ impl<'t> Training<'t> {
         t
     }
 
-    fn mark_per_step(&mut self, call: Node<'_>) {
-        if let Some(l) = enclosing_loops(call).first() {
+    fn mark_per_step(&mut self, m: &PythonModel<'t>, call: Node<'_>) {
+        if let Some(l) = enclosing_loops(m, call).first() {
             if let Some(&i) = self.loop_index.get(&l.id()) {
                 self.loops[i].per_step = true;
             }
@@ -216,14 +217,14 @@ impl<'t> Training<'t> {
     }
 
     /// The innermost loop whose body holds `node`, in the same function.
-    pub fn loop_of(&self, node: Node<'_>) -> Option<&Loop<'t>> {
-        let l = enclosing_loops(node).into_iter().next()?;
+    pub fn loop_of(&self, m: &PythonModel<'t>, node: Node<'_>) -> Option<&Loop<'t>> {
+        let l = enclosing_loops(m, node).into_iter().next()?;
         self.loops.get(*self.loop_index.get(&l.id())?)
     }
 
     /// All loops around `node` in the same function, innermost first.
-    pub fn loops_around(&self, node: Node<'_>) -> Vec<&Loop<'t>> {
-        enclosing_loops(node)
+    pub fn loops_around(&self, m: &PythonModel<'t>, node: Node<'_>) -> Vec<&Loop<'t>> {
+        enclosing_loops(m, node)
             .into_iter()
             .filter_map(|l| self.loops.get(*self.loop_index.get(&l.id())?))
             .collect()
@@ -564,25 +565,23 @@ fn grad_off(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
     GRAD_OFF.contains(&q.as_str()) && !folds_false
 }
 
-/// The loops around `node` in the same function whose body (not header) holds it, innermost first.
-fn enclosing_loops(node: Node<'_>) -> Vec<Node<'_>> {
-    let mut out = Vec::new();
-    let mut child = node;
-    let mut cur = node.parent();
-    while let Some(p) = cur {
-        match p.kind() {
-            "function_definition" | "lambda" | "class_definition" => break,
-            "for_statement" | "while_statement" => {
-                let body = p.child_by_field_name("body");
-                if body.is_some_and(|b| b.id() == child.id()) {
-                    out.push(p);
-                }
-            }
-            _ => {}
-        }
-        child = p;
-        cur = p.parent();
-    }
+/// The loops around `node` in the same function whose body (not header) holds it, innermost
+/// first. Found from byte ranges (no parent walks: `Node::parent` costs the node's depth).
+fn enclosing_loops<'t>(m: &PythonModel<'t>, node: Node<'_>) -> Vec<Node<'t>> {
+    let (start, end) = (node.start_byte(), node.end_byte());
+    let before = m.loops.partition_point(|l| l.start_byte() <= start);
+    let scope = m.enclosing_function(node);
+    let mut out: Vec<Node<'t>> = m.loops[..before]
+        .iter()
+        .copied()
+        .filter(|l| {
+            l.id() != node.id()
+                && l.child_by_field_name("body")
+                    .is_some_and(|b| b.start_byte() <= start && end <= b.end_byte())
+                && m.enclosing_function(*l) == scope
+        })
+        .collect();
+    out.reverse();
     out
 }
 
@@ -767,7 +766,7 @@ impl<'t> Training<'t> {
             let Some((target, value)) = accumulation(m, a) else {
                 continue;
             };
-            if self.loop_of(a).map(|l| l.node.id()) != Some(lp.node.id())
+            if self.loop_of(m, a).map(|l| l.node.id()) != Some(lp.node.id())
                 || self.grad_free(a).is_some()
                 || self.rebound_in(m, lp, m.text(target))
             {
@@ -799,7 +798,7 @@ impl<'t> Training<'t> {
             ) else {
                 continue;
             };
-            if self.loop_of(c).map(|l| l.node.id()) != Some(lp.node.id())
+            if self.loop_of(m, c).map(|l| l.node.id()) != Some(lp.node.id())
                 || self.grad_free(c).is_some()
                 || self.rebound_in(m, lp, m.text(obj))
             {
@@ -834,7 +833,7 @@ mod tests {
             .iter()
             .find(|a| a.kind() == "augmented_assignment")
             .unwrap();
-        let lp = t.loop_of(aug).unwrap();
+        let lp = t.loop_of(&m, aug).unwrap();
         let rhs = aug.child_by_field_name("right").unwrap();
         assert!(matches!(t.flow(&m, rhs, &lp.backward), Flow::Attached(_)));
         assert!(!t.rebound_in(&m, lp, "total"));
