@@ -10,6 +10,8 @@ pub mod order;
 pub mod project;
 pub mod recursion;
 pub mod tf;
+pub mod torch;
+pub mod training;
 
 use super::{named_children, text};
 use std::cell::OnceCell;
@@ -129,6 +131,10 @@ pub struct PythonModel<'t> {
     pub subscript_assignments: Vec<Node<'t>>,
     /// Assignments whose target is an attribute (`config.gpu_options.allow_growth = True`).
     pub attribute_assignments: Vec<Node<'t>>,
+    /// Every `assignment` and `augmented_assignment`, in document order.
+    pub assignments: Vec<Node<'t>>,
+    /// Every `for_statement` and `while_statement`, in document order.
+    pub loops: Vec<Node<'t>>,
     module_bindings: HashMap<&'t str, Binding<'t>>,
     /// Per function: local names bound by a plain `name = <dotted name>` assignment (aliases).
     local_aliases: HashMap<(usize, &'t str), Node<'t>>,
@@ -145,6 +151,8 @@ pub struct PythonModel<'t> {
     tf: OnceCell<tf::TfFacts<'t>>,
     env_writes: OnceCell<Vec<env::EnvWrite<'t>>>,
     recursion: OnceCell<recursion::Recursion<'t>>,
+    training: OnceCell<training::Training<'t>>,
+    torch: OnceCell<torch::TorchFacts<'t>>,
 }
 
 /// The module's local call graph: for each function, the calls in its own body that invoke a
@@ -168,6 +176,8 @@ pub struct PythonBuilder<'t> {
     calls: Vec<(Node<'t>, Option<usize>)>,
     subscript_assignments: Vec<Node<'t>>,
     attribute_assignments: Vec<Node<'t>>,
+    assignments: Vec<Node<'t>>,
+    loops: Vec<Node<'t>>,
     scope_stack: Vec<usize>,
     class_stack: Vec<(usize, String)>,
     module_bindings: HashMap<&'t str, Binding<'t>>,
@@ -185,6 +195,8 @@ impl<'t> PythonBuilder<'t> {
             calls: Vec::new(),
             subscript_assignments: Vec::new(),
             attribute_assignments: Vec::new(),
+            assignments: Vec::new(),
+            loops: Vec::new(),
             scope_stack: Vec::new(),
             class_stack: Vec::new(),
             module_bindings: HashMap::new(),
@@ -198,6 +210,11 @@ impl<'t> PythonBuilder<'t> {
     }
 
     pub fn enter(&mut self, node: Node<'t>) {
+        match node.kind() {
+            "assignment" | "augmented_assignment" => self.assignments.push(node),
+            "for_statement" | "while_statement" => self.loops.push(node),
+            _ => {}
+        }
         match node.kind() {
             "import_statement" => self.import(node, None),
             "import_from_statement" => {
@@ -492,6 +509,8 @@ impl<'t> PythonBuilder<'t> {
             calls: self.calls,
             subscript_assignments: self.subscript_assignments,
             attribute_assignments: self.attribute_assignments,
+            assignments: self.assignments,
+            loops: self.loops,
             module_bindings: self.module_bindings,
             local_aliases: self.local_aliases,
             argparse_defaults: self.argparse_defaults,
@@ -504,6 +523,8 @@ impl<'t> PythonBuilder<'t> {
             tf: OnceCell::new(),
             env_writes: OnceCell::new(),
             recursion: OnceCell::new(),
+            training: OnceCell::new(),
+            torch: OnceCell::new(),
         }
     }
 }
@@ -644,6 +665,18 @@ impl<'t> PythonModel<'t> {
     pub fn recursion(&self) -> &recursion::Recursion<'t> {
         self.recursion
             .get_or_init(|| recursion::Recursion::build(self))
+    }
+
+    /// PyTorch training-loop facts: loops, `backward()`/`step()` positions, gradient-free
+    /// regions, graph-attached values (computed once).
+    pub fn training(&self) -> &training::Training<'t> {
+        self.training
+            .get_or_init(|| training::Training::build(self))
+    }
+
+    /// PyTorch and JAX device facts: CUDA / JAX initialization in execution order (computed once).
+    pub fn torch(&self) -> &torch::TorchFacts<'t> {
+        self.torch.get_or_init(|| torch::TorchFacts::build(self))
     }
 
     /// The local call graph (computed once).

@@ -517,7 +517,7 @@ impl<'t> OrderBuilder<'_, 't> {
 }
 
 /// `__name__ == "__main__"` (either side).
-fn is_main_guard(cond: Node<'_>, m: &PythonModel<'_>) -> bool {
+pub(crate) fn is_main_guard(cond: Node<'_>, m: &PythonModel<'_>) -> bool {
     if cond.kind() != "comparison_operator" {
         return false;
     }

@@ -1,0 +1,379 @@
+//! PyTorch and JAX device facts: which calls initialize PyTorch's CUDA runtime (and with it the
+//! caching allocator, which reads `PYTORCH_CUDA_ALLOC_CONF` once), which calls run the first JAX
+//! computation (when JAX creates its GPU client and preallocates), and the allocator
+//! configuration syntax both read from the environment.
+
+use super::order::ExecOrder;
+use super::{string_literal, PythonModel};
+use crate::semantic::named_children;
+use std::collections::HashMap;
+use tree_sitter::Node;
+
+/// `torch.cuda.*` functions that initialize CUDA (and the caching allocator).
+const TORCH_CUDA_INIT: &[&str] = &[
+    "init",
+    "set_device",
+    "synchronize",
+    "empty_cache",
+    "mem_get_info",
+    "get_device_properties",
+    "get_device_name",
+    "FloatTensor",
+    "HalfTensor",
+    "LongTensor",
+    "IntTensor",
+    "ByteTensor",
+    "set_per_process_memory_fraction",
+];
+
+/// `jax.*` functions that create the backend (and preallocate GPU memory).
+const JAX_INIT: &[&str] = &[
+    "devices",
+    "local_devices",
+    "device_count",
+    "local_device_count",
+    "device_put",
+    "device_put_replicated",
+    "device_put_sharded",
+    "block_until_ready",
+];
+
+/// `jax.numpy` functions that do not compute anything.
+const JNP_NON_OPS: &[&str] = &[
+    "dtype",
+    "issubdtype",
+    "result_type",
+    "promote_types",
+    "finfo",
+    "iinfo",
+    "ndim",
+    "shape",
+    "size",
+];
+
+/// What initializes a runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runtime {
+    TorchCuda,
+    Jax,
+}
+
+/// See the module documentation.
+#[derive(Debug, Default)]
+pub struct TorchFacts<'t> {
+    inits: HashMap<usize, Runtime>,
+    /// The init calls, in document order.
+    pub init_calls: Vec<(Node<'t>, Runtime)>,
+}
+
+impl<'t> TorchFacts<'t> {
+    pub(super) fn build(m: &PythonModel<'t>) -> TorchFacts<'t> {
+        let mut f = TorchFacts::default();
+        let torch = m.imports_torch();
+        let jax = m.imports_jax();
+        if !torch && !jax {
+            return f;
+        }
+        for &(call, _) in &m.calls {
+            let kind = if torch && torch_cuda_init(m, call) {
+                Some(Runtime::TorchCuda)
+            } else if jax && jax_init(m, call) {
+                Some(Runtime::Jax)
+            } else {
+                None
+            };
+            if let Some(k) = kind {
+                f.inits.insert(call.id(), k);
+                f.init_calls.push((call, k));
+            }
+        }
+        f
+    }
+
+    /// Does `call` initialize `rt`?
+    pub fn initializes(&self, call: Node<'_>, rt: Runtime) -> bool {
+        self.inits.get(&call.id()) == Some(&rt)
+    }
+
+    /// The first call that initializes `rt` when the module runs, else the first in the file.
+    pub fn first_init(&self, order: &ExecOrder<'t>, rt: Runtime) -> Option<Node<'t>> {
+        order
+            .module()
+            .iter()
+            .find(|e| self.initializes(e.node, rt))
+            .map(|e| e.node)
+            .or_else(|| self.init_calls.iter().find(|(_, k)| *k == rt).map(|c| c.0))
+    }
+
+    /// The first event that initializes `rt` and runs before `node` (an event) in some sequence
+    /// of the execution order (not in an exclusive branch).
+    pub fn init_before(
+        &self,
+        order: &ExecOrder<'t>,
+        node: Node<'_>,
+        rt: Runtime,
+    ) -> Option<Node<'t>> {
+        if self.init_calls.iter().all(|(_, k)| *k != rt) {
+            return None;
+        }
+        for seq in 0..order.sequences().len() {
+            let events = order.events(seq);
+            let Some(at) = events.iter().position(|e| e.node.id() == node.id()) else {
+                continue;
+            };
+            let target = &events[at];
+            if let Some(init) = events[..at]
+                .iter()
+                .find(|e| self.initializes(e.node, rt) && !order.exclusive(e, target))
+            {
+                return Some(init.node);
+            }
+        }
+        None
+    }
+}
+
+/// `.cuda()`, `.to("cuda")`, `torch.*(..., device="cuda")`, `torch.cuda.init()`, ...
+fn torch_cuda_init(m: &PythonModel<'_>, call: Node<'_>) -> bool {
+    let Some(func) = call.child_by_field_name("function") else {
+        return false;
+    };
+    if func.kind() == "attribute" {
+        let attr = func
+            .child_by_field_name("attribute")
+            .map(|a| m.text(a))
+            .unwrap_or("");
+        if attr == "cuda" && m.qualified_name(func).is_none() {
+            return true;
+        }
+        if attr == "to" {
+            let first = call
+                .child_by_field_name("arguments")
+                .and_then(|a| named_children(a).find(|c| c.kind() != "comment"));
+            let dev = match first {
+                Some(a) if a.kind() == "keyword_argument" => {
+                    if a.child_by_field_name("name").map(|n| m.text(n)) == Some("device") {
+                        a.child_by_field_name("value")
+                    } else {
+                        None
+                    }
+                }
+                a => a,
+            };
+            if dev.is_some_and(|d| is_cuda_device(m, d, 0)) {
+                return true;
+            }
+        }
+    }
+    let Some(q) = m.qualified_name(func) else {
+        return false;
+    };
+    if let Some(rest) = q.strip_prefix("torch.cuda.") {
+        return TORCH_CUDA_INIT.contains(&rest);
+    }
+    if q.starts_with("torch.") && q != "torch.device" {
+        if let Some(args) = call.child_by_field_name("arguments") {
+            return named_children(args).any(|a| {
+                a.kind() == "keyword_argument"
+                    && a.child_by_field_name("name").map(|n| m.text(n)) == Some("device")
+                    && a.child_by_field_name("value")
+                        .is_some_and(|v| is_cuda_device(m, v, 0))
+            });
+        }
+    }
+    false
+}
+
+/// `"cuda"`, `"cuda:0"`, `torch.device("cuda")`, or a name assigned one of them.
+fn is_cuda_device(m: &PythonModel<'_>, expr: Node<'_>, depth: usize) -> bool {
+    if depth > 4 {
+        return false;
+    }
+    match expr.kind() {
+        "string" => string_literal(expr, m.source).is_some_and(|s| s.starts_with("cuda")),
+        "call" => {
+            let is_device = expr
+                .child_by_field_name("function")
+                .and_then(|f| m.qualified_name(f))
+                .as_deref()
+                == Some("torch.device");
+            is_device
+                && expr
+                    .child_by_field_name("arguments")
+                    .and_then(|a| named_children(a).next())
+                    .is_some_and(|a| is_cuda_device(m, a, depth + 1))
+        }
+        "identifier" => {
+            let name = m.text(expr);
+            let hi = m
+                .assignments
+                .partition_point(|a| a.start_byte() < expr.start_byte());
+            m.assignments[..hi]
+                .iter()
+                .rev()
+                .find(|a| {
+                    a.kind() == "assignment"
+                        && a.child_by_field_name("left").map(|l| m.text(l)) == Some(name)
+                })
+                .and_then(|a| a.child_by_field_name("right"))
+                .is_some_and(|r| is_cuda_device(m, r, depth + 1))
+        }
+        _ => false,
+    }
+}
+
+/// `jnp.zeros(...)`, `jax.random.PRNGKey(0)`, `jax.devices()`, ...
+fn jax_init(m: &PythonModel<'_>, call: Node<'_>) -> bool {
+    let Some(q) = call
+        .child_by_field_name("function")
+        .and_then(|f| m.qualified_name(f))
+    else {
+        return false;
+    };
+    if let Some(rest) = q.strip_prefix("jax.numpy.") {
+        return !rest.contains('.') && !JNP_NON_OPS.contains(&rest);
+    }
+    if let Some(rest) = q.strip_prefix("jax.random.") {
+        return !rest.contains('.');
+    }
+    if let Some(rest) = q.strip_prefix("jax.") {
+        return JAX_INIT.contains(&rest);
+    }
+    false
+}
+
+/// Keys `PYTORCH_CUDA_ALLOC_CONF` / `PYTORCH_ALLOC_CONF` accept.
+pub const ALLOC_CONF_KEYS: &[&str] = &[
+    "backend",
+    "large_segment_size_mb",
+    "max_split_size_mb",
+    "roundup_power2_divisions",
+    "max_non_split_rounding_mb",
+    "garbage_collection_threshold",
+    "expandable_segments",
+    "pinned_use_cuda_host_register",
+    "pinned_num_register_threads",
+    "pinned_use_background_threads",
+    "pinned_reserve_segment_size_mb",
+    "pinned_max_round_threshold_mb",
+    "pinned_max_cached_size_mb",
+    "graph_capture_record_stream_reuse",
+    "per_process_memory_fraction",
+    "throw_on_cudamalloc_oom",
+    "release_lock_on_cudamalloc",
+];
+
+/// One problem in an allocator configuration string.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConfProblem {
+    UnknownKey(String),
+    BadValue {
+        key: String,
+        value: String,
+        expected: &'static str,
+    },
+}
+
+/// Parses `key:value,key:value` (commas inside `[...]` belong to the value) and returns the
+/// problems found. An empty string is valid.
+pub fn alloc_conf_problems(conf: &str) -> Vec<ConfProblem> {
+    let mut out = Vec::new();
+    for item in split_top_level(conf) {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        let (key, value) = match item.split_once(':') {
+            Some((k, v)) => (k.trim(), v.trim()),
+            None => (item, ""),
+        };
+        if !ALLOC_CONF_KEYS.contains(&key) {
+            out.push(ConfProblem::UnknownKey(key.to_string()));
+            continue;
+        }
+        let bad = |expected| ConfProblem::BadValue {
+            key: key.to_string(),
+            value: value.to_string(),
+            expected,
+        };
+        match key {
+            "backend" if !matches!(value, "native" | "cudaMallocAsync") => {
+                out.push(bad("`native` or `cudaMallocAsync`"))
+            }
+            "expandable_segments"
+            | "pinned_use_cuda_host_register"
+            | "pinned_use_background_threads"
+            | "release_lock_on_cudamalloc"
+            | "graph_capture_record_stream_reuse"
+            | "throw_on_cudamalloc_oom"
+                if !matches!(value, "True" | "False" | "true" | "false") =>
+            {
+                out.push(bad("`True` or `False`"))
+            }
+            "garbage_collection_threshold"
+                if !value.parse::<f64>().is_ok_and(|v| v > 0.0 && v < 1.0) =>
+            {
+                out.push(bad("a number strictly between 0 and 1"))
+            }
+            "per_process_memory_fraction"
+                if !value.parse::<f64>().is_ok_and(|v| (0.0..=1.0).contains(&v)) =>
+            {
+                out.push(bad("a number between 0 and 1"))
+            }
+            "max_split_size_mb"
+            | "large_segment_size_mb"
+            | "max_non_split_rounding_mb"
+            | "pinned_num_register_threads"
+            | "pinned_reserve_segment_size_mb"
+            | "pinned_max_round_threshold_mb"
+            | "pinned_max_cached_size_mb"
+                if value.parse::<u64>().is_err() =>
+            {
+                out.push(bad("a whole number"))
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn split_top_level(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth <= 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_allocator_config() {
+        assert!(alloc_conf_problems("expandable_segments:True").is_empty());
+        assert!(alloc_conf_problems(
+            "max_split_size_mb:128,roundup_power2_divisions:[256:1,512:2,>:8],garbage_collection_threshold:0.6"
+        )
+        .is_empty());
+        assert_eq!(
+            alloc_conf_problems("max_split_size:128"),
+            vec![ConfProblem::UnknownKey("max_split_size".into())]
+        );
+        assert_eq!(alloc_conf_problems("expandable_segments:1").len(), 1);
+        assert_eq!(
+            alloc_conf_problems("garbage_collection_threshold:1.5").len(),
+            1
+        );
+    }
+}
