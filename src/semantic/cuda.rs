@@ -5,12 +5,14 @@
 //! Everything is collected from the enter/leave events of the checker's one walk; `finish`
 //! then computes the per-kernel facts once, so a rule never walks a kernel again.
 
+mod arrays;
 mod builder;
 mod consts;
 pub mod guards;
 pub mod kernel;
 pub mod launch;
 
+pub use arrays::{ArrayDecl, ArraySpace, DeviceCall};
 pub use builder::CudaBuilder;
 pub use consts::{parse_c_int, sizeof_scalar};
 pub use guards::{Bound, Guard, GuardKind};
@@ -86,6 +88,10 @@ pub struct CudaModel<'t> {
     pub divisibility_checks: Vec<Node<'t>>,
     /// Allocations: `cudaMalloc`, `malloc`, `torch::empty`, `new_zeros`, …
     pub allocations: Vec<Node<'t>>,
+    /// Arrays declared in `__global__` / `__device__` functions.
+    pub arrays: Vec<ArrayDecl<'t>>,
+    /// Calls made from `__global__` / `__device__` functions.
+    pub device_calls: Vec<DeviceCall<'t>>,
     constants: HashMap<&'t str, ConstDef<'t>>,
     /// Values of named constants already folded (`None`: not an integer constant).
     constant_cache: RefCell<HashMap<String, Option<i128>>>,

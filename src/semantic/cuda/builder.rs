@@ -2,6 +2,7 @@
 //! constants, launches and host definitions everywhere; inside kernels the definitions,
 //! accesses and the stack of guards that hold at each node.
 
+use super::arrays::{self, ArrayDecl, DeviceCall};
 use super::consts::{self, ConstDef};
 use super::guards::{self, Guard, GuardKind};
 use super::kernel;
@@ -79,6 +80,8 @@ pub struct CudaBuilder<'t> {
     launches: Vec<Launch<'t>>,
     divisibility_checks: Vec<Node<'t>>,
     allocations: Vec<Node<'t>>,
+    arrays: Vec<ArrayDecl<'t>>,
+    device_calls: Vec<DeviceCall<'t>>,
 }
 
 impl<'t> CudaBuilder<'t> {
@@ -106,6 +109,8 @@ impl<'t> CudaBuilder<'t> {
             launches: Vec::new(),
             divisibility_checks: Vec::new(),
             allocations: Vec::new(),
+            arrays: Vec::new(),
+            device_calls: Vec::new(),
         }
     }
 
@@ -361,6 +366,24 @@ impl<'t> CudaBuilder<'t> {
             "call_expression" => self.record_call(node),
             _ => {}
         }
+        if let Some(f) = self.current_function {
+            let space = self.functions[f].space;
+            if space.global || space.device {
+                match node.kind() {
+                    "declaration" => arrays::record_arrays(f, node, self.source, &mut self.arrays),
+                    "call_expression" => {
+                        if let Some(callee) = arrays::device_callee(node, self.source) {
+                            self.device_calls.push(DeviceCall {
+                                caller: f,
+                                callee,
+                                node,
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
         if let Some(k) = self.current_kernel {
             let top = self.guard_top;
             self.kernels[k].record(node, top, call_arg);
@@ -506,6 +529,8 @@ impl<'t> CudaBuilder<'t> {
             guards: self.guards,
             divisibility_checks: self.divisibility_checks,
             allocations: self.allocations,
+            arrays: self.arrays,
+            device_calls: self.device_calls,
             constants: self.constants,
             constant_cache: RefCell::new(HashMap::new()),
             loop_macros: self.loop_macros,
