@@ -11,6 +11,7 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::cuda::cu001_unguarded_thread_index::UnguardedThreadIndex,
     &rules::cuda::cu002_guard_index_mismatch::GuardIndexMismatch,
     &rules::cuda::cu004_large_local_array::LargeLocalArray,
+    &rules::cuda::cu005_device_recursion::DeviceRecursion,
     &rules::cuda::cu006_shared_memory_limit::SharedMemoryLimit,
     &rules::python::py001_unbounded_recursion::UnboundedRecursion,
     &rules::python::tf001_memory_config_after_init::MemoryConfigAfterInit,
