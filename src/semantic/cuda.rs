@@ -92,6 +92,8 @@ pub struct CudaModel<'t> {
     pub arrays: Vec<ArrayDecl<'t>>,
     /// Calls made from `__global__` / `__device__` functions.
     pub device_calls: Vec<DeviceCall<'t>>,
+    /// Subscripts `a[i]` in `__global__` / `__device__` functions: (function, node).
+    pub subscripts: Vec<(usize, Node<'t>)>,
     constants: HashMap<&'t str, ConstDef<'t>>,
     /// Values of named constants already folded (`None`: not an integer constant).
     constant_cache: RefCell<HashMap<String, Option<i128>>>,

@@ -203,3 +203,157 @@ impl<'t> CudaModel<'t> {
             .map(|(i, _)| i)
     }
 }
+
+/// Ancestors searched for the loop that declares a counter.
+const MAX_UP: usize = 64;
+
+impl<'t> CudaModel<'t> {
+    /// The range `[lo, hi]` an index expression can take at `expr`, from folded constants and
+    /// the counters of enclosing `for` loops (`for (int k = 0; k < N; ++k)`). `None` when any
+    /// part is unknown, when a counter is also changed in its loop body, or when a condition
+    /// between the loop and the use mentions the counter (it may narrow the range).
+    pub fn index_range(&self, func: &Function<'t>, expr: Node<'t>) -> Option<(i128, i128)> {
+        self.range_depth(func, expr, 0)
+    }
+
+    fn range_depth(&self, func: &Function<'t>, e: Node<'t>, depth: usize) -> Option<(i128, i128)> {
+        if depth > 16 {
+            return None;
+        }
+        let field = |f: &str| e.child_by_field_name(f);
+        match e.kind() {
+            "parenthesized_expression" => self.range_depth(func, e.named_child(0)?, depth + 1),
+            "identifier" => {
+                if let Some(v) = self.eval_in_function(func, e) {
+                    return Some((v, v));
+                }
+                self.counter_range(func, e)
+            }
+            "binary_expression" => {
+                let op = self.text(field("operator")?);
+                let (l0, l1) = self.range_depth(func, field("left")?, depth + 1)?;
+                let (r0, r1) = self.range_depth(func, field("right")?, depth + 1)?;
+                match op {
+                    "+" => Some((l0.checked_add(r0)?, l1.checked_add(r1)?)),
+                    "-" => Some((l0.checked_sub(r1)?, l1.checked_sub(r0)?)),
+                    "*" if l0 >= 0 && r0 >= 0 => Some((l0.checked_mul(r0)?, l1.checked_mul(r1)?)),
+                    _ => None,
+                }
+            }
+            _ => self.eval_in_function(func, e).map(|v| (v, v)),
+        }
+    }
+
+    /// The range of a loop counter at a use inside its loop.
+    fn counter_range(&self, func: &Function<'t>, id: Node<'t>) -> Option<(i128, i128)> {
+        let name = self.text(id);
+        let mut cur = id;
+        for _ in 0..MAX_UP {
+            let parent = cur.parent()?;
+            match parent.kind() {
+                "if_statement"
+                | "conditional_expression"
+                | "while_statement"
+                | "do_statement"
+                | "switch_statement" => {
+                    let cond = parent.child_by_field_name("condition")?;
+                    if cond.id() != cur.id() && mentions(cond, name, self.source) {
+                        return None;
+                    }
+                }
+                "binary_expression" => {
+                    // `k < 8 && a[k]`
+                    let left = parent.child_by_field_name("left")?;
+                    if left.id() != cur.id() && mentions(left, name, self.source) {
+                        return None;
+                    }
+                }
+                "for_statement" => {
+                    let body = parent.child_by_field_name("body")?;
+                    if body.id() == cur.id() {
+                        if let Some(r) = self.loop_range(func, parent, name) {
+                            return Some(r);
+                        }
+                    }
+                    let cond = parent.child_by_field_name("condition");
+                    if cond.is_some_and(|c| mentions(c, name, self.source)) {
+                        return None;
+                    }
+                }
+                "function_definition" | "lambda_expression" => return None,
+                _ => {}
+            }
+            cur = parent;
+        }
+        None
+    }
+
+    /// `for (int k = a; k < b; ++k)` (or `<=`, `k += c` with c > 0) declaring `name`.
+    fn loop_range(&self, func: &Function<'t>, f: Node<'t>, name: &str) -> Option<(i128, i128)> {
+        let init = f.child_by_field_name("initializer")?;
+        let d = crate::semantic::descendants(init)
+            .find(|n| n.kind() == "init_declarator" || n.kind() == "assignment_expression")?;
+        let (var, start) = match d.kind() {
+            "init_declarator" => (
+                d.child_by_field_name("declarator")?,
+                d.child_by_field_name("value")?,
+            ),
+            _ => (
+                d.child_by_field_name("left")?,
+                d.child_by_field_name("right")?,
+            ),
+        };
+        if self.text(var) != name {
+            return None;
+        }
+        let lo = self.eval_in_function(func, start)?;
+        let cond = f.child_by_field_name("condition")?;
+        if cond.kind() != "binary_expression"
+            || self.text(cond.child_by_field_name("left")?) != name
+        {
+            return None;
+        }
+        let bound = self.eval_in_function(func, cond.child_by_field_name("right")?)?;
+        let hi = match self.text(cond.child_by_field_name("operator")?) {
+            "<" => bound - 1,
+            "<=" => bound,
+            _ => return None,
+        };
+        let update =
+            crate::semantic::cuda::guards::compact(self.text(f.child_by_field_name("update")?));
+        let increasing = update == format!("++{name}")
+            || update == format!("{name}++")
+            || update
+                .strip_prefix(&format!("{name}+="))
+                .and_then(|c| super::parse_c_int(c).or_else(|| self.constant_in(func, c)))
+                .is_some_and(|c| c > 0);
+        if !increasing || lo > hi {
+            return None;
+        }
+        // Changed in the body, or left early (`if (k == N) break;`): unknown.
+        let body = f.child_by_field_name("body")?;
+        let changed = crate::semantic::descendants(body).any(|n| {
+            if matches!(
+                n.kind(),
+                "break_statement" | "continue_statement" | "return_statement" | "goto_statement"
+            ) {
+                return true;
+            }
+            let target = match n.kind() {
+                "assignment_expression" => n.child_by_field_name("left"),
+                "update_expression" => n.child_by_field_name("argument"),
+                _ => None,
+            };
+            target.is_some_and(|t| self.text(t) == name)
+        });
+        if changed {
+            return None;
+        }
+        Some((lo, hi))
+    }
+}
+
+/// Does `expr` mention the identifier `name`?
+fn mentions(expr: Node<'_>, name: &str, source: &str) -> bool {
+    crate::semantic::descendants(expr).any(|n| n.kind() == "identifier" && text(n, source) == name)
+}

@@ -82,6 +82,7 @@ pub struct CudaBuilder<'t> {
     allocations: Vec<Node<'t>>,
     arrays: Vec<ArrayDecl<'t>>,
     device_calls: Vec<DeviceCall<'t>>,
+    subscripts: Vec<(usize, Node<'t>)>,
 }
 
 impl<'t> CudaBuilder<'t> {
@@ -111,6 +112,7 @@ impl<'t> CudaBuilder<'t> {
             allocations: Vec::new(),
             arrays: Vec::new(),
             device_calls: Vec::new(),
+            subscripts: Vec::new(),
         }
     }
 
@@ -371,6 +373,7 @@ impl<'t> CudaBuilder<'t> {
             if space.global || space.device {
                 match node.kind() {
                     "declaration" => arrays::record_arrays(f, node, self.source, &mut self.arrays),
+                    "subscript_expression" => self.subscripts.push((f, node)),
                     "call_expression" => {
                         if let Some(callee) = arrays::device_callee(node, self.source) {
                             self.device_calls.push(DeviceCall {
@@ -531,6 +534,7 @@ impl<'t> CudaBuilder<'t> {
             allocations: self.allocations,
             arrays: self.arrays,
             device_calls: self.device_calls,
+            subscripts: self.subscripts,
             constants: self.constants,
             constant_cache: RefCell::new(HashMap::new()),
             loop_macros: self.loop_macros,
