@@ -14,9 +14,11 @@ declare_rule! {
     /// (templates by name) and reports every cycle, direct (`f` calls `f`) or indirect (`f` calls
     /// `g`, which calls `f`), once, at the call that closes it.
     ///
-    /// Names defined more than once (overloads such as `op(float2)` calling `op(float)`),
-    /// `constexpr` functions and calls with explicit template arguments (`sum<N - 1>(x)`, which
-    /// recurse at compile time) are not reported.
+    /// Names defined more than once (overloads such as `op(float2)` calling `op(float)`), calls
+    /// with another number of arguments or with casts in them, calls through a namespace
+    /// (`::min(a, b)`), functions with no branch that could end a recursion (wrappers that
+    /// forward to a builtin of the same name), `constexpr` functions and calls with explicit
+    /// template arguments (`sum<N - 1>(x)`, which recurse at compile time) are not reported.
     ///
     /// ## Why is this risky?
     /// With recursion, ptxas and nvlink cannot compute the kernel's stack size ("Stack size for
@@ -85,17 +87,33 @@ impl Rule for DeviceRecursion {
             if skip_function(m, c.caller) || c.node.has_error() {
                 continue;
             }
+            // `sum<N - 1>(x)` recurses at compile time; `::min(a, b)` / `ns::f(x)` names
+            // another namespace's function.
             if c.node
                 .child_by_field_name("function")
-                .is_some_and(|f| f.kind() == "template_function")
+                .is_some_and(|f| matches!(f.kind(), "template_function" | "qualified_identifier"))
             {
+                continue;
+            }
+            // A cast in the arguments forwards to another overload (`__ldg((const __half*)p)`).
+            let args = c
+                .node
+                .child_by_field_name("arguments")
+                .map(|a| m.text(a))
+                .unwrap_or("");
+            if args.contains("_cast<") || args.contains(".operator") {
                 continue;
             }
             let mut targets = m.device_functions_named(c.callee);
             let (Some(t), None) = (targets.next(), targets.next()) else {
                 continue;
             };
-            if !skip_function(m, t) {
+            // A different number of arguments calls another overload (a builtin one).
+            let argc = c
+                .node
+                .child_by_field_name("arguments")
+                .map(|a| crate::semantic::named_children(a).count());
+            if !skip_function(m, t) && argc == param_count(m, t) {
                 edges[c.caller].push((t, c.node));
             }
         }
@@ -143,10 +161,49 @@ impl Rule for DeviceRecursion {
     }
 }
 
+/// The number of parameters of a function definition.
+fn param_count(m: &CudaModel<'_>, f: usize) -> Option<usize> {
+    let mut d = m.functions[f].node.child_by_field_name("declarator")?;
+    for _ in 0..8 {
+        if d.kind() == "function_declarator" {
+            let params = d.child_by_field_name("parameters")?;
+            return Some(
+                crate::semantic::named_children(params)
+                    .filter(|p| p.kind().contains("parameter_declaration"))
+                    .count(),
+            );
+        }
+        d = d
+            .child_by_field_name("declarator")
+            .or_else(|| d.named_child(0))?;
+    }
+    None
+}
+
+/// Has the function a branch (`if`, `?:`, a loop) that can end a recursion? Without one a
+/// self-call is a wrapper forwarding to a builtin overload of the same name.
+fn has_branch(m: &CudaModel<'_>, f: usize) -> bool {
+    m.functions[f]
+        .node
+        .child_by_field_name("body")
+        .is_some_and(|b| {
+            crate::semantic::descendants(b).any(|n| {
+                matches!(
+                    n.kind(),
+                    "if_statement"
+                        | "conditional_expression"
+                        | "while_statement"
+                        | "for_statement"
+                        | "switch_statement"
+                )
+            })
+        })
+}
+
 /// `constexpr` functions and functions with parse errors are left alone.
 fn skip_function(m: &CudaModel<'_>, f: usize) -> bool {
     let node = m.functions[f].node;
-    if node.has_error() {
+    if node.has_error() || !has_branch(m, f) {
         return true;
     }
     let head_end = node

@@ -321,15 +321,19 @@ impl<'t> CudaModel<'t> {
         };
         let update =
             crate::semantic::cuda::guards::compact(self.text(f.child_by_field_name("update")?));
-        let increasing = update == format!("++{name}")
-            || update == format!("{name}++")
-            || update
+        let step = if update == format!("++{name}") || update == format!("{name}++") {
+            1
+        } else {
+            update
                 .strip_prefix(&format!("{name}+="))
                 .and_then(|c| super::parse_c_int(c).or_else(|| self.constant_in(func, c)))
-                .is_some_and(|c| c > 0);
-        if !increasing || lo > hi {
+                .filter(|c| *c > 0)?
+        };
+        if lo > hi {
             return None;
         }
+        // The last value the counter takes: `for (j = 0; j < 8; j += 4)` ends at 4.
+        let hi = lo + (hi - lo) / step * step;
         // Changed in the body, or left early (`if (k == N) break;`): unknown.
         let body = f.child_by_field_name("body")?;
         let changed = crate::semantic::descendants(body).any(|n| {
