@@ -75,6 +75,15 @@ pub const LOOP_MACROS: &[&str] = &[
     "CUDA_GRID_STRIDE_LOOP",
 ];
 
+/// A block-wide barrier in a kernel, with the innermost guard that holds there.
+#[derive(Debug, Clone, Copy)]
+pub struct Barrier<'t> {
+    /// Index into [`CudaModel::kernels`].
+    pub kernel: usize,
+    pub node: Node<'t>,
+    pub guard: Option<u32>,
+}
+
 /// Everything rules ask about a C/C++/CUDA file.
 pub struct CudaModel<'t> {
     pub source: &'t str,
@@ -94,6 +103,8 @@ pub struct CudaModel<'t> {
     pub device_calls: Vec<DeviceCall<'t>>,
     /// Subscripts `a[i]` in `__global__` / `__device__` functions: (function, node).
     pub subscripts: Vec<(usize, Node<'t>)>,
+    /// Block-wide barriers (`__syncthreads()`) in kernels.
+    pub barriers: Vec<Barrier<'t>>,
     constants: HashMap<&'t str, ConstDef<'t>>,
     /// Values of named constants already folded (`None`: not an integer constant).
     constant_cache: RefCell<HashMap<String, Option<i128>>>,

@@ -83,6 +83,7 @@ pub struct CudaBuilder<'t> {
     arrays: Vec<ArrayDecl<'t>>,
     device_calls: Vec<DeviceCall<'t>>,
     subscripts: Vec<(usize, Node<'t>)>,
+    barriers: Vec<super::Barrier<'t>>,
 }
 
 impl<'t> CudaBuilder<'t> {
@@ -113,6 +114,7 @@ impl<'t> CudaBuilder<'t> {
             arrays: Vec::new(),
             device_calls: Vec::new(),
             subscripts: Vec::new(),
+            barriers: Vec::new(),
         }
     }
 
@@ -388,6 +390,13 @@ impl<'t> CudaBuilder<'t> {
             }
         }
         if let Some(k) = self.current_kernel {
+            if node.kind() == "call_expression" && is_barrier(node, self.source) {
+                self.barriers.push(super::Barrier {
+                    kernel: k,
+                    node,
+                    guard: self.guard_top,
+                });
+            }
             let top = self.guard_top;
             self.kernels[k].record(node, top, call_arg);
         } else if let Some(f) = self.current_function {
@@ -535,6 +544,7 @@ impl<'t> CudaBuilder<'t> {
             arrays: self.arrays,
             device_calls: self.device_calls,
             subscripts: self.subscripts,
+            barriers: self.barriers,
             constants: self.constants,
             constant_cache: RefCell::new(HashMap::new()),
             loop_macros: self.loop_macros,
@@ -563,4 +573,16 @@ fn template_parameters<'t>(params: Node<'t>, source: &'t str) -> Vec<(&'t str, O
             Some((text(name, source), default))
         })
         .collect()
+}
+
+/// Block-wide barriers: `__syncthreads()` and its reducing forms, `this_thread_block().sync()`.
+fn is_barrier(call: Node<'_>, source: &str) -> bool {
+    let Some(f) = call.child_by_field_name("function") else {
+        return false;
+    };
+    let t = text(f, source);
+    matches!(
+        t,
+        "__syncthreads" | "__syncthreads_count" | "__syncthreads_and" | "__syncthreads_or"
+    ) || t.ends_with("this_thread_block().sync")
 }
