@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 pub static RULES: &[&dyn Rule] = &[
     &rules::cuda::cu001_unguarded_thread_index::UnguardedThreadIndex,
     &rules::cuda::cu002_guard_index_mismatch::GuardIndexMismatch,
+    &rules::cuda::cu003_int32_index::Int32ThreadIndex,
     &rules::cuda::cu004_large_local_array::LargeLocalArray,
     &rules::cuda::cu005_device_recursion::DeviceRecursion,
     &rules::cuda::cu006_shared_memory_limit::SharedMemoryLimit,
