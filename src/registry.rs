@@ -15,6 +15,7 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::cuda::cu005_device_recursion::DeviceRecursion,
     &rules::cuda::cu006_shared_memory_limit::SharedMemoryLimit,
     &rules::cuda::cu008_divergent_barrier::DivergentBarrier,
+    &rules::cuda::cu009_unchecked_launch::UncheckedKernelLaunch,
     &rules::cuda::cu010_unchecked_runtime_call::UncheckedRuntimeCall,
     &rules::cuda::cu012_array_index_out_of_extent::ArrayIndexOutOfExtent,
     &rules::python::py001_unbounded_recursion::UnboundedRecursion,

@@ -7,5 +7,6 @@ pub mod cu004_large_local_array;
 pub mod cu005_device_recursion;
 pub mod cu006_shared_memory_limit;
 pub mod cu008_divergent_barrier;
+pub mod cu009_unchecked_launch;
 pub mod cu010_unchecked_runtime_call;
 pub mod cu012_array_index_out_of_extent;
