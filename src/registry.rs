@@ -14,6 +14,7 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::cuda::cu004_large_local_array::LargeLocalArray,
     &rules::cuda::cu005_device_recursion::DeviceRecursion,
     &rules::cuda::cu006_shared_memory_limit::SharedMemoryLimit,
+    &rules::cuda::cu007_launch_config_limits::LaunchConfigLimits,
     &rules::cuda::cu008_divergent_barrier::DivergentBarrier,
     &rules::cuda::cu009_unchecked_launch::UncheckedKernelLaunch,
     &rules::cuda::cu010_unchecked_runtime_call::UncheckedRuntimeCall,
