@@ -18,6 +18,7 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::cuda::cu008_divergent_barrier::DivergentBarrier,
     &rules::cuda::cu009_unchecked_launch::UncheckedKernelLaunch,
     &rules::cuda::cu010_unchecked_runtime_call::UncheckedRuntimeCall,
+    &rules::cuda::cu011_default_stream_in_op::DefaultStreamInOp,
     &rules::cuda::cu012_array_index_out_of_extent::ArrayIndexOutOfExtent,
     &rules::python::py001_unbounded_recursion::UnboundedRecursion,
     &rules::python::tf001_memory_config_after_init::MemoryConfigAfterInit,

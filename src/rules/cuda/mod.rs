@@ -10,4 +10,5 @@ pub mod cu007_launch_config_limits;
 pub mod cu008_divergent_barrier;
 pub mod cu009_unchecked_launch;
 pub mod cu010_unchecked_runtime_call;
+pub mod cu011_default_stream_in_op;
 pub mod cu012_array_index_out_of_extent;
