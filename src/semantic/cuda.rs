@@ -5,12 +5,14 @@
 //! Everything is collected from the enter/leave events of the checker's one walk; `finish`
 //! then computes the per-kernel facts once, so a rule never walks a kernel again.
 
+mod arrays;
 mod builder;
 mod consts;
 pub mod guards;
 pub mod kernel;
 pub mod launch;
 
+pub use arrays::{ArrayDecl, ArraySpace, DeviceCall};
 pub use builder::CudaBuilder;
 pub use consts::{parse_c_int, sizeof_scalar};
 pub use guards::{Bound, Guard, GuardKind};
@@ -73,6 +75,15 @@ pub const LOOP_MACROS: &[&str] = &[
     "CUDA_GRID_STRIDE_LOOP",
 ];
 
+/// A block-wide barrier in a kernel, with the innermost guard that holds there.
+#[derive(Debug, Clone, Copy)]
+pub struct Barrier<'t> {
+    /// Index into [`CudaModel::kernels`].
+    pub kernel: usize,
+    pub node: Node<'t>,
+    pub guard: Option<u32>,
+}
+
 /// Everything rules ask about a C/C++/CUDA file.
 pub struct CudaModel<'t> {
     pub source: &'t str,
@@ -86,6 +97,14 @@ pub struct CudaModel<'t> {
     pub divisibility_checks: Vec<Node<'t>>,
     /// Allocations: `cudaMalloc`, `malloc`, `torch::empty`, `new_zeros`, …
     pub allocations: Vec<Node<'t>>,
+    /// Arrays declared in `__global__` / `__device__` functions.
+    pub arrays: Vec<ArrayDecl<'t>>,
+    /// Calls made from `__global__` / `__device__` functions.
+    pub device_calls: Vec<DeviceCall<'t>>,
+    /// Subscripts `a[i]` in `__global__` / `__device__` functions: (function, node).
+    pub subscripts: Vec<(usize, Node<'t>)>,
+    /// Block-wide barriers (`__syncthreads()`) in kernels.
+    pub barriers: Vec<Barrier<'t>>,
     constants: HashMap<&'t str, ConstDef<'t>>,
     /// Values of named constants already folded (`None`: not an integer constant).
     constant_cache: RefCell<HashMap<String, Option<i128>>>,

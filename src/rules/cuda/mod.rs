@@ -2,3 +2,13 @@
 
 pub mod cu001_unguarded_thread_index;
 pub mod cu002_guard_index_mismatch;
+pub mod cu003_int32_index;
+pub mod cu004_large_local_array;
+pub mod cu005_device_recursion;
+pub mod cu006_shared_memory_limit;
+pub mod cu007_launch_config_limits;
+pub mod cu008_divergent_barrier;
+pub mod cu009_unchecked_launch;
+pub mod cu010_unchecked_runtime_call;
+pub mod cu011_default_stream_in_op;
+pub mod cu012_array_index_out_of_extent;

@@ -2,6 +2,7 @@
 //! constants, launches and host definitions everywhere; inside kernels the definitions,
 //! accesses and the stack of guards that hold at each node.
 
+use super::arrays::{self, ArrayDecl, DeviceCall};
 use super::consts::{self, ConstDef};
 use super::guards::{self, Guard, GuardKind};
 use super::kernel;
@@ -79,6 +80,10 @@ pub struct CudaBuilder<'t> {
     launches: Vec<Launch<'t>>,
     divisibility_checks: Vec<Node<'t>>,
     allocations: Vec<Node<'t>>,
+    arrays: Vec<ArrayDecl<'t>>,
+    device_calls: Vec<DeviceCall<'t>>,
+    subscripts: Vec<(usize, Node<'t>)>,
+    barriers: Vec<super::Barrier<'t>>,
 }
 
 impl<'t> CudaBuilder<'t> {
@@ -106,6 +111,10 @@ impl<'t> CudaBuilder<'t> {
             launches: Vec::new(),
             divisibility_checks: Vec::new(),
             allocations: Vec::new(),
+            arrays: Vec::new(),
+            device_calls: Vec::new(),
+            subscripts: Vec::new(),
+            barriers: Vec::new(),
         }
     }
 
@@ -361,7 +370,33 @@ impl<'t> CudaBuilder<'t> {
             "call_expression" => self.record_call(node),
             _ => {}
         }
+        if let Some(f) = self.current_function {
+            let space = self.functions[f].space;
+            if space.global || space.device {
+                match node.kind() {
+                    "declaration" => arrays::record_arrays(f, node, self.source, &mut self.arrays),
+                    "subscript_expression" => self.subscripts.push((f, node)),
+                    "call_expression" => {
+                        if let Some(callee) = arrays::device_callee(node, self.source) {
+                            self.device_calls.push(DeviceCall {
+                                caller: f,
+                                callee,
+                                node,
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
         if let Some(k) = self.current_kernel {
+            if node.kind() == "call_expression" && is_barrier(node, self.source) {
+                self.barriers.push(super::Barrier {
+                    kernel: k,
+                    node,
+                    guard: self.guard_top,
+                });
+            }
             let top = self.guard_top;
             self.kernels[k].record(node, top, call_arg);
         } else if let Some(f) = self.current_function {
@@ -506,6 +541,10 @@ impl<'t> CudaBuilder<'t> {
             guards: self.guards,
             divisibility_checks: self.divisibility_checks,
             allocations: self.allocations,
+            arrays: self.arrays,
+            device_calls: self.device_calls,
+            subscripts: self.subscripts,
+            barriers: self.barriers,
             constants: self.constants,
             constant_cache: RefCell::new(HashMap::new()),
             loop_macros: self.loop_macros,
@@ -534,4 +573,16 @@ fn template_parameters<'t>(params: Node<'t>, source: &'t str) -> Vec<(&'t str, O
             Some((text(name, source), default))
         })
         .collect()
+}
+
+/// Block-wide barriers: `__syncthreads()` and its reducing forms, `this_thread_block().sync()`.
+fn is_barrier(call: Node<'_>, source: &str) -> bool {
+    let Some(f) = call.child_by_field_name("function") else {
+        return false;
+    };
+    let t = text(f, source);
+    matches!(
+        t,
+        "__syncthreads" | "__syncthreads_count" | "__syncthreads_and" | "__syncthreads_or"
+    ) || t.ends_with("this_thread_block().sync")
 }

@@ -196,3 +196,67 @@ impl<'t> CudaModel<'t> {
         worst
     }
 }
+
+impl<'t> CudaModel<'t> {
+    /// The `(x, y, z)` extents of a launch's grid (`which` = 0) or block (`which` = 1) when
+    /// they fold to constants: an integer, `dim3(x, y, z)`, or a local `dim3 block(x, y)` with
+    /// one definition visible at the launch. `None` when any part is unknown.
+    pub fn launch_dims(&self, launch: &Launch<'t>, which: usize) -> Option<[i128; 3]> {
+        let e = *launch.config.get(which)?;
+        let func = self.enclosing_function(launch.node);
+        let fi = func.and_then(|f| {
+            self.functions
+                .iter()
+                .position(|g| g.node.id() == f.node.id())
+        });
+        let at = launch.node.start_byte();
+        let eval = |n: Node<'_>| match func {
+            Some(f) => self.eval_in_function(f, n),
+            None => self.eval(n),
+        };
+        let dims_of_args = |args: Node<'_>| -> Option<[i128; 3]> {
+            let vals: Vec<Node<'_>> = crate::semantic::named_children(args).collect();
+            if vals.is_empty() || vals.len() > 3 {
+                return None;
+            }
+            let mut out = [1i128; 3];
+            for (i, v) in vals.iter().enumerate() {
+                out[i] = eval(*v)?;
+            }
+            Some(out)
+        };
+        let e = super::kernel::peel(e);
+        match e.kind() {
+            "call_expression" => {
+                let f = e.child_by_field_name("function")?;
+                if self.text(f) != "dim3" {
+                    return None;
+                }
+                dims_of_args(e.child_by_field_name("arguments")?)
+            }
+            "identifier" => {
+                if let Some(v) = eval(e) {
+                    return Some([v, 1, 1]);
+                }
+                let defs = self.host_defs.get(&(fi?, self.text(e)))?;
+                let visible: Vec<_> = defs
+                    .iter()
+                    .filter(|d| d.scope.start <= at && at < d.scope.end)
+                    .collect();
+                let [d] = visible.as_slice() else {
+                    return None;
+                };
+                let v = d.value?;
+                if v.start_byte() >= at {
+                    return None;
+                }
+                match v.kind() {
+                    "argument_list" => dims_of_args(v),
+                    "initializer_list" => dims_of_args(v),
+                    _ => eval(v).map(|x| [x, 1, 1]),
+                }
+            }
+            _ => eval(e).map(|v| [v, 1, 1]),
+        }
+    }
+}

@@ -367,3 +367,46 @@ void go(float* x, int n, int batch, int heads) {
         assert_eq!(m.kernel_grid("k").map(|(g, _)| g), Some(CeilDiv));
     });
 }
+
+#[test]
+fn array_extents_fold_with_template_launches() {
+    let src = "#define N 8\ntemplate <int B>\n__global__ void k(float* x) {\n  __shared__ float s[B][N + 1];\n  float acc[N];\n  extern __shared__ char dyn[];\n  for (int j = 0; j < N; j += 4) x[0] = acc[j + 3];\n}\nvoid run(float* x) { k<32><<<1, 32>>>(x); }\n";
+    model(src, |m| {
+        let s = m.arrays.iter().find(|a| a.name == "s").unwrap();
+        assert_eq!(s.space, ArraySpace::Shared);
+        assert_eq!(m.array_bytes(s), Some(32 * 9 * 4));
+        let acc = m.arrays.iter().find(|a| a.name == "acc").unwrap();
+        assert_eq!(acc.space, ArraySpace::Local);
+        assert_eq!(m.array_elements(acc), Some(8));
+        let dyn_ = m.arrays.iter().find(|a| a.name == "dyn").unwrap();
+        assert_eq!(dyn_.space, ArraySpace::DynamicShared);
+        // `j` steps by 4 below 8: it ends at 4, so `j + 3` reaches 7.
+        let (f, sub) = m
+            .subscripts
+            .iter()
+            .find(|(_, n)| m.text(*n) == "acc[j + 3]")
+            .copied()
+            .unwrap();
+        let index = sub
+            .child_by_field_name("indices")
+            .unwrap()
+            .named_child(0)
+            .unwrap();
+        assert_eq!(m.index_range(&m.functions[f], index), Some((3, 7)));
+    });
+}
+
+#[test]
+fn barrier_conditions_per_thread_or_uniform() {
+    let src = "__global__ void k(float* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  for (int s = blockDim.x / 2; s > 0; s >>= 1) { __syncthreads(); }\n  if (i < n) { __syncthreads(); }\n}\n";
+    model(src, |m| {
+        let k = &m.kernels[0];
+        assert_eq!(m.barriers.len(), 2);
+        let conds: Vec<bool> = m
+            .barriers
+            .iter()
+            .map(|b| m.guard_chain(b.guard).any(|g| k.per_thread(m, g.cond)))
+            .collect();
+        assert_eq!(conds, vec![false, true]);
+    });
+}

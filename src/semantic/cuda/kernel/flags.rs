@@ -41,6 +41,12 @@ impl Flags {
         self.has(Self::TID | Self::BID | Self::BLOCK_BASE | Self::GLOBAL)
     }
 
+    /// Differs between the threads of one block (reads `threadIdx`); values built only from
+    /// `blockIdx`, `blockDim`, `gridDim`, parameters and constants are uniform per block.
+    pub fn per_thread(self) -> bool {
+        self.has(Self::TID | Self::GLOBAL | Self::CANONICAL)
+    }
+
     pub fn is_global_index(self) -> bool {
         self.has(Self::GLOBAL)
     }
@@ -57,6 +63,32 @@ impl<'t> Kernel<'t> {
     /// How `expr` derives from the thread coordinates.
     pub fn flags(&self, model: &CudaModel<'t>, expr: Node<'_>) -> Flags {
         self.flags_depth(model, expr, 0)
+    }
+
+    /// Does a condition differ between the threads of one block: does any name or builtin in
+    /// it derive from `threadIdx`? Names built from `blockIdx`, `blockDim`, `gridDim`,
+    /// parameters and constants are uniform per block.
+    pub fn per_thread(&self, model: &CudaModel<'t>, cond: Node<'_>) -> bool {
+        crate::semantic::descendants(cond)
+            .take(4096)
+            .filter(|n| matches!(n.kind(), "identifier" | "field_expression"))
+            .any(|n| match loop_counter_def(n, model.source) {
+                // A counter of an enclosing `for`: what its own loop starts and steps it by
+                // (locals are merged by name over the kernel, and `i` is often reused).
+                Some((init, update)) => {
+                    self.flags(model, init).per_thread()
+                        || update.is_some_and(|u| {
+                            crate::semantic::descendants(u)
+                                .take(256)
+                                .filter(|x| {
+                                    x.kind() == "field_expression" || x.kind() == "identifier"
+                                })
+                                .filter(|x| text(*x, model.source) != text(n, model.source))
+                                .any(|x| self.flags(model, x).per_thread())
+                        })
+                }
+                None => self.flags(model, n).per_thread(),
+            })
     }
 
     fn flags_depth(&self, model: &CudaModel<'t>, expr: Node<'_>, depth: usize) -> Flags {
@@ -278,4 +310,37 @@ fn is_constant_name(name: &str) -> bool {
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == b'_')
         && b.iter().any(u8::is_ascii_uppercase))
         || (b.len() >= 2 && b[0] == b'k' && b[1].is_ascii_uppercase())
+}
+
+/// When `id` names the counter declared by an enclosing `for (int k = init; …; update)`: its
+/// initial value and the update expression.
+fn loop_counter_def<'n>(id: Node<'n>, source: &str) -> Option<(Node<'n>, Option<Node<'n>>)> {
+    if id.kind() != "identifier" {
+        return None;
+    }
+    let name = text(id, source);
+    let mut cur = id;
+    for _ in 0..64 {
+        cur = cur.parent()?;
+        if cur.kind() == "function_definition" {
+            return None;
+        }
+        if cur.kind() != "for_statement" {
+            continue;
+        }
+        let Some(init) = cur.child_by_field_name("initializer") else {
+            continue;
+        };
+        let decl = named_children(init)
+            .chain(std::iter::once(init))
+            .filter(|d| d.kind() == "init_declarator")
+            .find(|d| {
+                d.child_by_field_name("declarator")
+                    .is_some_and(|v| text(v, source) == name)
+            });
+        if let Some(value) = decl.and_then(|d| d.child_by_field_name("value")) {
+            return Some((value, cur.child_by_field_name("update")));
+        }
+    }
+    None
 }
