@@ -13,6 +13,9 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::python::py001_unbounded_recursion::UnboundedRecursion,
     &rules::python::tf001_memory_config_after_init::MemoryConfigAfterInit,
     &rules::python::tf002_missing_memory_growth::MissingMemoryGrowth,
+    &rules::python::tf003_memory_growth_not_uniform::MemoryGrowthNotUniform,
+    &rules::python::tf004_memory_growth_with_virtual_devices::MemoryGrowthWithVirtualDevices,
+    &rules::python::tf013_gpu_env_after_init::GpuEnvAfterInit,
 ];
 
 /// Findings the engine reports itself.

@@ -11,7 +11,7 @@ pub mod project;
 pub mod recursion;
 pub mod tf;
 
-use super::{named_children, text};
+use super::{descendants, named_children, text};
 use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, Tree};
@@ -986,6 +986,39 @@ impl<'t> PythonModel<'t> {
             }
             _ => None,
         }
+    }
+
+    /// The value a plain name is bound to where it is used: the single `name = <value>` in the
+    /// enclosing function's own body, else the module-level binding when the name is bound once
+    /// there and not by the function. `None` when it is bound several times or not at all.
+    pub fn value_of_name(&self, at: Node<'_>, name: &str) -> Option<Node<'t>> {
+        if let Some(f) = self.enclosing_function(at) {
+            if self.function_binds(f, name) {
+                let body = self.functions[f].node.child_by_field_name("body")?;
+                let mut found = None;
+                for n in descendants(body) {
+                    if n.kind() != "assignment" {
+                        continue;
+                    }
+                    if self.enclosing_function(n) != Some(f) {
+                        continue;
+                    }
+                    let Some(left) = n.child_by_field_name("left") else {
+                        continue;
+                    };
+                    if left.kind() == "identifier" && self.text(left) == name {
+                        if found.is_some() {
+                            return None;
+                        }
+                        found = n.child_by_field_name("right");
+                    }
+                }
+                return found;
+            }
+        }
+        let b = self.module_bindings.get(name)?;
+        (b.count == 1 && b.value.kind() != "assignment" && b.value.id() != at.id())
+            .then_some(b.value)
     }
 
     /// Does function `f` bind `name` as a parameter or by assignment in its own body (including
