@@ -142,7 +142,7 @@ impl Rule for UnknownOptimizerOption {
                 let Some(key) = string_literal(k, m.source) else {
                     continue;
                 };
-                if VALID.contains(&key.as_str()) || extra.iter().any(|e| *e == key) {
+                if VALID.contains(&key.as_str()) || extra.contains(&key) {
                     continue;
                 }
                 let callee = call
