@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 pub static RULES: &[&dyn Rule] = &[
     &rules::cuda::cu001_unguarded_thread_index::UnguardedThreadIndex,
     &rules::cuda::cu002_guard_index_mismatch::GuardIndexMismatch,
+    &rules::python::kr004_legacy_mixed_precision_api::LegacyMixedPrecisionApi,
     &rules::python::py001_unbounded_recursion::UnboundedRecursion,
+    &rules::python::py002_recursion_limit_without_stack::RecursionLimitWithoutStack,
     &rules::python::tf001_memory_config_after_init::MemoryConfigAfterInit,
     &rules::python::tf002_missing_memory_growth::MissingMemoryGrowth,
     &rules::python::tf003_memory_growth_not_uniform::MemoryGrowthNotUniform,

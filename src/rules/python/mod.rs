@@ -1,6 +1,8 @@
 //! Rules for Python training code.
 
+pub mod kr004_legacy_mixed_precision_api;
 pub mod py001_unbounded_recursion;
+pub mod py002_recursion_limit_without_stack;
 pub mod tf001_memory_config_after_init;
 pub mod tf002_missing_memory_growth;
 pub mod tf003_memory_growth_not_uniform;

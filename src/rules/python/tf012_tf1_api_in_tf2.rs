@@ -17,7 +17,8 @@ declare_rule! {
     /// also trains eagerly (`tf.GradientTape`, a Keras model). The APIs are `Session`,
     /// `InteractiveSession`, `disable_eager_execution`, `reset_default_graph`, `placeholder`
     /// and `global_variables_initializer`. Modules that call `disable_v2_behavior()` (TF1
-    /// semantics on purpose), that use TF1-only namespaces such as `tf.contrib`, and calls
+    /// semantics on purpose), that import the whole TF1 API (`import tensorflow.compat.v1 as
+    /// tf`), that use TF1-only namespaces such as `tf.contrib`, and calls
     /// inside `with graph.as_default():` are left alone.
     ///
     /// It also finds a `ConfigProto` or `GPUOptions` that sets GPU memory options
@@ -165,11 +166,12 @@ impl Rule for Tf1ApiInTf2 {
             .iter()
             .any(|i| i.qualified.starts_with("tensorflow.contrib"))
             || m.source.contains("tf.contrib.");
-        let compat_imported = m
+        // `import tensorflow.compat.v1 as tf`: the whole program is written against TF1.
+        let tf1_module = m
             .imports
             .iter()
-            .any(|i| i.qualified.starts_with("tensorflow.compat.v1"));
-        if !tf1_on_purpose {
+            .any(|i| i.qualified == "tensorflow.compat.v1");
+        if !tf1_on_purpose && !tf1_module {
             for (call, q, raw) in &names {
                 let Some(rest) = q.strip_prefix("tensorflow.") else {
                     continue;
@@ -177,7 +179,7 @@ impl Rule for Tf1ApiInTf2 {
                 let Some((api, help)) = TF1_APIS.iter().find(|(a, _)| *a == rest) else {
                     continue;
                 };
-                let compat = raw.starts_with("tensorflow.compat.v1.") || compat_imported;
+                let compat = raw.starts_with("tensorflow.compat.v1.");
                 if !(tf_function || (compat && eager_training)) || in_explicit_graph(m, *call) {
                     continue;
                 }
