@@ -18,6 +18,8 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::python::tf003_memory_growth_not_uniform::MemoryGrowthNotUniform,
     &rules::python::tf004_memory_growth_with_virtual_devices::MemoryGrowthWithVirtualDevices,
     &rules::python::tf005_unknown_optimizer_option::UnknownOptimizerOption,
+    &rules::python::tf009_tf_function_in_loop::TfFunctionInLoop,
+    &rules::python::tf011_recursive_tf_function::RecursiveTfFunction,
     &rules::python::tf012_tf1_api_in_tf2::Tf1ApiInTf2,
     &rules::python::tf013_gpu_env_after_init::GpuEnvAfterInit,
 ];

@@ -10,6 +10,7 @@ pub mod order;
 pub mod project;
 pub mod recursion;
 pub mod tf;
+pub mod tf_function;
 
 use super::{descendants, named_children, text};
 use std::cell::OnceCell;
@@ -145,6 +146,7 @@ pub struct PythonModel<'t> {
     tf: OnceCell<tf::TfFacts<'t>>,
     env_writes: OnceCell<Vec<env::EnvWrite<'t>>>,
     recursion: OnceCell<recursion::Recursion<'t>>,
+    tf_functions: OnceCell<tf_function::TfFunctions<'t>>,
 }
 
 /// The module's local call graph: for each function, the calls in its own body that invoke a
@@ -504,6 +506,7 @@ impl<'t> PythonBuilder<'t> {
             tf: OnceCell::new(),
             env_writes: OnceCell::new(),
             recursion: OnceCell::new(),
+            tf_functions: OnceCell::new(),
         }
     }
 }
@@ -647,6 +650,13 @@ impl<'t> PythonModel<'t> {
     /// Writes to the process environment (`os.environ[...] = ...`, `setdefault`, `putenv`).
     pub fn env_writes(&self) -> &[env::EnvWrite<'t>] {
         self.env_writes.get_or_init(|| env::collect(self))
+    }
+
+    /// Which local functions `tf.function` traces, and where `tf.function`s are created
+    /// (computed once).
+    pub fn tf_functions(&self) -> &tf_function::TfFunctions<'t> {
+        self.tf_functions
+            .get_or_init(|| tf_function::TfFunctions::build(self))
     }
 
     /// Recursive functions: cycles in the local call graph (computed once).
