@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 pub static RULES: &[&dyn Rule] = &[
     &rules::cuda::cu001_unguarded_thread_index::UnguardedThreadIndex,
     &rules::cuda::cu002_guard_index_mismatch::GuardIndexMismatch,
+    &rules::python::kr001_models_in_loop::ModelsInLoop,
     &rules::python::kr004_legacy_mixed_precision_api::LegacyMixedPrecisionApi,
     &rules::python::py001_unbounded_recursion::UnboundedRecursion,
     &rules::python::py002_recursion_limit_without_stack::RecursionLimitWithoutStack,

@@ -18,7 +18,8 @@ declare_rule! {
     /// `tf.train.experimental.enable_mixed_precision_graph_rewrite`. Calls under a version
     /// check (`if ... version ...`, `hasattr(...)`) or in a `try` whose `except
     /// AttributeError`/`ImportError` falls back to something else are left alone: that code
-    /// supports old releases on purpose.
+    /// supports old releases on purpose, and so is the graph rewrite in TF1 graph code
+    /// (sessions, placeholders, `tf.contrib`), where it is the supported API.
     ///
     /// ## Why is this risky?
     /// The `experimental` namespace is deprecated from TF 2.4 ("A deprecated dtype policy";
@@ -140,6 +141,10 @@ impl Rule for LegacyMixedPrecisionApi {
                 continue;
             };
             if version_handled(m, call) {
+                continue;
+            }
+            // The graph rewrite is the right tool in TF1 graph code (pinned to TF 1.14/1.15).
+            if q.starts_with("tensorflow.train.") && m.tf().graph_mode {
                 continue;
             }
             let callee = call

@@ -1,5 +1,6 @@
 //! Rules for Python training code.
 
+pub mod kr001_models_in_loop;
 pub mod kr004_legacy_mixed_precision_api;
 pub mod py001_unbounded_recursion;
 pub mod py002_recursion_limit_without_stack;
