@@ -7,7 +7,7 @@ use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::tf::{normalize, Init};
 use crate::semantic::python::tf_function::{
-    enclosing_loop, few_iterations, find_call_in, is_clear_session,
+    enclosing_loop, few_iterations, find_call_in, is_clear_session, unconditional_in_function,
 };
 use crate::semantic::python::PythonModel;
 use std::collections::HashSet;
@@ -20,8 +20,9 @@ declare_rule! {
     /// application, a local `keras.Model` subclass that is then compiled, fitted or run, or a
     /// local function that does one of these) and never calls
     /// `tf.keras.backend.clear_session()` / `keras.utils.clear_session()`, neither in the
-    /// loop body nor in a function the body calls. Loops over a few literal items
-    /// (`range(3)`, a list of up to three) are left alone.
+    /// loop body nor in a function the body calls (a helper counts only when it always builds
+    /// the model). Loops over a few literal items (`range(5)`, a list of up to five) and
+    /// ensembles that keep every model (`models.append(model)`) are left alone.
     ///
     /// ## Why is this risky?
     /// Keras keeps global state for every model it builds (the graph, layer name counters,
@@ -106,7 +107,11 @@ impl Rule for ModelsInLoop {
             let (lp, via) = match enclosing_loop(call) {
                 Some(lp) => (lp, None),
                 None => {
-                    let Some(f) = m.enclosing_function(call) else {
+                    // Built in a helper: only when the helper always builds it.
+                    let Some(f) = m
+                        .enclosing_function(call)
+                        .filter(|_| unconditional_in_function(call))
+                    else {
                         continue;
                     };
                     let graph = m.call_graph();
@@ -123,7 +128,7 @@ impl Rule for ModelsInLoop {
                     (lp, Some(c))
                 }
             };
-            if reported.contains(&lp.id()) || few_iterations(m, lp, 3) {
+            if reported.contains(&lp.id()) || few_iterations(m, lp, 5) {
                 continue;
             }
             // A loop inside a Keras class (building sub-layers in `__init__`) builds parts of
@@ -141,6 +146,31 @@ impl Rule for ModelsInLoop {
                 && find_call_in(m, body, |c| tf.init_kind(c) == Some(Init::ModelMethod)).is_none()
             {
                 continue;
+            }
+            // An ensemble keeps every model on purpose: `models.append(model)`.
+            let kept = call
+                .parent()
+                .filter(|p| p.kind() == "assignment")
+                .and_then(|a| a.child_by_field_name("left"))
+                .map(|l| m.text(l))
+                .or_else(|| {
+                    via.and_then(|c| c.parent())
+                        .filter(|p| p.kind() == "assignment")
+                        .and_then(|a| a.child_by_field_name("left"))
+                        .map(|l| m.text(l))
+                });
+            if let Some(name) = kept {
+                if find_call_in(m, body, |c| {
+                    c.child_by_field_name("function")
+                        .is_some_and(|f| m.text(f).ends_with(".append"))
+                        && c.child_by_field_name("arguments").is_some_and(|a| {
+                            crate::semantic::named_children(a).any(|x| m.text(x) == name)
+                        })
+                })
+                .is_some()
+                {
+                    continue;
+                }
             }
             if find_call_in(m, body, |c| is_clear_session(m, c)).is_some() {
                 continue;

@@ -6,7 +6,7 @@ use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::tf_function::{
-    enclosing_loop, few_iterations, find_call_in, is_clear_session,
+    enclosing_loop, few_iterations, find_call_in, is_clear_session, unconditional_in_function,
 };
 
 declare_rule! {
@@ -77,7 +77,10 @@ impl Rule for TfFunctionInLoop {
             let (lp, via) = match enclosing_loop(site) {
                 Some(lp) => (lp, None),
                 None => {
-                    let Some(f) = m.enclosing_function(site) else {
+                    let Some(f) = m
+                        .enclosing_function(site)
+                        .filter(|_| unconditional_in_function(site))
+                    else {
                         continue;
                     };
                     let graph = m.call_graph();

@@ -212,3 +212,27 @@ pub fn few_iterations(m: &PythonModel<'_>, lp: Node<'_>, max: i128) -> bool {
         _ => false,
     }
 }
+
+/// Does `node` run whenever its enclosing function runs (no `if`, `match`, loop or `except`
+/// between it and the `def`)?
+pub fn unconditional_in_function(node: Node<'_>) -> bool {
+    let mut cur = node;
+    for _ in 0..256 {
+        let Some(p) = cur.parent() else { return true };
+        match p.kind() {
+            "function_definition" | "module" => return true,
+            "if_statement"
+            | "elif_clause"
+            | "else_clause"
+            | "match_statement"
+            | "conditional_expression"
+            | "except_clause"
+            | "for_statement"
+            | "while_statement"
+            | "boolean_operator" => return false,
+            _ => {}
+        }
+        cur = p;
+    }
+    false
+}
