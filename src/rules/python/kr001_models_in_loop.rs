@@ -35,7 +35,7 @@ declare_rule! {
     /// ```python
     /// import tensorflow as tf
     ///
-    /// for units in [32, 64, 128, 256, 512]:
+    /// for units in range(16, 1024, 16):
     ///     model = tf.keras.Sequential([tf.keras.layers.Dense(units), tf.keras.layers.Dense(1)])
     ///     model.compile(optimizer="adam", loss="mse")
     /// ```
@@ -44,7 +44,7 @@ declare_rule! {
     /// ```python
     /// import tensorflow as tf
     ///
-    /// for units in [32, 64, 128, 256, 512]:
+    /// for units in range(16, 1024, 16):
     ///     tf.keras.backend.clear_session()
     ///     model = tf.keras.Sequential([tf.keras.layers.Dense(units), tf.keras.layers.Dense(1)])
     ///     model.compile(optimizer="adam", loss="mse")
