@@ -12,6 +12,7 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::cuda::cu002_guard_index_mismatch::GuardIndexMismatch,
     &rules::python::kr001_models_in_loop::ModelsInLoop,
     &rules::python::kr002_mixed_float16_without_loss_scale::MixedFloat16WithoutLossScale,
+    &rules::python::kr003_float16_softmax_output::Float16SoftmaxOutput,
     &rules::python::kr004_legacy_mixed_precision_api::LegacyMixedPrecisionApi,
     &rules::python::py001_unbounded_recursion::UnboundedRecursion,
     &rules::python::py002_recursion_limit_without_stack::RecursionLimitWithoutStack,

@@ -2,6 +2,7 @@
 
 pub mod kr001_models_in_loop;
 pub mod kr002_mixed_float16_without_loss_scale;
+pub mod kr003_float16_softmax_output;
 pub mod kr004_legacy_mixed_precision_api;
 pub mod py001_unbounded_recursion;
 pub mod py002_recursion_limit_without_stack;
