@@ -14,6 +14,7 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::python::kr002_mixed_float16_without_loss_scale::MixedFloat16WithoutLossScale,
     &rules::python::kr003_float16_softmax_output::Float16SoftmaxOutput,
     &rules::python::kr004_legacy_mixed_precision_api::LegacyMixedPrecisionApi,
+    &rules::python::kr005_predict_in_loop::PredictInLoop,
     &rules::python::py001_unbounded_recursion::UnboundedRecursion,
     &rules::python::py002_recursion_limit_without_stack::RecursionLimitWithoutStack,
     &rules::python::tf001_memory_config_after_init::MemoryConfigAfterInit,

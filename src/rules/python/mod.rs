@@ -4,6 +4,7 @@ pub mod kr001_models_in_loop;
 pub mod kr002_mixed_float16_without_loss_scale;
 pub mod kr003_float16_softmax_output;
 pub mod kr004_legacy_mixed_precision_api;
+pub mod kr005_predict_in_loop;
 pub mod py001_unbounded_recursion;
 pub mod py002_recursion_limit_without_stack;
 pub mod tf001_memory_config_after_init;
