@@ -23,6 +23,7 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::python::tf004_memory_growth_with_virtual_devices::MemoryGrowthWithVirtualDevices,
     &rules::python::tf005_unknown_optimizer_option::UnknownOptimizerOption,
     &rules::python::tf006_numpy_in_tf_function::NumpyInTfFunction,
+    &rules::python::tf007_huge_constant::HugeConstantFromNumpy,
     &rules::python::tf009_tf_function_in_loop::TfFunctionInLoop,
     &rules::python::tf011_recursive_tf_function::RecursiveTfFunction,
     &rules::python::tf012_tf1_api_in_tf2::Tf1ApiInTf2,

@@ -13,6 +13,7 @@ pub mod tf003_memory_growth_not_uniform;
 pub mod tf004_memory_growth_with_virtual_devices;
 pub mod tf005_unknown_optimizer_option;
 pub mod tf006_numpy_in_tf_function;
+pub mod tf007_huge_constant;
 pub mod tf009_tf_function_in_loop;
 pub mod tf011_recursive_tf_function;
 pub mod tf012_tf1_api_in_tf2;
