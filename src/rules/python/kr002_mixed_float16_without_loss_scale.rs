@@ -5,7 +5,7 @@ use crate::declare_rule;
 use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
-use crate::semantic::python::mixed_precision::{float16_policy, scales_loss};
+use crate::semantic::python::mixed_precision::{float16_policy, policy_applies_to, scales_loss};
 use crate::semantic::python::tf::normalize;
 
 declare_rule! {
@@ -95,11 +95,12 @@ impl Rule for MixedFloat16WithoutLossScale {
             return;
         }
         let Some((apply, _)) = m.calls.iter().find(|(c, _)| {
-            c.child_by_field_name("function").is_some_and(|f| {
-                f.kind() == "attribute"
-                    && f.child_by_field_name("attribute")
-                        .is_some_and(|a| m.text(a) == "apply_gradients")
-            })
+            policy_applies_to(m, policy, *c)
+                && c.child_by_field_name("function").is_some_and(|f| {
+                    f.kind() == "attribute"
+                        && f.child_by_field_name("attribute")
+                            .is_some_and(|a| m.text(a) == "apply_gradients")
+                })
         }) else {
             return;
         };

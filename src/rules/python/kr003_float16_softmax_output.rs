@@ -6,7 +6,7 @@ use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::named_children;
-use crate::semantic::python::mixed_precision::float16_policy;
+use crate::semantic::python::mixed_precision::{float16_policy, policy_applies_to};
 use crate::semantic::python::tf::{argument, normalize};
 use crate::semantic::python::{string_literal, PythonModel};
 use tree_sitter::Node;
@@ -18,7 +18,8 @@ declare_rule! {
     /// or `Softmax()` without `dtype="float32"`, when it is the last layer of a
     /// `Sequential([...])` list, the last `model.add(...)`, or the layer whose output is the
     /// `outputs` of `Model(inputs, outputs)`. Modules that never train (`compile`, `fit`,
-    /// `GradientTape`) are left alone.
+    /// `GradientTape`) are left alone, and so are models built above a module-level policy
+    /// call (an earlier notebook section, still in float32).
     ///
     /// ## Why is this risky?
     /// The mixed-precision guide: "A softmax activation at the end of the model should be
@@ -176,7 +177,10 @@ impl Rule for Float16SoftmaxOutput {
             return;
         }
         for &(call, _) in &m.calls {
-            if !float16_softmax(m, call) || !is_output(m, call) {
+            if !float16_softmax(m, call)
+                || !is_output(m, call)
+                || !policy_applies_to(m, policy, call)
+            {
                 continue;
             }
             ctx.report(

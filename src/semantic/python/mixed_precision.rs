@@ -57,3 +57,11 @@ pub fn scales_loss(m: &PythonModel<'_>) -> bool {
         || m.source.contains("scale_loss")
         || m.source.contains("loss_scale")
 }
+
+/// Does the policy set by `policy` apply to the code at `node`? A policy set by module-level
+/// code (or a notebook cell) after `node` in document order does not: models built above it
+/// (an earlier section of a notebook) use the default float32 policy. A policy set inside a
+/// function is assumed to run first (`main()` sets it, then builds the model).
+pub fn policy_applies_to(m: &PythonModel<'_>, policy: Node<'_>, node: Node<'_>) -> bool {
+    policy.start_byte() < node.start_byte() || m.enclosing_function(policy).is_some()
+}
