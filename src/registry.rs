@@ -25,6 +25,7 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::python::tf006_numpy_in_tf_function::NumpyInTfFunction,
     &rules::python::tf007_huge_constant::HugeConstantFromNumpy,
     &rules::python::tf009_tf_function_in_loop::TfFunctionInLoop,
+    &rules::python::tf010_tf_function_side_effect::TfFunctionSideEffect,
     &rules::python::tf011_recursive_tf_function::RecursiveTfFunction,
     &rules::python::tf012_tf1_api_in_tf2::Tf1ApiInTf2,
     &rules::python::tf013_gpu_env_after_init::GpuEnvAfterInit,

@@ -15,6 +15,7 @@ pub mod tf005_unknown_optimizer_option;
 pub mod tf006_numpy_in_tf_function;
 pub mod tf007_huge_constant;
 pub mod tf009_tf_function_in_loop;
+pub mod tf010_tf_function_side_effect;
 pub mod tf011_recursive_tf_function;
 pub mod tf012_tf1_api_in_tf2;
 pub mod tf013_gpu_env_after_init;
