@@ -24,6 +24,7 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::python::tf005_unknown_optimizer_option::UnknownOptimizerOption,
     &rules::python::tf006_numpy_in_tf_function::NumpyInTfFunction,
     &rules::python::tf007_huge_constant::HugeConstantFromNumpy,
+    &rules::python::tf008_retracing_python_values::RetracingPythonValues,
     &rules::python::tf009_tf_function_in_loop::TfFunctionInLoop,
     &rules::python::tf010_tf_function_side_effect::TfFunctionSideEffect,
     &rules::python::tf011_recursive_tf_function::RecursiveTfFunction,

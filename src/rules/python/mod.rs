@@ -14,6 +14,7 @@ pub mod tf004_memory_growth_with_virtual_devices;
 pub mod tf005_unknown_optimizer_option;
 pub mod tf006_numpy_in_tf_function;
 pub mod tf007_huge_constant;
+pub mod tf008_retracing_python_values;
 pub mod tf009_tf_function_in_loop;
 pub mod tf010_tf_function_side_effect;
 pub mod tf011_recursive_tf_function;
