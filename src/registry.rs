@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 pub static RULES: &[&dyn Rule] = &[
     &rules::cuda::cu001_unguarded_thread_index::UnguardedThreadIndex,
     &rules::cuda::cu002_guard_index_mismatch::GuardIndexMismatch,
+    &rules::python::ds001_dataset_on_device::DatasetOnDevice,
     &rules::python::kr001_models_in_loop::ModelsInLoop,
     &rules::python::kr002_mixed_float16_without_loss_scale::MixedFloat16WithoutLossScale,
     &rules::python::kr003_float16_softmax_output::Float16SoftmaxOutput,

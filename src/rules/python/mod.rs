@@ -1,5 +1,6 @@
 //! Rules for Python training code.
 
+pub mod ds001_dataset_on_device;
 pub mod kr001_models_in_loop;
 pub mod kr002_mixed_float16_without_loss_scale;
 pub mod kr003_float16_softmax_output;
