@@ -17,7 +17,8 @@ declare_rule! {
     /// - `self.attr = ...` in a traced method other than `__init__` / `build`.
     ///
     /// Appending to a list created in the function and then `tf.stack`ed is fine and stays
-    /// silent.
+    /// silent, and so is creating state once on the first trace (`self.w = tf.Variable(...)`,
+    /// `self.built = True`, `global g` with `if g is None:`), which the guide recommends.
     ///
     /// ## Why is this risky?
     /// Python side effects "only happen the first time you call a tf.function", while it is
@@ -95,10 +96,20 @@ impl Rule for TfFunctionSideEffect {
                     continue;
                 }
                 let finding = match n.kind() {
-                    "global_statement" | "nonlocal_statement" => Some((
-                        n,
-                        format!("`{}` in `tf.function` `{name}`: the outer name is rebound only while tracing", ctx.text(n)),
-                    )),
+                    "global_statement" | "nonlocal_statement" => {
+                        // `global g` + `if g is None: g = ...`: create-once, the documented
+                        // way to make a generator or variable on the first trace.
+                        let fn_text = m.text(func.node);
+                        let lazy = crate::semantic::named_children(n)
+                            .filter(|c| c.kind() == "identifier")
+                            .any(|c| fn_text.contains(&format!("{} is None", m.text(c))));
+                        (!lazy).then(|| {
+                            (
+                                n,
+                                format!("`{}` in `tf.function` `{name}`: the outer name is rebound only while tracing", ctx.text(n)),
+                            )
+                        })
+                    }
                     "call" => {
                         let Some(func_node) = n
                             .child_by_field_name("function")
@@ -106,7 +117,9 @@ impl Rule for TfFunctionSideEffect {
                         else {
                             continue;
                         };
-                        let method = func_node.child_by_field_name("attribute").map(|a| m.text(a));
+                        let method = func_node
+                            .child_by_field_name("attribute")
+                            .map(|a| m.text(a));
                         let Some(obj) = func_node
                             .child_by_field_name("object")
                             .filter(|o| o.kind() == "identifier")
@@ -150,7 +163,19 @@ impl Rule for TfFunctionSideEffect {
                                     .child_by_field_name("object")
                                     .is_some_and(|o| m.text(o) == "self");
                                 let setup = matches!(name.as_str(), "__init__" | "build");
-                                (is_self && func.class.is_some() && !setup).then(|| {
+                                // Lazy building on the first trace (`if not self.built:
+                                // self.w = tf.Variable(...)`; `self.built = True`) is the
+                                // documented way to create variables in a tf.function.
+                                let right = n.child_by_field_name("right");
+                                let lazy_build = right.is_some_and(|r| {
+                                    matches!(r.kind(), "true" | "false" | "none" | "integer")
+                                        || (r.kind() == "call"
+                                            && m.call_name(r).is_some_and(|q| {
+                                                q.ends_with(".Variable")
+                                                    || q.ends_with("Generator.from_seed")
+                                            }))
+                                });
+                                (is_self && func.class.is_some() && !setup && !lazy_build).then(|| {
                                     (
                                         n,
                                         format!("`{}` sets a Python attribute from `tf.function` `{name}`: it runs only while tracing, and the stored tensor leaks out of the graph", ctx.text(left)),
