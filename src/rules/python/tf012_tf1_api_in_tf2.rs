@@ -170,7 +170,7 @@ impl Rule for Tf1ApiInTf2 {
         let tf1_module = m
             .imports
             .iter()
-            .any(|i| i.qualified == "tensorflow.compat.v1");
+            .any(|i| i.qualified == "tensorflow.compat.v1" && i.name == "tf");
         if !tf1_on_purpose && !tf1_module {
             for (call, q, raw) in &names {
                 let Some(rest) = q.strip_prefix("tensorflow.") else {
