@@ -236,3 +236,44 @@ pub fn unconditional_in_function(node: Node<'_>) -> bool {
     }
     false
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::build;
+    use super::*;
+    use crate::lang::{parse, Lang};
+
+    #[test]
+    fn traced_functions_and_loops() {
+        let src = "import tensorflow as tf\nfrom tensorflow import function as tfn\n\n@tf.function\ndef a(x):\n    for i in range(3):\n        y = x\n    return x\n\n@tf.function(input_signature=[tf.TensorSpec([])])\ndef b(x):\n    return x\n\ndef c(x):\n    def inner():\n        return x\n    return inner()\n\ng = tf.function(c)\n\n@tfn(reduce_retracing=True)\ndef d(x):\n    return x\n\ndef plain(x):\n    return x\n";
+        let tree = parse(Lang::Python, src).unwrap();
+        let m = build(&tree, src);
+        let t = m.tf_functions();
+        let by_name = |n: &str| m.functions.iter().position(|f| f.name == n).unwrap();
+        assert!(t.traced[by_name("a")].is_some_and(|t| !t.stable_signature));
+        assert!(t.traced[by_name("b")].is_some_and(|t| t.stable_signature));
+        assert!(t.traced[by_name("c")].is_some());
+        assert!(t.traced[by_name("d")].is_some_and(|t| t.stable_signature));
+        assert!(t.traced[by_name("plain")].is_none());
+        assert_eq!(t.creations.len(), 4);
+        // `inner` runs while `c` traces.
+        let inner = m.functions[by_name("inner")].node;
+        assert_eq!(
+            t.traced_function(&m, inner.child_by_field_name("body").unwrap()),
+            Some(by_name("c"))
+        );
+        // The assignment in `a` sits in a loop body; `return x` does not.
+        let a = m.functions[by_name("a")].node;
+        let assign = descendants_of_kind(a, "assignment");
+        assert!(enclosing_loop(assign).is_some());
+        assert!(few_iterations(&m, enclosing_loop(assign).unwrap(), 3));
+        let ret = descendants_of_kind(a, "return_statement");
+        assert!(enclosing_loop(ret).is_none());
+    }
+
+    fn descendants_of_kind<'t>(n: Node<'t>, kind: &str) -> Node<'t> {
+        crate::semantic::descendants(n)
+            .find(|d| d.kind() == kind)
+            .unwrap()
+    }
+}
