@@ -6,14 +6,16 @@
 //! and memory configuration), [`PythonModel::env_writes`] and [`PythonModel::recursion`].
 
 pub mod env;
+pub mod mixed_precision;
 pub mod order;
 pub mod project;
 pub mod recursion;
 pub mod tf;
+pub mod tf_function;
 pub mod torch;
 pub mod training;
 
-use super::{named_children, text};
+use super::{descendants, named_children, text};
 use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, Tree};
@@ -153,6 +155,7 @@ pub struct PythonModel<'t> {
     recursion: OnceCell<recursion::Recursion<'t>>,
     training: OnceCell<training::Training<'t>>,
     torch: OnceCell<torch::TorchFacts<'t>>,
+    tf_functions: OnceCell<tf_function::TfFunctions<'t>>,
 }
 
 /// The module's local call graph: for each function, the calls in its own body that invoke a
@@ -525,6 +528,7 @@ impl<'t> PythonBuilder<'t> {
             recursion: OnceCell::new(),
             training: OnceCell::new(),
             torch: OnceCell::new(),
+            tf_functions: OnceCell::new(),
         }
     }
 }
@@ -659,6 +663,13 @@ impl<'t> PythonModel<'t> {
     /// Writes to the process environment (`os.environ[...] = ...`, `setdefault`, `putenv`).
     pub fn env_writes(&self) -> &[env::EnvWrite<'t>] {
         self.env_writes.get_or_init(|| env::collect(self))
+    }
+
+    /// Which local functions `tf.function` traces, and where `tf.function`s are created
+    /// (computed once).
+    pub fn tf_functions(&self) -> &tf_function::TfFunctions<'t> {
+        self.tf_functions
+            .get_or_init(|| tf_function::TfFunctions::build(self))
     }
 
     /// Recursive functions: cycles in the local call graph (computed once).
@@ -1018,6 +1029,39 @@ impl<'t> PythonModel<'t> {
             }
             _ => None,
         }
+    }
+
+    /// The value a plain name is bound to where it is used: the single `name = <value>` in the
+    /// enclosing function's own body, else the module-level binding when the name is bound once
+    /// there and not by the function. `None` when it is bound several times or not at all.
+    pub fn value_of_name(&self, at: Node<'_>, name: &str) -> Option<Node<'t>> {
+        if let Some(f) = self.enclosing_function(at) {
+            if self.function_binds(f, name) {
+                let body = self.functions[f].node.child_by_field_name("body")?;
+                let mut found = None;
+                for n in descendants(body) {
+                    if n.kind() != "assignment" {
+                        continue;
+                    }
+                    if self.enclosing_function(n) != Some(f) {
+                        continue;
+                    }
+                    let Some(left) = n.child_by_field_name("left") else {
+                        continue;
+                    };
+                    if left.kind() == "identifier" && self.text(left) == name {
+                        if found.is_some() {
+                            return None;
+                        }
+                        found = n.child_by_field_name("right");
+                    }
+                }
+                return found;
+            }
+        }
+        let b = self.module_bindings.get(name)?;
+        (b.count == 1 && b.value.kind() != "assignment" && b.value.id() != at.id())
+            .then_some(b.value)
     }
 
     /// Does function `f` bind `name` as a parameter or by assignment in its own body (including

@@ -1,0 +1,194 @@
+//! TF013: GPU-selecting environment variables set after TensorFlow initialized CUDA.
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Severity, Span};
+use crate::lang::Lang;
+use crate::rule::{Rule, RuleLang, RuleMeta};
+use crate::semantic::python::order::Event;
+use crate::semantic::python::tf::normalize;
+use crate::semantic::python::PythonModel;
+use std::collections::HashSet;
+use tree_sitter::Node;
+
+declare_rule! {
+    /// ## What it does
+    /// Finds writes of `CUDA_VISIBLE_DEVICES`, `TF_FORCE_GPU_ALLOW_GROWTH` or
+    /// `TF_GPU_ALLOCATOR` (`os.environ[...] = ...`, `os.environ.setdefault`, `os.environ.update`,
+    /// `os.putenv`) that run after TensorFlow has initialized its GPU runtime: after the first
+    /// tensor, variable, Keras layer or model, `compile`/`fit`/`predict`, or distribution
+    /// strategy, in execution order (module code, `if __name__ == "__main__":` and the local
+    /// functions they call). `CUDA_VISIBLE_DEVICES` is also too late after
+    /// `tf.config.list_physical_devices("GPU")`, which already enumerates the GPUs.
+    ///
+    /// Writes before `import tensorflow` or after the import but before the first GPU use are
+    /// fine, and so is a write followed by starting a child process (`subprocess`,
+    /// `multiprocessing`, `os.system`), which inherits the new value.
+    ///
+    /// ## Why is this risky?
+    /// These variables are read once, when TensorFlow creates the CUDA context and its GPU
+    /// allocator. A later assignment is ignored without any message: the process keeps every
+    /// GPU and maps nearly all of their memory, and the job, or the other jobs on the machine,
+    /// fail with out-of-memory errors.
+    ///
+    /// ## Example
+    /// ```python
+    /// import os
+    /// import tensorflow as tf
+    ///
+    /// model = tf.keras.Sequential([tf.keras.layers.Dense(10)])
+    /// os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// import os
+    ///
+    /// os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+    /// import tensorflow as tf
+    ///
+    /// model = tf.keras.Sequential([tf.keras.layers.Dense(10)])
+    /// ```
+    ///
+    /// ## References
+    /// - TensorFlow guide "Use a GPU" (`TF_FORCE_GPU_ALLOW_GROWTH`, "platform specific"):
+    ///   <https://www.tensorflow.org/guide/gpu#limiting_gpu_memory_growth>
+    /// - CUDA C++ Programming Guide, *CUDA Environment Variables*:
+    ///   <https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables>
+    /// - JAX, *GPU memory allocation* (preallocation happens "when the first JAX operation is
+    ///   run"): <https://docs.jax.dev/en/latest/gpu_memory_allocation.html>
+    pub static TF013 = {
+        code: "TF013",
+        name: "gpu-env-after-init",
+        lang: RuleLang::Source(Lang::Python),
+        severity: Severity::Warning,
+        summary: "GPU environment variable set after TensorFlow initialized the GPU",
+        kinds: &[],
+        needles: &["CUDA_VISIBLE_DEVICES", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_GPU_ALLOCATOR"],
+        options: &[],
+    };
+}
+
+pub struct GpuEnvAfterInit;
+
+const KEYS: &[&str] = &[
+    "CUDA_VISIBLE_DEVICES",
+    "TF_FORCE_GPU_ALLOW_GROWTH",
+    "TF_GPU_ALLOCATOR",
+];
+
+/// Does the call start a child process (which inherits the environment)?
+fn spawns(m: &PythonModel<'_>, call: Node<'_>) -> bool {
+    let Some(q) = m.call_name(call) else {
+        return false;
+    };
+    q.starts_with("subprocess.")
+        || q.starts_with("multiprocessing.")
+        || q.starts_with("torch.multiprocessing.")
+        || q.starts_with("os.exec")
+        || q.starts_with("os.spawn")
+        || matches!(q.as_str(), "os.system" | "os.popen")
+}
+
+fn lists_gpus(m: &PythonModel<'_>, call: Node<'_>) -> bool {
+    m.call_name(call).is_some_and(|q| {
+        matches!(
+            normalize(&q).as_str(),
+            "tensorflow.config.list_physical_devices"
+                | "tensorflow.config.experimental.list_physical_devices"
+        )
+    })
+}
+
+impl Rule for GpuEnvAfterInit {
+    fn meta(&self) -> &'static RuleMeta {
+        &TF013
+    }
+
+    fn check_file(&self, ctx: &mut Context<'_>) {
+        let m = ctx.python();
+        if !m.imports_tensorflow() {
+            return;
+        }
+        let writes: Vec<(usize, &str)> = m
+            .env_writes()
+            .iter()
+            .filter_map(|w| {
+                KEYS.iter()
+                    .find(|k| **k == w.key)
+                    .map(|k| (w.node.id(), *k))
+            })
+            .collect();
+        if writes.is_empty() {
+            return;
+        }
+        let tf = m.tf();
+        let order = m.order();
+        let mut reported = HashSet::new();
+        for seq in 0..order.sequences().len() {
+            let events = order.events(seq);
+            for (i, ev) in events.iter().enumerate() {
+                let Some(&(_, key)) = writes.iter().find(|(id, _)| *id == ev.node.id()) else {
+                    continue;
+                };
+                if reported.contains(&ev.node.id()) {
+                    continue;
+                }
+                let earlier = |j: usize| !order.exclusive(&events[j], ev);
+                let init = tf.first_init_before(order, seq, i).map(|j| (j, false));
+                let listing = (key == "CUDA_VISIBLE_DEVICES")
+                    .then(|| {
+                        (0..i).find(|&j| {
+                            events[j].node.kind() == "call"
+                                && lists_gpus(m, events[j].node)
+                                && earlier(j)
+                        })
+                    })
+                    .flatten()
+                    .map(|j| (j, true));
+                let Some((j, listed)) = [init, listing].into_iter().flatten().min() else {
+                    continue;
+                };
+                let later: &[Event<'_>] = &events[i + 1..];
+                if later
+                    .iter()
+                    .any(|e| e.node.kind() == "call" && spawns(m, e.node))
+                {
+                    continue;
+                }
+                reported.insert(ev.node.id());
+                let first = events[j].node;
+                let first_name = first
+                    .child_by_field_name("function")
+                    .map(|f| ctx.text(f))
+                    .unwrap_or("");
+                let what = if listed {
+                    "enumerates the GPUs and creates the CUDA context"
+                } else {
+                    tf.init_kind(first)
+                        .map(|k| k.describe())
+                        .unwrap_or("initializes the runtime")
+                };
+                let effect = match key {
+                    "CUDA_VISIBLE_DEVICES" => "the process keeps every GPU it saw at start-up",
+                    "TF_FORCE_GPU_ALLOW_GROWTH" => "TensorFlow keeps mapping nearly all GPU memory",
+                    _ => "TensorFlow keeps its default GPU allocator",
+                };
+                let d = ctx
+                    .diagnostic(
+                        ev.node,
+                        format!("`{key}` is set after TensorFlow initialized the GPU: the new value is ignored and {effect}"),
+                    )
+                    .primary_label("too late: read once, when the GPU runtime starts")
+                    .with_label(
+                        Span::of(&first),
+                        format!("the GPU runtime starts here: `{first_name}(...)` {what}"),
+                    )
+                    .help(format!(
+                        "set `{key}` at the very top of the script (before `import tensorflow`), or in the launcher: `{key}=... python train.py`"
+                    ));
+                ctx.report(d);
+            }
+        }
+    }
+}
