@@ -288,7 +288,7 @@ impl<'a, 't> Interp<'a, 't> {
                 let (Some(lc), Some(rc)) = (to_const(&l), to_const(&r)) else {
                     return Val::Unknown(0);
                 };
-                fold_binary(op, lc, rc)
+                crate::semantic::python::fold_binary(op, lc, rc)
                     .map(|v| from_const(&v))
                     .unwrap_or(Val::Unknown(0))
             }
@@ -759,45 +759,5 @@ fn to_const(v: &Val) -> Option<Value> {
         Val::Float(f) => Some(Value::Float(*f)),
         Val::Bool(b) => Some(Value::Int(*b as i128)),
         _ => None,
-    }
-}
-
-fn fold_binary(op: &str, l: Value, r: Value) -> Option<Value> {
-    use Value::{Float, Int};
-    match (l, r) {
-        (Int(a), Int(b)) => match op {
-            "+" => a.checked_add(b).map(Int),
-            "-" => a.checked_sub(b).map(Int),
-            "*" => a.checked_mul(b).map(Int),
-            "//" if b != 0 => Some(Int(a.div_euclid(b))),
-            "%" if b != 0 => Some(Int(a.rem_euclid(b))),
-            "/" if b != 0 => Some(Float(a as f64 / b as f64)),
-            "**" if (0..=64).contains(&b) => a.checked_pow(b as u32).map(Int),
-            "<<" if (0..=100).contains(&b) => a.checked_shl(b as u32).map(Int),
-            ">>" if (0..=127).contains(&b) => Some(Int(a >> b)),
-            _ => None,
-        },
-        (a, b) => {
-            let x = match a {
-                Int(i) => i as f64,
-                Float(f) => f,
-                _ => return None,
-            };
-            let y = match b {
-                Int(i) => i as f64,
-                Float(f) => f,
-                _ => return None,
-            };
-            let v = match op {
-                "+" => x + y,
-                "-" => x - y,
-                "*" => x * y,
-                "/" if y != 0.0 => x / y,
-                "//" if y != 0.0 => (x / y).floor(),
-                "**" => x.powf(y),
-                _ => return None,
-            };
-            v.is_finite().then_some(Float(v))
-        }
     }
 }

@@ -999,7 +999,7 @@ impl<'t> PythonModel<'t> {
                 let l = self.fold(expr.child_by_field_name("left")?, d)?;
                 let r = self.fold(expr.child_by_field_name("right")?, d)?;
                 let op = self.text(expr.child_by_field_name("operator")?);
-                binary(op, l, r)
+                fold_binary(op, l, r)
             }
             "identifier" => {
                 let name = self.text(expr);
@@ -1158,7 +1158,9 @@ fn parse_int(s: &str) -> Option<i128> {
     }
 }
 
-fn binary(op: &str, l: Value, r: Value) -> Option<Value> {
+/// Python's binary operators on folded constants (`None` where the result is not a constant
+/// worth keeping: overflow, division by zero, unsupported operand types).
+pub fn fold_binary(op: &str, l: Value, r: Value) -> Option<Value> {
     use Value::{Float, Int, Str, Tuple};
     match (l, r) {
         (Int(a), Int(b)) => match op {
@@ -1180,6 +1182,7 @@ fn binary(op: &str, l: Value, r: Value) -> Option<Value> {
                 "-" => x - y,
                 "*" => x * y,
                 "/" if y != 0.0 => x / y,
+                "//" if y != 0.0 => (x / y).floor(),
                 "**" => x.powf(y),
                 _ => return None,
             };
