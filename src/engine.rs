@@ -8,6 +8,7 @@ use crate::manifest::{self, Loader};
 use crate::registry::RuleTable;
 use crate::rule::Rule;
 use crate::rules::tool::{GL002, GL003};
+use crate::semantic::NodeExt;
 use crate::settings::Settings;
 use crate::source::SourceFile;
 use crate::suppress;
@@ -414,7 +415,7 @@ fn enclosing_function_name(
         if n.kind() == "function_definition" {
             let name = match lang {
                 Lang::Python => n
-                    .child_by_field_name("name")
+                    .field("name")
                     .and_then(|x| file.text.get(x.start_byte()..x.end_byte())),
                 Lang::Cuda => crate::semantic::cuda::function_name(n, &file.text),
                 Lang::Manifest => None,

@@ -4,6 +4,7 @@
 use crate::diagnostic::{Diagnostic, Span};
 use crate::lang::Lang;
 use crate::registry;
+use crate::semantic::NodeExt;
 use crate::source::SourceFile;
 use tree_sitter::{Node, Tree};
 
@@ -199,13 +200,13 @@ fn coverage(tree: &Tree, file: &SourceFile, line: usize) -> (usize, usize) {
     let mut header_end = last;
     let mut inner = stmt;
     for _ in 0..4 {
-        match inner.child_by_field_name("definition") {
+        match inner.field("definition") {
             Some(d) => inner = d,
             None => break,
         }
     }
     for field in ["body", "consequence"] {
-        if let Some(body) = inner.child_by_field_name(field) {
+        if let Some(body) = inner.field(field) {
             let body_line = file.line_index(body.start_byte());
             header_end = if body_line > line {
                 body_line - 1

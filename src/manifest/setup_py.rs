@@ -9,6 +9,7 @@ use super::{Format, Installer, Manifest, PythonDecl, Requirement, Scope};
 use crate::diagnostic::Span;
 use crate::semantic::named_children;
 use crate::semantic::python::{string_literal, PythonModel, Value};
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 const SETUP_FUNCTIONS: &[&str] = &[
@@ -30,14 +31,11 @@ pub fn extract(model: &PythonModel<'_>) -> Option<Manifest> {
             continue;
         }
         found = true;
-        let Some(args) = call.child_by_field_name("arguments") else {
+        let Some(args) = call.field("arguments") else {
             continue;
         };
         for kw in named_children(args).filter(|n| n.kind() == "keyword_argument") {
-            let (Some(key), Some(value)) = (
-                kw.child_by_field_name("name"),
-                kw.child_by_field_name("value"),
-            ) else {
+            let (Some(key), Some(value)) = (kw.field("name"), kw.field("value")) else {
                 continue;
             };
             match model.text(key) {
@@ -47,10 +45,7 @@ pub fn extract(model: &PythonModel<'_>) -> Option<Manifest> {
                         continue;
                     };
                     for pair in named_children(dict).filter(|n| n.kind() == "pair") {
-                        let (Some(k), Some(v)) = (
-                            pair.child_by_field_name("key"),
-                            pair.child_by_field_name("value"),
-                        ) else {
+                        let (Some(k), Some(v)) = (pair.field("key"), pair.field("value")) else {
                             continue;
                         };
                         let name = string_literal(k, model.source).unwrap_or_default();

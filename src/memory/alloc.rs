@@ -4,6 +4,7 @@
 
 use crate::semantic::named_children;
 use crate::semantic::python::{string_literal, PythonModel};
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 /// Where an allocation lives.
@@ -88,18 +89,16 @@ const CREATORS: &[(&str, usize, bool, &str)] = &[
 pub fn literal_allocation<'n>(pm: &PythonModel<'_>, call: Node<'n>) -> Option<Allocation<'n>> {
     let q = pm.call_name(call)?;
     let (_, shape_arg, varargs, default_dtype) = *CREATORS.iter().find(|c| c.0 == q)?;
-    let args = call.child_by_field_name("arguments")?;
+    let args = call.field("arguments")?;
     let positional: Vec<Node> = named_children(args)
         .filter(|a| !matches!(a.kind(), "keyword_argument" | "comment"))
         .collect();
     let keyword = |key: &str| {
         named_children(args)
             .find(|a| {
-                a.kind() == "keyword_argument"
-                    && a.child_by_field_name("name")
-                        .is_some_and(|n| pm.text(n) == key)
+                a.kind() == "keyword_argument" && a.field("name").is_some_and(|n| pm.text(n) == key)
             })
-            .and_then(|a| a.child_by_field_name("value"))
+            .and_then(|a| a.field("value"))
     };
     let mut dims: Vec<u64> = Vec::new();
     let one = |n: Node| {
@@ -135,8 +134,8 @@ pub fn literal_allocation<'n>(pm: &PythonModel<'_>, call: Node<'n>) -> Option<Al
     }
     let (device, moved_by) = placement(pm, call, &q, keyword("device"));
     let (dtype, bytes) = match moved_by
-        .and_then(|m| m.child_by_field_name("function"))
-        .and_then(|f| f.child_by_field_name("attribute"))
+        .and_then(|m| m.field("function"))
+        .and_then(|f| f.field("attribute"))
     {
         Some(a) if pm.text(a) == "half" => ("float16", 2),
         _ => (dtype, bytes),
@@ -176,15 +175,12 @@ fn placement<'n>(
         let Some(method_call) = attr.parent().filter(|p| p.kind() == "call") else {
             break;
         };
-        let name = attr
-            .child_by_field_name("attribute")
-            .map(|a| pm.text(a))
-            .unwrap_or("");
+        let name = attr.field("attribute").map(|a| pm.text(a)).unwrap_or("");
         match name {
             "cuda" => return (Device::Gpu, Some(method_call)),
             "to" => {
                 let arg = method_call
-                    .child_by_field_name("arguments")
+                    .field("arguments")
                     .and_then(|a| a.named_child(0));
                 let gpu = arg.is_some_and(|a| {
                     a.kind() != "keyword_argument"
@@ -268,12 +264,10 @@ fn wrapped_on_gpu<'n>(pm: &PythonModel<'_>, call: Node<'n>) -> Option<Node<'n>> 
 }
 
 fn keyword_of<'n>(pm: &PythonModel<'_>, call: Node<'n>, key: &str) -> Option<Node<'n>> {
-    let args = call.child_by_field_name("arguments")?;
+    let args = call.field("arguments")?;
     named_children(args)
         .find(|a| {
-            a.kind() == "keyword_argument"
-                && a.child_by_field_name("name")
-                    .is_some_and(|n| pm.text(n) == key)
+            a.kind() == "keyword_argument" && a.field("name").is_some_and(|n| pm.text(n) == key)
         })
-        .and_then(|a| a.child_by_field_name("value"))
+        .and_then(|a| a.field("value"))
 }

@@ -6,6 +6,7 @@ use super::layer::Spec;
 use super::value::{ints_of, App, Args, Fit, Fw, LayerDef, Obj, ObjKind, Optimizer, Tensor, Val};
 use super::{keras, torch};
 use crate::semantic::named_children;
+use crate::semantic::NodeExt;
 use std::rc::Rc;
 use tree_sitter::Node;
 
@@ -479,10 +480,7 @@ impl<'a, 't> Interp<'a, 't> {
             .chain(args.kw.iter().map(|(_, v)| v))
             .any(|v| matches!(v, Val::Tensor(_)))
         {
-            let callee = at
-                .child_by_field_name("function")
-                .map(|f| self.text(f))
-                .unwrap_or("");
+            let callee = at.field("function").map(|f| self.text(f)).unwrap_or("");
             return self.unknown(at, format!("`{callee}(...)` is not understood"));
         }
         Val::Unknown(0)
@@ -554,14 +552,13 @@ impl<'a, 't> Interp<'a, 't> {
 
     /// The value node of keyword argument `key` in a call.
     pub fn keyword_value<'n>(&self, call: Node<'n>, key: &str) -> Option<Node<'n>> {
-        let args = call.child_by_field_name("arguments")?;
+        let args = call.field("arguments")?;
         named_children(args)
             .find(|a| {
                 a.kind() == "keyword_argument"
-                    && a.child_by_field_name("name")
-                        .is_some_and(|n| self.text(n) == key)
+                    && a.field("name").is_some_and(|n| self.text(n) == key)
             })
-            .and_then(|a| a.child_by_field_name("value"))
+            .and_then(|a| a.field("value"))
     }
 
     /// `recv.name(args)`: methods of models, tensors, lists and layers.
@@ -621,7 +618,7 @@ impl<'a, 't> Interp<'a, 't> {
             "parameters" | "named_parameters" => Val::Params(o),
             "fit" | "fit_generator" => {
                 let x_node = self.keyword_value(at, "x").or_else(|| {
-                    at.child_by_field_name("arguments").and_then(|a| {
+                    at.field("arguments").and_then(|a| {
                         named_children(a)
                             .find(|n| !matches!(n.kind(), "keyword_argument" | "comment"))
                     })

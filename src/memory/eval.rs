@@ -6,6 +6,7 @@ use super::layer::Spec;
 use super::value::{Args, Fw, Obj, ObjKind, Val};
 use crate::semantic::named_children;
 use crate::semantic::python::{string_literal, Value};
+use crate::semantic::NodeExt;
 use std::rc::Rc;
 use tree_sitter::Node;
 
@@ -74,11 +75,9 @@ impl<'a, 't> Interp<'a, 't> {
             "subscript" => self.subscript(frame, e),
             "call" => self.call(frame, e),
             "binary_operator" => {
-                let (Some(l), Some(r), Some(op)) = (
-                    e.child_by_field_name("left"),
-                    e.child_by_field_name("right"),
-                    e.child_by_field_name("operator"),
-                ) else {
+                let (Some(l), Some(r), Some(op)) =
+                    (e.field("left"), e.field("right"), e.field("operator"))
+                else {
                     return Val::Unknown(0);
                 };
                 let lv = self.eval(frame, l);
@@ -88,13 +87,10 @@ impl<'a, 't> Interp<'a, 't> {
             }
             "unary_operator" => {
                 let v = e
-                    .child_by_field_name("argument")
+                    .field("argument")
                     .map(|a| self.eval(frame, a))
                     .unwrap_or(Val::Unknown(0));
-                let op = e
-                    .child_by_field_name("operator")
-                    .map(|o| self.text(o))
-                    .unwrap_or("");
+                let op = e.field("operator").map(|o| self.text(o)).unwrap_or("");
                 match (op, v) {
                     ("-", Val::Int(i)) => Val::Int(-i),
                     ("-", Val::Float(f)) => Val::Float(-f),
@@ -104,21 +100,16 @@ impl<'a, 't> Interp<'a, 't> {
             }
             "not_operator" => {
                 let v = e
-                    .child_by_field_name("argument")
+                    .field("argument")
                     .map(|a| self.eval(frame, a))
                     .unwrap_or(Val::Unknown(0));
                 v.truthy().map(|b| Val::Bool(!b)).unwrap_or(Val::Unknown(0))
             }
             "boolean_operator" => {
-                let (Some(l), Some(r)) = (
-                    e.child_by_field_name("left"),
-                    e.child_by_field_name("right"),
-                ) else {
+                let (Some(l), Some(r)) = (e.field("left"), e.field("right")) else {
                     return Val::Unknown(0);
                 };
-                let is_and = e
-                    .child_by_field_name("operator")
-                    .is_some_and(|o| self.text(o) == "and");
+                let is_and = e.field("operator").is_some_and(|o| self.text(o) == "and");
                 let lv = self.eval(frame, l);
                 match (lv.truthy(), is_and) {
                     (Some(false), true) | (Some(true), false) => lv,
@@ -149,10 +140,7 @@ impl<'a, 't> Interp<'a, 't> {
             }
             "assignment" => {
                 // `a = b = v` parses as nested assignments.
-                let (Some(l), Some(r)) = (
-                    e.child_by_field_name("left"),
-                    e.child_by_field_name("right"),
-                ) else {
+                let (Some(l), Some(r)) = (e.field("left"), e.field("right")) else {
                     return Val::Unknown(0);
                 };
                 let v = self.eval(frame, r);
@@ -160,10 +148,7 @@ impl<'a, 't> Interp<'a, 't> {
                 v
             }
             "named_expression" => {
-                let (Some(n), Some(v)) = (
-                    e.child_by_field_name("name"),
-                    e.child_by_field_name("value"),
-                ) else {
+                let (Some(n), Some(v)) = (e.field("name"), e.field("value")) else {
                     return Val::Unknown(0);
                 };
                 let v = self.eval(frame, v);
@@ -197,7 +182,7 @@ impl<'a, 't> Interp<'a, 't> {
     }
 
     fn comprehension(&mut self, frame: &mut Frame, e: Node<'_>) -> Result<Vec<Val>, Val> {
-        let body = e.child_by_field_name("body").ok_or(Val::Unknown(0))?;
+        let body = e.field("body").ok_or(Val::Unknown(0))?;
         let clauses: Vec<Node> = named_children(e)
             .filter(|c| c.kind() == "for_in_clause" || c.kind() == "if_clause")
             .collect();
@@ -209,10 +194,7 @@ impl<'a, 't> Interp<'a, 't> {
             return Err(self.unknown(e, "nested comprehension"));
         }
         let clause = clauses[0];
-        let (Some(left), Some(right)) = (
-            clause.child_by_field_name("left"),
-            clause.child_by_field_name("right"),
-        ) else {
+        let (Some(left), Some(right)) = (clause.field("left"), clause.field("right")) else {
             return Err(Val::Unknown(0));
         };
         let iterable = self.eval(frame, right);
@@ -248,10 +230,7 @@ impl<'a, 't> Interp<'a, 't> {
         if operands.len() != 2 {
             return Val::Unknown(0);
         }
-        let op = e
-            .child_by_field_name("operators")
-            .map(|o| o.kind())
-            .unwrap_or("");
+        let op = e.field("operators").map(|o| o.kind()).unwrap_or("");
         let a = self.eval(frame, operands[0]);
         let b = self.eval(frame, operands[1]);
         let known = |v: &Val| !matches!(v, Val::Unknown(_) | Val::Tensor(_) | Val::Batch);
@@ -333,10 +312,7 @@ impl<'a, 't> Interp<'a, 't> {
     }
 
     fn attribute(&mut self, frame: &mut Frame, e: Node<'_>) -> Val {
-        let (Some(obj), Some(attr)) = (
-            e.child_by_field_name("object"),
-            e.child_by_field_name("attribute"),
-        ) else {
+        let (Some(obj), Some(attr)) = (e.field("object"), e.field("attribute")) else {
             return Val::Unknown(0);
         };
         let name = self.text(attr);
@@ -400,15 +376,15 @@ impl<'a, 't> Interp<'a, 't> {
             let Some(cls) = c else {
                 break;
             };
-            let body = self.classes[cls].node.child_by_field_name("body");
+            let body = self.classes[cls].node.field("body");
             let found = body.and_then(|b| {
                 named_children(b)
                     .filter(|s| s.kind() == "expression_statement")
                     .find_map(|s| {
                         let a = s.named_child(0).filter(|a| a.kind() == "assignment")?;
-                        let left = a.child_by_field_name("left")?;
+                        let left = a.field("left")?;
                         (left.kind() == "identifier" && self.text(left) == name)
-                            .then_some(a.child_by_field_name("right")?)
+                            .then_some(a.field("right")?)
                     })
             });
             if let Some(value) = found {
@@ -427,7 +403,7 @@ impl<'a, 't> Interp<'a, 't> {
     }
 
     fn subscript(&mut self, frame: &mut Frame, e: Node<'_>) -> Val {
-        let Some(value) = e.child_by_field_name("value") else {
+        let Some(value) = e.field("value") else {
             return Val::Unknown(0);
         };
         let v = self.eval(frame, value);
@@ -521,7 +497,7 @@ impl<'a, 't> Interp<'a, 't> {
     }
 
     fn call(&mut self, frame: &mut Frame, e: Node<'_>) -> Val {
-        let Some(func) = e.child_by_field_name("function") else {
+        let Some(func) = e.field("function") else {
             return Val::Unknown(0);
         };
         let callee = self.eval(frame, func);
@@ -529,10 +505,7 @@ impl<'a, 't> Interp<'a, 't> {
         if func.kind() == "attribute" && matches!(callee, Val::Unknown(_)) {
             // `ds.batch(64)`, `datagen.flow(x, y, batch_size=64)` on pipelines the interpreter
             // does not model.
-            let method = func
-                .child_by_field_name("attribute")
-                .map(|a| self.text(a))
-                .unwrap_or("");
+            let method = func.field("attribute").map(|a| self.text(a)).unwrap_or("");
             match method {
                 "batch" | "padded_batch" => {
                     self.batch_source(e, args.get(0, "batch_size"), None, "`Dataset.batch(...)`")
@@ -568,7 +541,7 @@ impl<'a, 't> Interp<'a, 't> {
         what: &str,
     ) {
         let node = self.keyword_value(call, "batch_size").or_else(|| {
-            call.child_by_field_name("arguments").and_then(|a| {
+            call.field("arguments").and_then(|a| {
                 named_children(a).find(|n| n.kind() != "keyword_argument" && n.kind() != "comment")
             })
         });
@@ -580,8 +553,8 @@ impl<'a, 't> Interp<'a, 't> {
                     .unwrap_or((call.start_byte(), call.end_byte())),
             ),
         };
-        let left = crate::semantic::ancestor_of_kind(call, &["assignment"])
-            .and_then(|a| a.child_by_field_name("left"));
+        let left =
+            crate::semantic::ancestor_of_kind(call, &["assignment"]).and_then(|a| a.field("left"));
         let train = left.is_some_and(|l| self.text(l).to_ascii_lowercase().contains("train"));
         let target = left
             .filter(|l| l.kind() == "identifier")
@@ -597,7 +570,7 @@ impl<'a, 't> Interp<'a, 't> {
 
     pub fn args(&mut self, frame: &mut Frame, call: Node<'_>) -> Args {
         let mut a = Args::default();
-        let Some(list) = call.child_by_field_name("arguments") else {
+        let Some(list) = call.field("arguments") else {
             return a;
         };
         if list.kind() == "generator_expression" {
@@ -608,10 +581,7 @@ impl<'a, 't> Interp<'a, 't> {
         for arg in named_children(list) {
             match arg.kind() {
                 "keyword_argument" => {
-                    let (Some(n), Some(v)) = (
-                        arg.child_by_field_name("name"),
-                        arg.child_by_field_name("value"),
-                    ) else {
+                    let (Some(n), Some(v)) = (arg.field("name"), arg.field("value")) else {
                         continue;
                     };
                     let key = self.text(n).to_string();

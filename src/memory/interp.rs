@@ -6,6 +6,7 @@
 use super::value::{App, Fw, LayerDef, Obj, Optimizer, Tensor, Val};
 use crate::semantic::named_children;
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use std::collections::HashMap;
 use std::rc::Rc;
 use tree_sitter::Node;
@@ -211,7 +212,7 @@ impl<'a, 't> Interp<'a, 't> {
         let mut defs = Vec::new();
         for child in self.pm.roots.iter().flat_map(|r| named_children(*r)) {
             let node = if child.kind() == "decorated_definition" {
-                child.child_by_field_name("definition").unwrap_or(child)
+                child.field("definition").unwrap_or(child)
             } else {
                 child
             };
@@ -221,7 +222,7 @@ impl<'a, 't> Interp<'a, 't> {
         }
         for node in defs {
             let name = node
-                .child_by_field_name("name")
+                .field("name")
                 .map(|n| self.text(n).to_string())
                 .unwrap_or_default();
             let mut methods = HashMap::new();
@@ -247,7 +248,7 @@ impl<'a, 't> Interp<'a, 't> {
         for i in 0..self.classes.len() {
             let node = self.classes[i].node;
             let mut bases = Vec::new();
-            if let Some(sup) = node.child_by_field_name("superclasses") {
+            if let Some(sup) = node.field("superclasses") {
                 for b in named_children(sup) {
                     if b.kind() == "keyword_argument" {
                         continue;
@@ -393,10 +394,8 @@ impl<'a, 't> Interp<'a, 't> {
                 }
             }
             "attribute" => {
-                let (Some(obj), Some(attr)) = (
-                    target.child_by_field_name("object"),
-                    target.child_by_field_name("attribute"),
-                ) else {
+                let (Some(obj), Some(attr)) = (target.field("object"), target.field("attribute"))
+                else {
                     return;
                 };
                 let attr = self.text(attr).to_string();
@@ -473,12 +472,9 @@ impl<'a, 't> Interp<'a, 't> {
                     match e.kind() {
                         "assignment" => self.assignment(e, frame),
                         "augmented_assignment" => {
-                            if let (Some(l), Some(r)) = (
-                                e.child_by_field_name("left"),
-                                e.child_by_field_name("right"),
-                            ) {
+                            if let (Some(l), Some(r)) = (e.field("left"), e.field("right")) {
                                 let op = e
-                                    .child_by_field_name("operator")
+                                    .field("operator")
                                     .map(|o| self.text(o).trim_end_matches('='))
                                     .unwrap_or("");
                                 let lv = self.eval(frame, l);
@@ -504,7 +500,7 @@ impl<'a, 't> Interp<'a, 't> {
             "if_statement" => self.if_statement(stmt, frame),
             "for_statement" => self.for_statement(stmt, frame),
             "while_statement" => {
-                if let Some(body) = stmt.child_by_field_name("body") {
+                if let Some(body) = stmt.field("body") {
                     self.opaque_loop(body, frame, None);
                 }
                 Flow::Normal
@@ -516,11 +512,9 @@ impl<'a, 't> Interp<'a, 't> {
                     .flat_map(named_children)
                     .filter(|n| n.kind() == "with_item")
                 {
-                    if let Some(v) = item.child_by_field_name("value") {
+                    if let Some(v) = item.field("value") {
                         if v.kind() == "as_pattern" {
-                            if let (Some(e), Some(t)) =
-                                (v.named_child(0), v.child_by_field_name("alias"))
-                            {
+                            if let (Some(e), Some(t)) = (v.named_child(0), v.field("alias")) {
                                 let val = self.eval(frame, e);
                                 let t = t.named_child(0).unwrap_or(t);
                                 self.assign(frame, t, val);
@@ -530,19 +524,19 @@ impl<'a, 't> Interp<'a, 't> {
                         }
                     }
                 }
-                match stmt.child_by_field_name("body") {
+                match stmt.field("body") {
                     Some(body) => self.block(body, frame),
                     None => Flow::Normal,
                 }
             }
             "try_statement" => {
-                let flow = match stmt.child_by_field_name("body") {
+                let flow = match stmt.field("body") {
                     Some(body) => self.block(body, frame),
                     None => Flow::Normal,
                 };
                 for clause in named_children(stmt) {
                     if matches!(clause.kind(), "else_clause" | "finally_clause") {
-                        if let Some(body) = clause.child_by_field_name("body").or_else(|| {
+                        if let Some(body) = clause.field("body").or_else(|| {
                             clause.named_child(clause.named_child_count().saturating_sub(1) as u32)
                         }) {
                             if let Flow::Return(v) = self.block(body, frame) {
@@ -555,7 +549,7 @@ impl<'a, 't> Interp<'a, 't> {
             }
             "function_definition" | "decorated_definition" if frame.func.is_some() => {
                 let def = if stmt.kind() == "decorated_definition" {
-                    stmt.child_by_field_name("definition")
+                    stmt.field("definition")
                 } else {
                     Some(stmt)
                 };
@@ -580,10 +574,10 @@ impl<'a, 't> Interp<'a, 't> {
     }
 
     fn assignment(&mut self, e: Node<'_>, frame: &mut Frame) {
-        let Some(left) = e.child_by_field_name("left") else {
+        let Some(left) = e.field("left") else {
             return;
         };
-        let Some(right) = e.child_by_field_name("right") else {
+        let Some(right) = e.field("right") else {
             return;
         };
         let v = self.eval(frame, right);
@@ -594,24 +588,18 @@ impl<'a, 't> Interp<'a, 't> {
     fn if_statement(&mut self, stmt: Node<'_>, frame: &mut Frame) -> Flow {
         // Build the chain: (condition, body) ..., else body.
         let mut arms: Vec<(Option<Node>, Node)> = Vec::new();
-        if let (Some(c), Some(b)) = (
-            stmt.child_by_field_name("condition"),
-            stmt.child_by_field_name("consequence"),
-        ) {
+        if let (Some(c), Some(b)) = (stmt.field("condition"), stmt.field("consequence")) {
             arms.push((Some(c), b));
         }
         for alt in named_children(stmt) {
             match alt.kind() {
                 "elif_clause" => {
-                    if let (Some(c), Some(b)) = (
-                        alt.child_by_field_name("condition"),
-                        alt.child_by_field_name("consequence"),
-                    ) {
+                    if let (Some(c), Some(b)) = (alt.field("condition"), alt.field("consequence")) {
                         arms.push((Some(c), b));
                     }
                 }
                 "else_clause" => {
-                    if let Some(b) = alt.child_by_field_name("body") {
+                    if let Some(b) = alt.field("body") {
                         arms.push((None, b));
                     }
                 }
@@ -770,11 +758,9 @@ impl<'a, 't> Interp<'a, 't> {
     }
 
     fn for_statement(&mut self, stmt: Node<'_>, frame: &mut Frame) -> Flow {
-        let (Some(left), Some(right), Some(body)) = (
-            stmt.child_by_field_name("left"),
-            stmt.child_by_field_name("right"),
-            stmt.child_by_field_name("body"),
-        ) else {
+        let (Some(left), Some(right), Some(body)) =
+            (stmt.field("left"), stmt.field("right"), stmt.field("body"))
+        else {
             return Flow::Normal;
         };
         let iterable = self.eval(frame, right);
@@ -864,7 +850,7 @@ impl<'a, 't> Interp<'a, 't> {
             frame.self_obj = Some(*o);
         }
         self.bind_params(node, &mut frame, self_val, args);
-        let Some(body) = node.child_by_field_name("body") else {
+        let Some(body) = node.field("body") else {
             return Val::None;
         };
         // What a call builds is certain relative to the call, even under an unknown branch.
@@ -892,7 +878,7 @@ impl<'a, 't> Interp<'a, 't> {
         self_val: Option<Val>,
         args: super::value::Args,
     ) {
-        let Some(params) = def.child_by_field_name("parameters") else {
+        let Some(params) = def.field("parameters") else {
             return;
         };
         let mut pos = args.pos.into_iter();
@@ -902,10 +888,9 @@ impl<'a, 't> Interp<'a, 't> {
             let (name_node, default) = match p.kind() {
                 "identifier" => (Some(p), None),
                 "typed_parameter" => (p.named_child(0).filter(|n| n.kind() == "identifier"), None),
-                "default_parameter" | "typed_default_parameter" => (
-                    p.child_by_field_name("name"),
-                    p.child_by_field_name("value"),
-                ),
+                "default_parameter" | "typed_default_parameter" => {
+                    (p.field("name"), p.field("value"))
+                }
                 "list_splat_pattern" => {
                     let rest: Vec<Val> = pos.by_ref().collect();
                     if let Some(n) = p.named_child(0) {

@@ -5,6 +5,7 @@ use super::interp::BatchSource;
 use super::model::Built;
 use super::value::{Fw, Optimizer};
 use crate::semantic::python::{string_literal, PythonModel};
+use crate::semantic::NodeExt;
 
 /// Facts about the whole file.
 #[derive(Debug, Clone, Default)]
@@ -33,7 +34,7 @@ pub fn file_facts(pm: &PythonModel<'_>) -> FileFacts {
             continue;
         };
         let first_str = call
-            .child_by_field_name("arguments")
+            .field("arguments")
             .and_then(|a| a.named_child(0))
             .and_then(|a| string_literal(a, src));
         let last = q.rsplit('.').next().unwrap_or(&q);

@@ -21,6 +21,7 @@ pub use launch::GridKind;
 
 use super::text;
 use crate::diagnostic::Span;
+use crate::semantic::NodeExt;
 use consts::ConstDef;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -169,21 +170,19 @@ pub fn exec_space(func: Node<'_>, source: &str) -> ExecSpace {
 
 /// The name of a function definition (`foo`, `ns::foo` → `foo`, template-id → its name).
 pub fn function_name<'s>(func: Node<'_>, source: &'s str) -> Option<&'s str> {
-    let mut decl = func.child_by_field_name("declarator")?;
+    let mut decl = func.field("declarator")?;
     // Peel pointer/reference declarators down to the function declarator.
     for _ in 0..8 {
         if decl.kind() == "function_declarator" {
             break;
         }
-        decl = decl
-            .child_by_field_name("declarator")
-            .or_else(|| decl.named_child(0))?;
+        decl = decl.field("declarator").or_else(|| decl.named_child(0))?;
     }
-    let mut name = decl.child_by_field_name("declarator")?;
+    let mut name = decl.field("declarator")?;
     for _ in 0..8 {
         match name.kind() {
-            "qualified_identifier" => name = name.child_by_field_name("name")?,
-            "template_function" => name = name.child_by_field_name("name")?,
+            "qualified_identifier" => name = name.field("name")?,
+            "template_function" => name = name.field("name")?,
             _ => break,
         }
     }
@@ -233,7 +232,7 @@ impl<'t> CudaModel<'t> {
     /// Allocations sized by a doubled extent (`empty({2 * n})`, `n * 2`): concatenation buffers.
     pub fn doubled_allocations(&self) -> impl Iterator<Item = Node<'t>> + '_ {
         self.allocations.iter().copied().filter(|a| {
-            a.child_by_field_name("arguments")
+            a.field("arguments")
                 .is_some_and(|args| is_doubled(self.text(args)))
         })
     }
@@ -248,7 +247,7 @@ impl<'t> CudaModel<'t> {
             let e = kernel::peel(e);
             match e.kind() {
                 "identifier" => Some(self.text(e)),
-                "field_expression" => e.child_by_field_name("argument").map(|a| self.text(a)),
+                "field_expression" => e.field("argument").map(|a| self.text(a)),
                 _ => None,
             }
         };
@@ -259,7 +258,7 @@ impl<'t> CudaModel<'t> {
             return false;
         };
         self.allocations.iter().any(|a| {
-            a.child_by_field_name("arguments").is_some_and(|args| {
+            a.field("arguments").is_some_and(|args| {
                 let names = guards::name_tokens(self.text(args));
                 names.contains(&grid) && names.contains(&block)
             })

@@ -16,6 +16,7 @@ pub mod torch;
 pub mod training;
 
 use super::{descendants, named_children, text};
+use crate::semantic::NodeExt;
 use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, Tree};
@@ -222,7 +223,7 @@ impl<'t> PythonBuilder<'t> {
             "import_statement" => self.import(node, None),
             "import_from_statement" => {
                 let module = node
-                    .child_by_field_name("module_name")
+                    .field("module_name")
                     .map(|m| text(m, self.source).to_string());
                 if let Some(module) = module {
                     self.import(node, Some(module));
@@ -230,7 +231,7 @@ impl<'t> PythonBuilder<'t> {
             }
             "function_definition" => {
                 let name = node
-                    .child_by_field_name("name")
+                    .field("name")
                     .map(|n| text(n, self.source).to_string())
                     .unwrap_or_default();
                 let class = self
@@ -261,7 +262,7 @@ impl<'t> PythonBuilder<'t> {
             }
             "class_definition" => {
                 let name = node
-                    .child_by_field_name("name")
+                    .field("name")
                     .map(|n| text(n, self.source).to_string())
                     .unwrap_or_default();
                 self.classes.push(Class {
@@ -280,9 +281,9 @@ impl<'t> PythonBuilder<'t> {
                 if self.scope_stack.is_empty() && self.class_stack.is_empty() =>
             {
                 let target = node
-                    .child_by_field_name("left")
-                    .or_else(|| node.child_by_field_name("name"))
-                    .or_else(|| node.child_by_field_name("value"));
+                    .field("left")
+                    .or_else(|| node.field("name"))
+                    .or_else(|| node.field("value"));
                 if let Some(target) = target {
                     for id in identifiers_in_target(target) {
                         let name = text(id, self.source);
@@ -330,7 +331,7 @@ impl<'t> PythonBuilder<'t> {
     }
 
     fn import(&mut self, node: Node<'t>, from_module: Option<String>) {
-        let module_node = node.child_by_field_name("module_name");
+        let module_node = node.field("module_name");
         for child in named_children(node) {
             if Some(child) == module_node {
                 continue;
@@ -339,11 +340,11 @@ impl<'t> PythonBuilder<'t> {
                 "dotted_name" => (text(child, self.source).to_string(), None),
                 "aliased_import" => {
                     let path = child
-                        .child_by_field_name("name")
+                        .field("name")
                         .map(|n| text(n, self.source).to_string())
                         .unwrap_or_default();
                     let alias = child
-                        .child_by_field_name("alias")
+                        .field("alias")
                         .map(|n| text(n, self.source).to_string());
                     (path, alias)
                 }
@@ -389,10 +390,7 @@ impl<'t> PythonBuilder<'t> {
     }
 
     fn assignment(&mut self, node: Node<'t>) {
-        let (Some(left), right) = (
-            node.child_by_field_name("left"),
-            node.child_by_field_name("right"),
-        ) else {
+        let (Some(left), right) = (node.field("left"), node.field("right")) else {
             return;
         };
         match left.kind() {
@@ -441,18 +439,15 @@ impl<'t> PythonBuilder<'t> {
 
     /// `parser.add_argument("--batch-size", type=int, default=64)` → `batch_size` ↦ `64`.
     fn argparse(&mut self, call: Node<'t>) {
-        let Some(func) = call.child_by_field_name("function") else {
+        let Some(func) = call.field("function") else {
             return;
         };
         if func.kind() != "attribute"
-            || func
-                .child_by_field_name("attribute")
-                .map(|a| text(a, self.source))
-                != Some("add_argument")
+            || func.field("attribute").map(|a| text(a, self.source)) != Some("add_argument")
         {
             return;
         }
-        let Some(args) = call.child_by_field_name("arguments") else {
+        let Some(args) = call.field("arguments") else {
             return;
         };
         let mut dest: Option<String> = None;
@@ -469,10 +464,8 @@ impl<'t> PythonBuilder<'t> {
                     }
                 }
                 "keyword_argument" => {
-                    let key = arg
-                        .child_by_field_name("name")
-                        .map(|n| text(n, self.source));
-                    let value = arg.child_by_field_name("value");
+                    let key = arg.field("name").map(|n| text(n, self.source));
+                    let value = arg.field("value");
                     match key {
                         Some("default") => default = value,
                         Some("dest") => {
@@ -493,7 +486,7 @@ impl<'t> PythonBuilder<'t> {
         let mut functions_by_name: HashMap<&'t str, Vec<usize>> = HashMap::new();
         let mut function_index = HashMap::with_capacity(self.functions.len());
         for (i, f) in self.functions.iter().enumerate() {
-            if let Some(n) = f.node.child_by_field_name("name") {
+            if let Some(n) = f.node.field("name") {
                 functions_by_name
                     .entry(text(n, self.source))
                     .or_default()
@@ -771,7 +764,7 @@ impl<'t> PythonModel<'t> {
     /// The method `name` defined directly in class `c`.
     pub fn method_of(&self, c: usize, name: &str) -> Option<usize> {
         let class = &self.classes[c];
-        let body = class.node.child_by_field_name("body")?;
+        let body = class.node.field("body")?;
         self.functions_named(name).iter().copied().find(|&f| {
             let def = self.functions[f].node;
             let parent = def
@@ -798,12 +791,12 @@ impl<'t> PythonModel<'t> {
         loop {
             match cur.kind() {
                 "attribute" => {
-                    parts.push(self.text(cur.child_by_field_name("attribute")?));
-                    cur = cur.child_by_field_name("object")?;
+                    parts.push(self.text(cur.field("attribute")?));
+                    cur = cur.field("object")?;
                 }
                 "identifier" => break,
                 "call" if depth == 0 && parts.is_empty() => {
-                    cur = cur.child_by_field_name("function")?;
+                    cur = cur.field("function")?;
                 }
                 "parenthesized_expression" => cur = cur.named_child(0)?,
                 _ => return None,
@@ -869,7 +862,7 @@ impl<'t> PythonModel<'t> {
 
     /// The qualified name of the function a call invokes.
     pub fn call_name(&self, call: Node<'_>) -> Option<String> {
-        self.qualified_name(call.child_by_field_name("function")?)
+        self.qualified_name(call.field("function")?)
     }
 
     /// Functions defined under a name (module functions, methods and nested functions alike).
@@ -883,7 +876,7 @@ impl<'t> PythonModel<'t> {
     /// The local function a call invokes: `f(...)` for a module-level or enclosing `def f`,
     /// `self.f(...)` / `cls.f(...)` for a method of the same class.
     pub fn local_callee(&self, call: Node<'_>) -> Option<usize> {
-        let func = call.child_by_field_name("function")?;
+        let func = call.field("function")?;
         let caller = self.enclosing_function(func);
         match func.kind() {
             "identifier" => {
@@ -919,12 +912,12 @@ impl<'t> PythonModel<'t> {
                 })
             }
             "attribute" => {
-                let object = func.child_by_field_name("object")?;
+                let object = func.field("object")?;
                 let recv = self.text(object);
                 if recv != "self" && recv != "cls" {
                     return None;
                 }
-                let name = self.text(func.child_by_field_name("attribute")?);
+                let name = self.text(func.field("attribute")?);
                 if self.functions_named(name).is_empty() {
                     return None;
                 }
@@ -986,8 +979,8 @@ impl<'t> PythonModel<'t> {
                 Some(Value::Tuple(items))
             }
             "unary_operator" => {
-                let v = self.fold(expr.child_by_field_name("argument")?, d)?;
-                let op = self.text(expr.child_by_field_name("operator")?);
+                let v = self.fold(expr.field("argument")?, d)?;
+                let op = self.text(expr.field("operator")?);
                 match (op, v) {
                     ("-", Value::Int(i)) => Some(Value::Int(-i)),
                     ("-", Value::Float(f)) => Some(Value::Float(-f)),
@@ -996,9 +989,9 @@ impl<'t> PythonModel<'t> {
                 }
             }
             "binary_operator" => {
-                let l = self.fold(expr.child_by_field_name("left")?, d)?;
-                let r = self.fold(expr.child_by_field_name("right")?, d)?;
-                let op = self.text(expr.child_by_field_name("operator")?);
+                let l = self.fold(expr.field("left")?, d)?;
+                let r = self.fold(expr.field("right")?, d)?;
+                let op = self.text(expr.field("operator")?);
                 fold_binary(op, l, r)
             }
             "identifier" => {
@@ -1018,8 +1011,8 @@ impl<'t> PythonModel<'t> {
             }
             "attribute" => {
                 // `args.batch_size` where `args` comes from `parse_args()`.
-                let attr = self.text(expr.child_by_field_name("attribute")?);
-                let object = expr.child_by_field_name("object")?;
+                let attr = self.text(expr.field("attribute")?);
+                let object = expr.field("object")?;
                 if object.kind() == "identifier" && !self.argparse_defaults.is_empty() {
                     if let Some(v) = self.argparse_defaults.get(attr) {
                         return self.fold(*v, d);
@@ -1037,7 +1030,7 @@ impl<'t> PythonModel<'t> {
     pub fn value_of_name(&self, at: Node<'_>, name: &str) -> Option<Node<'t>> {
         if let Some(f) = self.enclosing_function(at) {
             if self.function_binds(f, name) {
-                let body = self.functions[f].node.child_by_field_name("body")?;
+                let body = self.functions[f].node.field("body")?;
                 let mut found = None;
                 for n in descendants(body) {
                     if n.kind() != "assignment" {
@@ -1046,14 +1039,14 @@ impl<'t> PythonModel<'t> {
                     if self.enclosing_function(n) != Some(f) {
                         continue;
                     }
-                    let Some(left) = n.child_by_field_name("left") else {
+                    let Some(left) = n.field("left") else {
                         continue;
                     };
                     if left.kind() == "identifier" && self.text(left) == name {
                         if found.is_some() {
                             return None;
                         }
-                        found = n.child_by_field_name("right");
+                        found = n.field("right");
                     }
                 }
                 return found;
@@ -1080,13 +1073,11 @@ impl<'t> PythonModel<'t> {
     fn compute_locals(&self, f: usize) -> HashSet<&'t str> {
         let mut out = HashSet::new();
         let node = self.functions[f].node;
-        if let Some(params) = node.child_by_field_name("parameters") {
+        if let Some(params) = node.field("parameters") {
             for p in named_children(params) {
                 let id = match p.kind() {
                     "identifier" => Some(p),
-                    "default_parameter" | "typed_default_parameter" => {
-                        p.child_by_field_name("name")
-                    }
+                    "default_parameter" | "typed_default_parameter" => p.field("name"),
                     _ => named_children(p).find(|c| c.kind() == "identifier"),
                 };
                 if let Some(id) = id {
@@ -1094,7 +1085,7 @@ impl<'t> PythonModel<'t> {
                 }
             }
         }
-        let Some(body) = node.child_by_field_name("body") else {
+        let Some(body) = node.field("body") else {
             return out;
         };
         let mut cursor = body.walk();
@@ -1103,19 +1094,19 @@ impl<'t> PythonModel<'t> {
             let mut descend = true;
             match n.kind() {
                 "function_definition" | "class_definition" => {
-                    if let Some(name) = n.child_by_field_name("name") {
+                    if let Some(name) = n.field("name") {
                         out.insert(self.text(name));
                     }
                     descend = false;
                 }
                 "lambda" => descend = false,
                 "assignment" | "augmented_assignment" | "for_statement" => {
-                    if let Some(left) = n.child_by_field_name("left") {
+                    if let Some(left) = n.field("left") {
                         out.extend(identifiers_in_target(left).iter().map(|i| self.text(*i)));
                     }
                 }
                 "named_expression" => {
-                    if let Some(name) = n.child_by_field_name("name") {
+                    if let Some(name) = n.field("name") {
                         out.insert(self.text(name));
                     }
                 }

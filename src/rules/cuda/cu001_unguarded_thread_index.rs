@@ -6,6 +6,7 @@ use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use crate::semantic::cuda::{Access, CudaModel, Flags, GridKind, Kernel};
+use crate::semantic::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -227,11 +228,7 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
             .iter()
             .find(|p| {
                 p.size_like && {
-                    let ty = p
-                        .node
-                        .child_by_field_name("type")
-                        .map(|t| m.text(t))
-                        .unwrap_or("");
+                    let ty = p.node.field("type").map(|t| m.text(t)).unwrap_or("");
                     ty.contains("int")
                         || ty.contains("size")
                         || ty.contains("long")

@@ -7,6 +7,7 @@ use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::cuda::{Flags, GuardKind};
+use crate::semantic::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -112,7 +113,7 @@ impl Rule for Int32ThreadIndex {
                 for _ in 0..4 {
                     c = match c.kind() {
                         "condition_clause" | "parenthesized_expression" => {
-                            match c.child_by_field_name("value").or_else(|| c.named_child(0)) {
+                            match c.field("value").or_else(|| c.named_child(0)) {
                                 Some(inner) => inner,
                                 None => break,
                             }
@@ -122,26 +123,19 @@ impl Rule for Int32ThreadIndex {
                 }
                 if c.kind() != "binary_expression"
                     || !c
-                        .child_by_field_name("operator")
+                        .field("operator")
                         .is_some_and(|o| matches!(o.kind(), "<" | "<=" | ">=" | ">"))
                 {
                     continue;
                 }
-                let (Some(l), Some(r)) = (
-                    c.child_by_field_name("left"),
-                    c.child_by_field_name("right"),
-                ) else {
+                let (Some(l), Some(r)) = (c.field("left"), c.field("right")) else {
                     continue;
                 };
                 let (idx, size) = (m.text(l), m.text(r));
                 let Some(p) = k.param(size) else {
                     continue;
                 };
-                let pty = p
-                    .node
-                    .child_by_field_name("type")
-                    .map(|t| m.text(t).trim())
-                    .unwrap_or("");
+                let pty = p.node.field("type").map(|t| m.text(t).trim()).unwrap_or("");
                 if !WIDE.contains(&pty) || done.contains(&idx) {
                     continue;
                 }
@@ -158,15 +152,12 @@ impl Rule for Int32ThreadIndex {
                 }) else {
                     continue;
                 };
-                let ty = decl
-                    .child_by_field_name("type")
-                    .map(|t| m.text(t).trim())
-                    .unwrap_or("");
+                let ty = decl.field("type").map(|t| m.text(t).trim()).unwrap_or("");
                 if !NARROW.contains(&ty) {
                     continue;
                 }
                 done.push(idx);
-                let Some(tnode) = decl.child_by_field_name("type") else {
+                let Some(tnode) = decl.field("type") else {
                     continue;
                 };
                 let d = ctx

@@ -7,6 +7,7 @@ use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::cuda::CudaModel;
+use crate::semantic::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -90,17 +91,13 @@ impl Rule for DeviceRecursion {
             // `sum<N - 1>(x)` recurses at compile time; `::min(a, b)` / `ns::f(x)` names
             // another namespace's function.
             if c.node
-                .child_by_field_name("function")
+                .field("function")
                 .is_some_and(|f| matches!(f.kind(), "template_function" | "qualified_identifier"))
             {
                 continue;
             }
             // A cast in the arguments forwards to another overload (`__ldg((const __half*)p)`).
-            let args = c
-                .node
-                .child_by_field_name("arguments")
-                .map(|a| m.text(a))
-                .unwrap_or("");
+            let args = c.node.field("arguments").map(|a| m.text(a)).unwrap_or("");
             if args.contains("_cast<") || args.contains(".operator") {
                 continue;
             }
@@ -111,7 +108,7 @@ impl Rule for DeviceRecursion {
             // A different number of arguments calls another overload (a builtin one).
             let argc = c
                 .node
-                .child_by_field_name("arguments")
+                .field("arguments")
                 .map(|a| crate::semantic::named_children(a).count());
             if !skip_function(m, t) && argc == param_count(m, t) {
                 edges[c.caller].push((t, c.node));
@@ -150,7 +147,7 @@ impl Rule for DeviceRecursion {
                 .diagnostic(closing, msg)
                 .primary_label("this call recurses")
                 .note("the kernel then runs with the default per-thread stack (`cudaLimitStackSize`, typically 1 KB); deep recursion overflows it and the kernel fails with an illegal address");
-            if let Some(decl) = m.functions[start].node.child_by_field_name("declarator") {
+            if let Some(decl) = m.functions[start].node.field("declarator") {
                 d = d.with_label(Span::of(&decl), "recursive device function");
             }
             d = d.help(format!(
@@ -163,19 +160,17 @@ impl Rule for DeviceRecursion {
 
 /// The number of parameters of a function definition.
 fn param_count(m: &CudaModel<'_>, f: usize) -> Option<usize> {
-    let mut d = m.functions[f].node.child_by_field_name("declarator")?;
+    let mut d = m.functions[f].node.field("declarator")?;
     for _ in 0..8 {
         if d.kind() == "function_declarator" {
-            let params = d.child_by_field_name("parameters")?;
+            let params = d.field("parameters")?;
             return Some(
                 crate::semantic::named_children(params)
                     .filter(|p| p.kind().contains("parameter_declaration"))
                     .count(),
             );
         }
-        d = d
-            .child_by_field_name("declarator")
-            .or_else(|| d.named_child(0))?;
+        d = d.field("declarator").or_else(|| d.named_child(0))?;
     }
     None
 }
@@ -183,21 +178,18 @@ fn param_count(m: &CudaModel<'_>, f: usize) -> Option<usize> {
 /// Has the function a branch (`if`, `?:`, a loop) that can end a recursion? Without one a
 /// self-call is a wrapper forwarding to a builtin overload of the same name.
 fn has_branch(m: &CudaModel<'_>, f: usize) -> bool {
-    m.functions[f]
-        .node
-        .child_by_field_name("body")
-        .is_some_and(|b| {
-            crate::semantic::descendants(b).any(|n| {
-                matches!(
-                    n.kind(),
-                    "if_statement"
-                        | "conditional_expression"
-                        | "while_statement"
-                        | "for_statement"
-                        | "switch_statement"
-                )
-            })
+    m.functions[f].node.field("body").is_some_and(|b| {
+        crate::semantic::descendants(b).any(|n| {
+            matches!(
+                n.kind(),
+                "if_statement"
+                    | "conditional_expression"
+                    | "while_statement"
+                    | "for_statement"
+                    | "switch_statement"
+            )
         })
+    })
 }
 
 /// `constexpr` functions and functions with parse errors are left alone.
@@ -207,7 +199,7 @@ fn skip_function(m: &CudaModel<'_>, f: usize) -> bool {
         return true;
     }
     let head_end = node
-        .child_by_field_name("body")
+        .field("body")
         .map(|b| b.start_byte())
         .unwrap_or(node.end_byte());
     let head = &m.source[node.start_byte()..head_end];

@@ -5,6 +5,7 @@ use crate::declare_rule;
 use crate::diagnostic::Severity;
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
+use crate::semantic::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -111,7 +112,7 @@ impl Rule for LaunchConfigLimits {
         for f in m.kernel_functions() {
             let head_end = f
                 .node
-                .child_by_field_name("body")
+                .field("body")
                 .map(|b| b.start_byte())
                 .unwrap_or(f.node.end_byte());
             let head = &m.source[f.node.start_byte()..head_end];

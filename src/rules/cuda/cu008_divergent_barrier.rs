@@ -6,6 +6,7 @@ use crate::diagnostic::Severity;
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::cuda::{CudaModel, Flags, Guard, GuardKind, Kernel};
+use crate::semantic::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -162,7 +163,7 @@ fn constant_trip_bound(m: &CudaModel<'_>, k: &Kernel<'_>, g: &Guard<'_>) -> bool
     if g.kind != GuardKind::Loop || g.cond.kind() != "binary_expression" {
         return false;
     }
-    let Some(bound) = g.cond.child_by_field_name("right") else {
+    let Some(bound) = g.cond.field("right") else {
         return false;
     };
     let f = k.flags(m, bound);

@@ -5,6 +5,7 @@ use crate::declare_rule;
 use crate::diagnostic::Severity;
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -101,7 +102,7 @@ impl Rule for UncheckedRuntimeCall {
         else {
             return;
         };
-        let Some(f) = call.child_by_field_name("function") else {
+        let Some(f) = call.field("function") else {
             return;
         };
         let name = ctx.text(f).trim_start_matches("::").to_string();

@@ -6,6 +6,7 @@ use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::cuda::ArraySpace;
+use crate::semantic::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -75,16 +76,15 @@ impl Rule for ArrayIndexOutOfExtent {
                 continue;
             }
             let (Some(mut base), Some(index)) = (
-                sub.child_by_field_name("argument"),
-                sub.child_by_field_name("indices")
-                    .and_then(|i| i.named_child(0)),
+                sub.field("argument"),
+                sub.field("indices").and_then(|i| i.named_child(0)),
             ) else {
                 continue;
             };
             // `a[i][j]`: the dimension is the number of subscripts below this one.
             let mut dim = 0;
             while base.kind() == "subscript_expression" && dim < 8 {
-                let Some(inner) = base.child_by_field_name("argument") else {
+                let Some(inner) = base.field("argument") else {
                     break;
                 };
                 base = inner;

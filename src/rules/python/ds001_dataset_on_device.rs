@@ -8,6 +8,7 @@ use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::tf::{argument, normalize};
 use crate::semantic::python::tf_function::enclosing_loop;
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -87,13 +88,10 @@ fn loaded_data<'t>(m: &PythonModel<'t>, value: Node<'t>, depth: u8) -> bool {
             }
         }
         "attribute" => {
-            let attr = value
-                .child_by_field_name("attribute")
-                .map(|a| m.text(a))
-                .unwrap_or("");
+            let attr = value.field("attribute").map(|a| m.text(a)).unwrap_or("");
             matches!(attr, "values" | "to_numpy")
                 && value
-                    .child_by_field_name("object")
+                    .field("object")
                     .filter(|o| o.kind() == "call")
                     .and_then(|o| m.call_name(o))
                     .is_some_and(|q| q.starts_with("pandas.read_"))
@@ -121,7 +119,7 @@ impl Rule for DatasetOnDevice {
             return;
         }
         for &(call, _) in &m.calls {
-            let Some(func) = call.child_by_field_name("function") else {
+            let Some(func) = call.field("function") else {
                 continue;
             };
             let q = m.call_name(call).map(|q| normalize(&q));
@@ -131,7 +129,7 @@ impl Rule for DatasetOnDevice {
                     argument(call, 0, "x", m)
                 }
                 None if func.kind() == "attribute" => {
-                    let method = func.child_by_field_name("attribute").map(|a| m.text(a));
+                    let method = func.field("attribute").map(|a| m.text(a));
                     let to_gpu = match method {
                         Some("cuda") => true,
                         Some("to") => argument(call, 0, "device", m).is_some_and(|d| {
@@ -140,7 +138,7 @@ impl Rule for DatasetOnDevice {
                         }),
                         _ => false,
                     };
-                    to_gpu.then(|| func.child_by_field_name("object")).flatten()
+                    to_gpu.then(|| func.field("object")).flatten()
                 }
                 _ => None,
             };

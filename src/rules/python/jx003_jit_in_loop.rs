@@ -7,6 +7,7 @@ use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::tf::argument;
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -94,7 +95,7 @@ impl Rule for JitInLoop {
         let t = m.training();
         for &(call, _) in &m.calls {
             let is_jit = call
-                .child_by_field_name("function")
+                .field("function")
                 .and_then(|f| m.qualified_name(f))
                 .is_some_and(|q| matches!(q.as_str(), "jax.jit" | "jax.pmap"));
             if !is_jit {
@@ -140,9 +141,7 @@ fn fresh_depth(
     match fun.kind() {
         "lambda" => Some("a lambda"),
         "call" => {
-            let q = fun
-                .child_by_field_name("function")
-                .and_then(|f| m.qualified_name(f))?;
+            let q = fun.field("function").and_then(|f| m.qualified_name(f))?;
             if q == "functools.partial" {
                 return Some("a `functools.partial`");
             }
@@ -154,7 +153,7 @@ fn fresh_depth(
         }
         "identifier" => {
             let name = m.text(fun);
-            let body = lp.child_by_field_name("body")?;
+            let body = lp.field("body")?;
             m.functions_named(name)
                 .iter()
                 .any(|&f| {
@@ -169,18 +168,16 @@ fn fresh_depth(
 
 /// A loop over a literal list/tuple or over `range(n)` with a small constant `n`.
 fn few_iterations(m: &PythonModel<'_>, lp: Node<'_>) -> bool {
-    let Some(iter) = lp.child_by_field_name("right") else {
+    let Some(iter) = lp.field("right") else {
         return false;
     };
     match iter.kind() {
         "list" | "tuple" => true,
         "call" => {
-            let is_range = iter
-                .child_by_field_name("function")
-                .is_some_and(|f| m.text(f) == "range");
+            let is_range = iter.field("function").is_some_and(|f| m.text(f) == "range");
             is_range
                 && iter
-                    .child_by_field_name("arguments")
+                    .field("arguments")
                     .and_then(|a| crate::semantic::named_children(a).last())
                     .and_then(|n| m.const_value(n))
                     .and_then(|v| v.as_int())

@@ -10,6 +10,7 @@ use crate::semantic::python::tf_function::{
     enclosing_loop, few_iterations, find_call_in, is_clear_session, unconditional_in_function,
 };
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use std::collections::HashSet;
 use tree_sitter::Node;
 
@@ -138,7 +139,7 @@ impl Rule for ModelsInLoop {
                     continue;
                 }
             }
-            let Some(body) = lp.child_by_field_name("body") else {
+            let Some(body) = lp.field("body") else {
                 continue;
             };
             // A local subclass might be a layer: require the loop to use it as a model.
@@ -151,19 +152,19 @@ impl Rule for ModelsInLoop {
             let kept = call
                 .parent()
                 .filter(|p| p.kind() == "assignment")
-                .and_then(|a| a.child_by_field_name("left"))
+                .and_then(|a| a.field("left"))
                 .map(|l| m.text(l))
                 .or_else(|| {
                     via.and_then(|c| c.parent())
                         .filter(|p| p.kind() == "assignment")
-                        .and_then(|a| a.child_by_field_name("left"))
+                        .and_then(|a| a.field("left"))
                         .map(|l| m.text(l))
                 });
             if let Some(name) = kept {
                 if find_call_in(m, body, |c| {
-                    c.child_by_field_name("function")
+                    c.field("function")
                         .is_some_and(|f| m.text(f).ends_with(".append"))
-                        && c.child_by_field_name("arguments").is_some_and(|a| {
+                        && c.field("arguments").is_some_and(|a| {
                             crate::semantic::named_children(a).any(|x| m.text(x) == name)
                         })
                 })
@@ -182,7 +183,7 @@ impl Rule for ModelsInLoop {
                 "while"
             };
             let callee = call
-                .child_by_field_name("function")
+                .field("function")
                 .map(|f| ctx.text(f))
                 .unwrap_or("Model");
             let mut d = ctx

@@ -7,6 +7,7 @@ use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::mixed_precision::{float16_policy, policy_applies_to, scales_loss};
 use crate::semantic::python::tf::normalize;
+use crate::semantic::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -96,9 +97,9 @@ impl Rule for MixedFloat16WithoutLossScale {
         }
         let Some((apply, _)) = m.calls.iter().find(|(c, _)| {
             policy_applies_to(m, policy, *c)
-                && c.child_by_field_name("function").is_some_and(|f| {
+                && c.field("function").is_some_and(|f| {
                     f.kind() == "attribute"
-                        && f.child_by_field_name("attribute")
+                        && f.field("attribute")
                             .is_some_and(|a| m.text(a) == "apply_gradients")
                 })
         }) else {

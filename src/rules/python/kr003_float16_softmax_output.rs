@@ -9,6 +9,7 @@ use crate::semantic::named_children;
 use crate::semantic::python::mixed_precision::{float16_policy, policy_applies_to};
 use crate::semantic::python::tf::{argument, normalize};
 use crate::semantic::python::{string_literal, PythonModel};
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -113,33 +114,30 @@ fn is_output(m: &PythonModel<'_>, layer: Node<'_>) -> bool {
         let Some(add) = p.parent().filter(|c| c.kind() == "call") else {
             return false;
         };
-        let Some(func) = add
-            .child_by_field_name("function")
-            .filter(|f| f.kind() == "attribute")
-        else {
+        let Some(func) = add.field("function").filter(|f| f.kind() == "attribute") else {
             return false;
         };
-        if func.child_by_field_name("attribute").map(|a| m.text(a)) != Some("add") {
+        if func.field("attribute").map(|a| m.text(a)) != Some("add") {
             return false;
         }
-        let object = func.child_by_field_name("object").map(|o| m.text(o));
+        let object = func.field("object").map(|o| m.text(o));
         let scope = m.enclosing_function(add);
         return !m.calls.iter().any(|(c, s)| {
             *s == scope
                 && c.start_byte() > add.end_byte()
-                && c.child_by_field_name("function").is_some_and(|f| {
+                && c.field("function").is_some_and(|f| {
                     f.kind() == "attribute"
-                        && f.child_by_field_name("attribute").map(|a| m.text(a)) == Some("add")
-                        && f.child_by_field_name("object").map(|o| m.text(o)) == object
+                        && f.field("attribute").map(|a| m.text(a)) == Some("add")
+                        && f.field("object").map(|o| m.text(o)) == object
                 })
         });
     }
     // `outputs = Dense(..., activation="softmax")(x)` then `Model(inputs, outputs)`.
-    if p.kind() == "call" && p.child_by_field_name("function").map(|f| f.id()) == Some(layer.id()) {
+    if p.kind() == "call" && p.field("function").map(|f| f.id()) == Some(layer.id()) {
         let Some(name) = p
             .parent()
             .filter(|a| a.kind() == "assignment")
-            .and_then(|a| a.child_by_field_name("left"))
+            .and_then(|a| a.field("left"))
             .filter(|l| l.kind() == "identifier")
             .map(|l| m.text(l))
         else {
@@ -168,7 +166,7 @@ impl Rule for Float16SoftmaxOutput {
             return;
         };
         let trains = m.calls.iter().any(|(c, _)| {
-            c.child_by_field_name("function").is_some_and(|f| {
+            c.field("function").is_some_and(|f| {
                 let t = m.text(f);
                 t.ends_with(".compile") || t.ends_with(".fit") || t.ends_with("GradientTape")
             })

@@ -8,6 +8,7 @@ use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::named_children;
 use crate::semantic::python::tf::normalize;
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -93,7 +94,7 @@ fn version_handled(m: &PythonModel<'_>, call: Node<'_>) -> bool {
         match p.kind() {
             "if_statement" | "elif_clause" | "conditional_expression" => {
                 let cond = p
-                    .child_by_field_name("condition")
+                    .field("condition")
                     .map(|c| m.text(c))
                     .unwrap_or_else(|| m.text(p));
                 if cond.contains("version") || cond.contains("hasattr") || cond.contains("VERSION")
@@ -147,10 +148,7 @@ impl Rule for LegacyMixedPrecisionApi {
             if q.starts_with("tensorflow.train.") && m.tf().graph_mode {
                 continue;
             }
-            let callee = call
-                .child_by_field_name("function")
-                .map(|f| ctx.text(f))
-                .unwrap_or("");
+            let callee = call.field("function").map(|f| ctx.text(f)).unwrap_or("");
             let (msg, label) = if q.starts_with("tensorflow.train.") {
                 (
                     format!("`{callee}` is the TF1 mixed-precision graph rewrite, deprecated and removed from the TF2 API"),

@@ -8,6 +8,7 @@ use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::tf::{argument, Init};
 use crate::semantic::python::tf_function::enclosing_loop;
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -66,7 +67,7 @@ pub struct PredictInLoop;
 fn single_item(m: &PythonModel<'_>, x: Node<'_>, vars: &[&str]) -> bool {
     match x.kind() {
         "subscript" => {
-            let Some(index) = x.child_by_field_name("subscript") else {
+            let Some(index) = x.field("subscript") else {
                 return false;
             };
             let t = m.text(index);
@@ -87,7 +88,7 @@ fn single_item(m: &PythonModel<'_>, x: Node<'_>, vars: &[&str]) -> bool {
             }
         }
         "call" => {
-            let Some(func) = x.child_by_field_name("function") else {
+            let Some(func) = x.field("function") else {
                 return false;
             };
             let name = m.call_name(x).unwrap_or_default();
@@ -95,7 +96,7 @@ fn single_item(m: &PythonModel<'_>, x: Node<'_>, vars: &[&str]) -> bool {
                 return true;
             }
             if func.kind() == "attribute"
-                && func.child_by_field_name("attribute").map(|a| m.text(a)) == Some("reshape")
+                && func.field("attribute").map(|a| m.text(a)) == Some("reshape")
             {
                 return argument(x, 0, "shape", m).is_some_and(|a| {
                     m.text(a) == "1" || m.text(a).starts_with("(1,") || m.text(a).starts_with("[1,")
@@ -124,9 +125,9 @@ impl Rule for PredictInLoop {
         let tf = m.tf();
         for &(call, _) in &m.calls {
             let Some(attr) = call
-                .child_by_field_name("function")
+                .field("function")
                 .filter(|f| f.kind() == "attribute")
-                .and_then(|f| f.child_by_field_name("attribute"))
+                .and_then(|f| f.field("attribute"))
             else {
                 continue;
             };
@@ -138,7 +139,7 @@ impl Rule for PredictInLoop {
             };
             let vars: Vec<&str> = match lp.kind() {
                 "for_statement" => lp
-                    .child_by_field_name("left")
+                    .field("left")
                     .map(|l| {
                         crate::semantic::descendants(l)
                             .filter(|n| n.kind() == "identifier")
@@ -155,8 +156,8 @@ impl Rule for PredictInLoop {
                 continue;
             }
             let recv = call
-                .child_by_field_name("function")
-                .and_then(|f| f.child_by_field_name("object"))
+                .field("function")
+                .and_then(|f| f.field("object"))
                 .map(|o| ctx.text(o))
                 .unwrap_or("model");
             let head = if lp.kind() == "for_statement" {

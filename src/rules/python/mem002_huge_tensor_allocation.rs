@@ -6,6 +6,7 @@ use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::memory::alloc::{literal_allocation, Device};
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
+use crate::semantic::NodeExt;
 use crate::settings::format_size;
 use tree_sitter::Node;
 
@@ -131,8 +132,8 @@ impl Rule for HugeTensorAllocation {
         if let Some(m) = alloc.moved_by {
             // From the method name (`.cuda()`, `.to(device)`) or the wrapping call to its end.
             let start = m
-                .child_by_field_name("function")
-                .and_then(|f| f.child_by_field_name("attribute"))
+                .field("function")
+                .and_then(|f| f.field("attribute"))
                 .map_or(m.start_byte(), |a| a.start_byte());
             d = d.with_label(Span::new(start, m.end_byte()), "moved to the GPU here");
         }

@@ -6,6 +6,7 @@ use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::training::{accumulation, Flow};
+use crate::semantic::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -134,7 +135,7 @@ impl Rule for AccumulatedLossGraph {
                         .collect();
                     (
                         t.flow(m, value, &backward),
-                        func.node.child_by_field_name("name").unwrap_or(func.node),
+                        func.node.field("name").unwrap_or(func.node),
                         "runs once per training step",
                     )
                 }

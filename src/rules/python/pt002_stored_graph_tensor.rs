@@ -8,6 +8,7 @@ use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::named_children;
 use crate::semantic::python::training::Flow;
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -99,14 +100,11 @@ impl Rule for StoredGraphTensor {
             if a.kind() != "assignment" {
                 continue;
             }
-            let (Some(left), Some(right)) = (
-                a.child_by_field_name("left"),
-                a.child_by_field_name("right"),
-            ) else {
+            let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
                 continue;
             };
             if left.kind() == "subscript" {
-                if let Some(c) = left.child_by_field_name("value") {
+                if let Some(c) = left.field("value") {
                     stores.push((a, c, right));
                 }
             }
@@ -170,12 +168,12 @@ impl Rule for StoredGraphTensor {
 
 /// `c.append(v)` / `c.insert(i, v)`: the container and the stored value.
 fn append<'t>(m: &PythonModel<'t>, call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
-    let func = call.child_by_field_name("function")?;
+    let func = call.field("function")?;
     if func.kind() != "attribute" {
         return None;
     }
-    let attr = m.text(func.child_by_field_name("attribute")?);
-    let args: Vec<Node<'t>> = named_children(call.child_by_field_name("arguments")?)
+    let attr = m.text(func.field("attribute")?);
+    let args: Vec<Node<'t>> = named_children(call.field("arguments")?)
         .filter(|a| a.kind() != "comment")
         .collect();
     let value = match (attr, args.as_slice()) {
@@ -186,5 +184,5 @@ fn append<'t>(m: &PythonModel<'t>, call: Node<'t>) -> Option<(Node<'t>, Node<'t>
     if value.kind() == "keyword_argument" {
         return None;
     }
-    Some((func.child_by_field_name("object")?, value))
+    Some((func.field("object")?, value))
 }

@@ -8,6 +8,7 @@ use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::descendants;
 use crate::semantic::python::training::is_model_name;
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -111,7 +112,7 @@ impl Rule for EvalWithoutNoGrad {
             if !named && eval_calls.is_empty() {
                 continue;
             }
-            let Some(body) = func.node.child_by_field_name("body") else {
+            let Some(body) = func.node.field("body") else {
                 continue;
             };
             if wants_grad(m, body) {
@@ -120,7 +121,7 @@ impl Rule for EvalWithoutNoGrad {
             let model_call = m.calls.iter().find(|&&(c, scope)| {
                 scope == Some(f)
                     && t.grad_free(c).is_none()
-                    && c.child_by_field_name("function").is_some_and(|callee| {
+                    && c.field("function").is_some_and(|callee| {
                         let text = m.text(callee);
                         eval_calls.iter().any(|(_, r)| *r == text)
                             || (matches!(callee.kind(), "identifier" | "attribute")
@@ -140,11 +141,8 @@ impl Rule for EvalWithoutNoGrad {
             if covered_by_callers(m, f, 0) {
                 continue;
             }
-            let name_node = func.node.child_by_field_name("name").unwrap_or(func.node);
-            let callee = call
-                .child_by_field_name("function")
-                .map(|c| m.text(c))
-                .unwrap_or("model");
+            let name_node = func.node.field("name").unwrap_or(func.node);
+            let callee = call.field("function").map(|c| m.text(c)).unwrap_or("model");
             let mut d = ctx
                 .diagnostic(
                     call,
@@ -208,7 +206,7 @@ fn in_module_class(m: &PythonModel<'_>, f: usize) -> bool {
     };
     m.classes.iter().any(|c| {
         &c.name == class
-            && c.node.child_by_field_name("superclasses").is_some_and(|s| {
+            && c.node.field("superclasses").is_some_and(|s| {
                 crate::semantic::named_children(s).any(|b| {
                     let t = m.text(b);
                     t.ends_with("Module") || t.ends_with("Model")
@@ -235,17 +233,15 @@ fn eval_receivers<'t>(m: &PythonModel<'t>, f: usize) -> Vec<(Node<'t>, &'t str)>
         .iter()
         .filter(|(_, s)| *s == Some(f))
         .filter_map(|&(c, _)| {
-            let func = c.child_by_field_name("function")?;
-            if func.kind() != "attribute"
-                || m.text(func.child_by_field_name("attribute")?) != "eval"
-            {
+            let func = c.field("function")?;
+            if func.kind() != "attribute" || m.text(func.field("attribute")?) != "eval" {
                 return None;
             }
-            let args = c.child_by_field_name("arguments")?;
+            let args = c.field("arguments")?;
             if args.named_child_count() != 0 {
                 return None;
             }
-            let recv = func.child_by_field_name("object")?;
+            let recv = func.field("object")?;
             if !matches!(recv.kind(), "identifier" | "attribute")
                 || m.qualified_name(recv).is_some()
             {
@@ -260,7 +256,7 @@ fn eval_receivers<'t>(m: &PythonModel<'t>, f: usize) -> Vec<(Node<'t>, &'t str)>
 fn wants_grad(m: &PythonModel<'_>, body: Node<'_>) -> bool {
     descendants(body).any(|n| match n.kind() {
         "attribute" => n
-            .child_by_field_name("attribute")
+            .field("attribute")
             .is_some_and(|a| GRAD_USES.contains(&m.text(a)) || m.text(a) == "requires_grad"),
         "identifier" => matches!(m.text(n), "enable_grad" | "set_grad_enabled"),
         _ => false,

@@ -6,6 +6,7 @@ use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use crate::semantic::{descendants, named_children};
 use tree_sitter::Node;
 
@@ -105,7 +106,7 @@ impl Rule for OomRetryInExcept {
         let Some(try_stmt) = handler.parent().filter(|p| p.kind() == "try_statement") else {
             return;
         };
-        let Some(body) = try_stmt.child_by_field_name("body") else {
+        let Some(body) = try_stmt.field("body") else {
             return;
         };
         let Some(block) = named_children(handler)
@@ -118,19 +119,16 @@ impl Rule for OomRetryInExcept {
             return;
         }
         let tried: Vec<&str> = calls_in(body)
-            .filter_map(|c| c.child_by_field_name("function").map(|f| m.text(f)))
+            .filter_map(|c| c.field("function").map(|f| m.text(f)))
             .filter(|t| !is_harmless(t))
             .collect();
         let Some(retry) = calls_in(block).find(|c| {
-            c.child_by_field_name("function")
+            c.field("function")
                 .is_some_and(|f| tried.contains(&m.text(f)))
         }) else {
             return;
         };
-        let callee = retry
-            .child_by_field_name("function")
-            .map(|f| m.text(f))
-            .unwrap_or("");
+        let callee = retry.field("function").map(|f| m.text(f)).unwrap_or("");
         ctx.report(
             ctx.diagnostic(retry, format!("`{callee}(...)` is retried inside the `except` clause that caught the out-of-memory error"))
                 .primary_label("the failed attempt's tensors are still alive here")

@@ -8,6 +8,7 @@ use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::named_children;
 use crate::semantic::python::string_literal;
 use crate::semantic::python::torch::{alloc_conf_problems, ConfProblem, Runtime};
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -83,14 +84,14 @@ impl Rule for InvalidAllocConf {
         }
         for &(call, _) in &m.calls {
             let is_setter = call
-                .child_by_field_name("function")
+                .field("function")
                 .and_then(|f| m.qualified_name(f))
                 .is_some_and(|q| q.ends_with("cuda.memory._set_allocator_settings"));
             if !is_setter {
                 continue;
             }
             let value = call
-                .child_by_field_name("arguments")
+                .field("arguments")
                 .and_then(|a| named_children(a).next())
                 .and_then(|a| string_literal(a, m.source));
             if let Some(v) = value {

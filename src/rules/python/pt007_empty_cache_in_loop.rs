@@ -5,6 +5,7 @@ use crate::declare_rule;
 use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
+use crate::semantic::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -81,7 +82,7 @@ impl Rule for EmptyCacheInLoop {
         let t = m.training();
         for &(call, _) in &m.calls {
             let is_empty_cache = call
-                .child_by_field_name("function")
+                .field("function")
                 .and_then(|f| m.qualified_name(f))
                 .is_some_and(|q| {
                     q == "torch.cuda.empty_cache" || q == "torch.cuda.memory.empty_cache"
@@ -120,7 +121,7 @@ fn periodic_or_after_del(
             break;
         }
         let periodic = matches!(p.kind(), "if_statement" | "elif_clause")
-            && p.child_by_field_name("condition")
+            && p.field("condition")
                 .is_some_and(|c| m.text(c).contains('%'));
         let after_del = p.kind() == "block"
             && crate::semantic::named_children(p)

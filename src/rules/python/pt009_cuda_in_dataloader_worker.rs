@@ -11,6 +11,7 @@ use crate::semantic::python::training::{
     dataset_class, is_dataloader, is_dataset_class, worker_count,
 };
 use crate::semantic::python::{string_literal, PythonModel};
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -179,7 +180,7 @@ impl Rule for CudaInDataloaderWorker {
 
 /// `multiprocessing.set_start_method("fork")` / `get_context("fork")`: the `"fork"` argument.
 fn fork_start<'t>(m: &PythonModel<'_>, call: Node<'t>) -> Option<Node<'t>> {
-    let q = m.qualified_name(call.child_by_field_name("function")?)?;
+    let q = m.qualified_name(call.field("function")?)?;
     let ok = matches!(
         q.as_str(),
         "multiprocessing.set_start_method"

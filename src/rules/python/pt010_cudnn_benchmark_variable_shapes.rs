@@ -6,6 +6,7 @@ use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use crate::semantic::{descendants, named_children};
 use tree_sitter::Node;
 
@@ -87,10 +88,10 @@ impl Rule for CudnnBenchmarkVariableShapes {
             return;
         }
         let Some(assign) = m.attribute_assignments.iter().copied().find(|a| {
-            a.child_by_field_name("left")
+            a.field("left")
                 .and_then(|l| m.qualified_name(l))
                 .is_some_and(|q| q == "torch.backends.cudnn.benchmark")
-                && a.child_by_field_name("right")
+                && a.field("right")
                     .and_then(|r| m.const_value(r))
                     .is_some_and(|v| v.truthy())
         }) else {
@@ -112,7 +113,7 @@ impl Rule for CudnnBenchmarkVariableShapes {
 /// The first sign of per-step shape changes, with why it is one.
 fn variable_shape_sign<'t>(m: &PythonModel<'t>) -> Option<(Node<'t>, &'static str)> {
     for &(call, _) in &m.calls {
-        let Some(func) = call.child_by_field_name("function") else {
+        let Some(func) = call.field("function") else {
             continue;
         };
         let q = m.qualified_name(func).unwrap_or_default();
@@ -126,12 +127,12 @@ fn variable_shape_sign<'t>(m: &PythonModel<'t>) -> Option<(Node<'t>, &'static st
         if JITTER_TRANSFORMS.contains(&last) {
             return Some((call, "this transform resizes to a random size"));
         }
-        let Some(args) = call.child_by_field_name("arguments") else {
+        let Some(args) = call.field("arguments") else {
             continue;
         };
         for a in named_children(args).filter(|a| a.kind() == "keyword_argument") {
-            let key = a.child_by_field_name("name").map(|n| m.text(n));
-            let Some(value) = a.child_by_field_name("value") else {
+            let key = a.field("name").map(|n| m.text(n));
+            let Some(value) = a.field("value") else {
                 continue;
             };
             if matches!(key, Some("size" | "scale_factor")) && is_random(m, value) {
@@ -145,7 +146,7 @@ fn variable_shape_sign<'t>(m: &PythonModel<'t>) -> Option<(Node<'t>, &'static st
 fn is_random(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
     descendants(expr).any(|n| {
         n.kind() == "call"
-            && n.child_by_field_name("function")
+            && n.field("function")
                 .and_then(|f| m.qualified_name(f))
                 .is_some_and(|q| {
                     q.starts_with("random.")

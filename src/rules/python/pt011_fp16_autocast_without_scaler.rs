@@ -7,6 +7,7 @@ use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::tf::argument;
 use crate::semantic::python::{string_literal, PythonModel};
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -94,12 +95,11 @@ impl Rule for Fp16AutocastWithoutScaler {
             return;
         }
         let scaled = m.calls.iter().any(|&(c, _)| {
-            c.child_by_field_name("function").is_some_and(|f| {
+            c.field("function").is_some_and(|f| {
                 m.qualified_name(f)
                     .is_some_and(|q| q.ends_with("GradScaler"))
                     || (f.kind() == "attribute"
-                        && f.child_by_field_name("attribute")
-                            .is_some_and(|a| m.text(a) == "scale"))
+                        && f.field("attribute").is_some_and(|a| m.text(a) == "scale"))
             })
         });
         if scaled {
@@ -131,10 +131,7 @@ impl Rule for Fp16AutocastWithoutScaler {
 
 /// Is this an autocast call that selects float16 on CUDA?
 fn fp16_autocast(m: &PythonModel<'_>, call: Node<'_>) -> bool {
-    let Some(q) = call
-        .child_by_field_name("function")
-        .and_then(|f| m.qualified_name(f))
-    else {
+    let Some(q) = call.field("function").and_then(|f| m.qualified_name(f)) else {
         return false;
     };
     let cuda_default = matches!(q.as_str(), "torch.cuda.amp.autocast");

@@ -11,6 +11,7 @@ use crate::semantic::python::training::{
     dataset_class, is_dataloader, is_dataset_class, worker_count,
 };
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -138,10 +139,9 @@ impl Rule for DataloaderHostMemory {
             };
             let Some(assign) = m.attribute_assignments.iter().copied().find(|a| {
                 m.enclosing_function(*a) == Some(init)
-                    && a.child_by_field_name("left")
+                    && a.field("left")
                         .is_some_and(|l| m.text(l).starts_with("self."))
-                    && a.child_by_field_name("right")
-                        .is_some_and(|r| large_python_object(m, r))
+                    && a.field("right").is_some_and(|r| large_python_object(m, r))
             }) else {
                 continue;
             };
@@ -158,10 +158,7 @@ impl Rule for DataloaderHostMemory {
 }
 
 fn a_text<'t>(m: &PythonModel<'t>, assign: Node<'t>) -> &'t str {
-    assign
-        .child_by_field_name("left")
-        .map(|l| m.text(l))
-        .unwrap_or("")
+    assign.field("left").map(|l| m.text(l)).unwrap_or("")
 }
 
 /// A list/dict built from a directory listing, or loaded JSON.
@@ -169,11 +166,11 @@ fn large_python_object(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
     let lists = |e: Node<'_>| {
         descendants(e).any(|n| {
             n.kind() == "call"
-                && n.child_by_field_name("function").is_some_and(|f| {
+                && n.field("function").is_some_and(|f| {
                     m.qualified_name(f)
                         .is_some_and(|q| LISTING.contains(&q.as_str()))
                         || (f.kind() == "attribute"
-                            && f.child_by_field_name("attribute")
+                            && f.field("attribute")
                                 .is_some_and(|a| matches!(m.text(a), "glob" | "rglob" | "iterdir")))
                 })
         })
@@ -182,13 +179,10 @@ fn large_python_object(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
         "list_comprehension" | "dictionary_comprehension" => lists(expr),
         "call" => {
             let q = expr
-                .child_by_field_name("function")
+                .field("function")
                 .and_then(|f| m.qualified_name(f))
                 .unwrap_or_default();
-            let name = expr
-                .child_by_field_name("function")
-                .map(|f| m.text(f))
-                .unwrap_or("");
+            let name = expr.field("function").map(|f| m.text(f)).unwrap_or("");
             q == "json.load"
                 || ((name == "list" || name == "sorted" || name == "dict") && lists(expr))
         }

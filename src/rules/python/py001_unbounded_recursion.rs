@@ -9,6 +9,7 @@ use crate::semantic::python::recursion::{
     counter, descent, has_base_case, jit_reachable, Cycle, Descent,
 };
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -125,7 +126,7 @@ fn recursion_limit(m: &PythonModel<'_>, default: i128) -> i128 {
         .iter()
         .filter(|(c, _)| m.call_name(*c).as_deref() == Some("sys.setrecursionlimit"))
         .filter_map(|(c, _)| {
-            m.const_value(c.child_by_field_name("arguments")?.named_child(0)?)?
+            m.const_value(c.field("arguments")?.named_child(0)?)?
                 .as_int()
         })
         .fold(default, i128::max)
@@ -147,7 +148,7 @@ fn check_cycle<'t>(
     limit: i128,
 ) -> Option<Diagnostic> {
     let (first_call, first_fn, _) = *cycle.calls.first()?;
-    let def_name = |f: usize| m.functions[f].node.child_by_field_name("name");
+    let def_name = |f: usize| m.functions[f].node.field("name");
     let mutual = cycle.functions.len() > 1;
 
     // (a) No base case anywhere in the cycle: every call recurses.

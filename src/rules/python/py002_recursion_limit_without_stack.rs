@@ -7,6 +7,7 @@ use crate::lang::Lang;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use crate::semantic::python::tf::argument;
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -87,16 +88,13 @@ fn limit(m: &PythonModel<'_>, arg: Node<'_>) -> Option<i128> {
 
 /// `x.start()` where `x` is bound to `threading.Thread(...)` in the same scope.
 fn starts_thread(m: &PythonModel<'_>, call: Node<'_>) -> bool {
-    let Some(func) = call
-        .child_by_field_name("function")
-        .filter(|f| f.kind() == "attribute")
-    else {
+    let Some(func) = call.field("function").filter(|f| f.kind() == "attribute") else {
         return false;
     };
-    if func.child_by_field_name("attribute").map(|a| m.text(a)) != Some("start") {
+    if func.field("attribute").map(|a| m.text(a)) != Some("start") {
         return false;
     }
-    let Some(obj) = func.child_by_field_name("object") else {
+    let Some(obj) = func.field("object") else {
         return false;
     };
     let value = match obj.kind() {

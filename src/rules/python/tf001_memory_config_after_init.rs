@@ -8,6 +8,7 @@ use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::named_children;
 use crate::semantic::python::tf::{ConfigFn, Init};
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use std::collections::HashSet;
 use tree_sitter::Node;
 
@@ -102,14 +103,10 @@ impl Rule for MemoryConfigAfterInit {
                 };
                 reported.insert(ev.node.id());
                 let init = &events[j];
-                let callee = ev
-                    .node
-                    .child_by_field_name("function")
-                    .map(|f| ctx.text(f))
-                    .unwrap_or("");
+                let callee = ev.node.field("function").map(|f| ctx.text(f)).unwrap_or("");
                 let init_name = init
                     .node
-                    .child_by_field_name("function")
+                    .field("function")
                     .map(|f| ctx.text(f))
                     .unwrap_or("");
                 let what = tf
@@ -207,7 +204,7 @@ fn swallows(m: &PythonModel<'_>, handler: Node<'_>) -> bool {
         "pass_statement" | "comment" => true,
         "expression_statement" => named_children(stmt).all(|e| match e.kind() {
             "string" | "ellipsis" => true,
-            "call" => e.child_by_field_name("function").is_some_and(|f| {
+            "call" => e.field("function").is_some_and(|f| {
                 let text = m.text(f);
                 let head = text.split('.').next().unwrap_or("");
                 text == "print"

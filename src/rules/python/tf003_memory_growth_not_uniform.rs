@@ -7,6 +7,7 @@ use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::tf::{argument, ConfigFn};
 use crate::semantic::python::{project, PythonModel};
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -79,7 +80,7 @@ fn pick<'t>(m: &PythonModel<'t>, call: Node<'t>) -> Pick<'t> {
     };
     if dev.kind() == "subscript" {
         let index = dev
-            .child_by_field_name("subscript")
+            .field("subscript")
             .and_then(|i| m.const_value(i))
             .and_then(|v| v.as_int());
         return match index {
@@ -97,14 +98,12 @@ fn pick<'t>(m: &PythonModel<'t>, call: Node<'t>) -> Pick<'t> {
         match p.kind() {
             "function_definition" | "class_definition" | "module" => break,
             "for_statement" => {
-                let var = p.child_by_field_name("left").map(|l| m.text(l));
-                let iter = p.child_by_field_name("right");
+                let var = p.field("left").map(|l| m.text(l));
+                let iter = p.field("right");
                 if var == Some(m.text(dev)) {
                     if let Some(it) = iter.filter(|it| {
                         it.kind() == "subscript"
-                            && it
-                                .child_by_field_name("subscript")
-                                .is_some_and(|s| s.kind() == "slice")
+                            && it.field("subscript").is_some_and(|s| s.kind() == "slice")
                     }) {
                         return Pick::Slice(it);
                     }
@@ -173,7 +172,7 @@ impl Rule for MemoryGrowthNotUniform {
                 }
             }
             let callee = call
-                .child_by_field_name("function")
+                .field("function")
                 .map(|f| ctx.text(f))
                 .unwrap_or("set_memory_growth");
             let d = match p {

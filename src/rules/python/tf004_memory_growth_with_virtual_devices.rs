@@ -7,6 +7,7 @@ use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::tf::{argument, ConfigFn};
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -72,10 +73,8 @@ fn device_key(m: &PythonModel<'_>, call: Node<'_>) -> Option<String> {
     match dev.kind() {
         "identifier" => Some(m.text(dev).to_string()),
         "subscript" => {
-            let value = dev.child_by_field_name("value")?;
-            let index = m
-                .const_value(dev.child_by_field_name("subscript")?)?
-                .as_int()?;
+            let value = dev.field("value")?;
+            let index = m.const_value(dev.field("subscript")?)?.as_int()?;
             Some(format!("{}[{index}]", m.text(value)))
         }
         _ => None,
@@ -157,7 +156,7 @@ impl Rule for MemoryGrowthWithVirtualDevices {
                 continue;
             };
             let callee = call
-                .child_by_field_name("function")
+                .field("function")
                 .map(|f| ctx.text(f))
                 .unwrap_or("set_memory_growth");
             let d = ctx

@@ -8,6 +8,7 @@ use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::named_children;
 use crate::semantic::python::string_literal;
 use crate::semantic::python::tf::{argument, normalize};
+use crate::semantic::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -136,7 +137,7 @@ impl Rule for UnknownOptimizerOption {
                 continue;
             };
             for pair in named_children(dict).filter(|p| p.kind() == "pair") {
-                let Some(k) = pair.child_by_field_name("key") else {
+                let Some(k) = pair.field("key") else {
                     continue;
                 };
                 let Some(key) = string_literal(k, m.source) else {
@@ -146,7 +147,7 @@ impl Rule for UnknownOptimizerOption {
                     continue;
                 }
                 let callee = call
-                    .child_by_field_name("function")
+                    .field("function")
                     .map(|f| ctx.text(f))
                     .unwrap_or("set_experimental_options");
                 let help = match closest(&key) {

@@ -8,6 +8,7 @@ use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use crate::semantic::descendants;
 use crate::semantic::python::tf::argument;
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use std::collections::HashSet;
 use tree_sitter::Node;
 
@@ -141,7 +142,7 @@ impl Rule for NumpyInTfFunction {
             {
                 continue; // reported with its traced parent
             }
-            let Some(body) = m.functions[f].node.child_by_field_name("body") else {
+            let Some(body) = m.functions[f].node.field("body") else {
                 continue;
             };
             let name = &m.functions[f].name;
@@ -150,21 +151,16 @@ impl Rule for NumpyInTfFunction {
                     "call" => match numpy_data(m, n, min) {
                         Some(w) => (
                             n,
-                            format!(
-                                "`{}` {w}",
-                                ctx.text(n.child_by_field_name("function").unwrap_or(n))
-                            ),
+                            format!("`{}` {w}", ctx.text(n.field("function").unwrap_or(n))),
                         ),
                         None => continue,
                     },
                     "identifier" => {
                         let field_name = n.parent().is_some_and(|p| {
                             (p.kind() == "attribute"
-                                && p.child_by_field_name("attribute").map(|a| a.id())
-                                    == Some(n.id()))
+                                && p.field("attribute").map(|a| a.id()) == Some(n.id()))
                                 || (p.kind() == "keyword_argument"
-                                    && p.child_by_field_name("name").map(|a| a.id())
-                                        == Some(n.id()))
+                                    && p.field("name").map(|a| a.id()) == Some(n.id()))
                         });
                         if field_name {
                             continue;
@@ -186,20 +182,19 @@ impl Rule for NumpyInTfFunction {
                             format!(
                                 "`{}` is captured from module level, where `{}` {w}",
                                 m.text(n),
-                                ctx.text(v.child_by_field_name("function").unwrap_or(v))
+                                ctx.text(v.field("function").unwrap_or(v))
                             ),
                         )
                     }
                     "for_statement" => {
-                        let Some(it) = n.child_by_field_name("right").filter(|it| {
+                        let Some(it) = n.field("right").filter(|it| {
                             it.kind() == "call"
-                                && it.child_by_field_name("function").map(|f| m.text(f))
-                                    == Some("range")
+                                && it.field("function").map(|f| m.text(f)) == Some("range")
                         }) else {
                             continue;
                         };
                         let count = it
-                            .child_by_field_name("arguments")
+                            .field("arguments")
                             .and_then(|a| {
                                 a.named_child(a.named_child_count().saturating_sub(1).min(1) as u32)
                             })

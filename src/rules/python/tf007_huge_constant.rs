@@ -8,6 +8,7 @@ use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::named_children;
 use crate::semantic::python::tf::{argument, normalize};
 use crate::semantic::python::{PythonModel, Value};
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -104,8 +105,8 @@ fn describe<'t>(m: &PythonModel<'t>, x: Node<'t>) -> Option<(Node<'t>, String, b
     };
     // `pd.read_csv(...).values`
     if value.kind() == "attribute" {
-        let obj = value.child_by_field_name("object")?;
-        let attr = m.text(value.child_by_field_name("attribute")?);
+        let obj = value.field("object")?;
+        let attr = m.text(value.field("attribute")?);
         if obj.kind() == "call"
             && matches!(attr, "values" | "to_numpy")
             && m.call_name(obj)
@@ -192,7 +193,7 @@ impl Rule for HugeConstantFromNumpy {
                 continue;
             };
             let callee = call
-                .child_by_field_name("function")
+                .field("function")
                 .map(|f| ctx.text(f))
                 .unwrap_or("tf.constant");
             let context = match traced {

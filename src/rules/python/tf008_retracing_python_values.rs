@@ -8,6 +8,7 @@ use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::named_children;
 use crate::semantic::python::tf_function::enclosing_loop;
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -74,12 +75,12 @@ fn int_loop_var<'t>(m: &PythonModel<'t>, lp: Node<'t>) -> Option<&'t str> {
     if lp.kind() != "for_statement" {
         return None;
     }
-    let left = lp.child_by_field_name("left")?;
-    let right = lp.child_by_field_name("right")?;
+    let left = lp.field("left")?;
+    let right = lp.field("right")?;
     if right.kind() != "call" {
         return None;
     }
-    match m.text(right.child_by_field_name("function")?) {
+    match m.text(right.field("function")?) {
         "range" if left.kind() == "identifier" => Some(m.text(left)),
         "enumerate" if matches!(left.kind(), "pattern_list" | "tuple_pattern") => {
             let first = left.named_child(0)?;
@@ -124,12 +125,12 @@ impl Rule for RetracingPythonValues {
             let Some((lp, var)) = found else {
                 continue;
             };
-            let Some(args) = call.child_by_field_name("arguments") else {
+            let Some(args) = call.field("arguments") else {
                 continue;
             };
             let Some(arg) = named_children(args).find(|a| {
                 let v = match a.kind() {
-                    "keyword_argument" => a.child_by_field_name("value"),
+                    "keyword_argument" => a.field("value"),
                     _ => Some(*a),
                 };
                 v.is_some_and(|v| v.kind() == "identifier" && m.text(v) == var)

@@ -8,6 +8,7 @@ use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::tf_function::{
     enclosing_loop, few_iterations, find_call_in, is_clear_session, unconditional_in_function,
 };
+use crate::semantic::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -100,7 +101,7 @@ impl Rule for TfFunctionInLoop {
                     (lp, Some(c))
                 }
             };
-            let Some(body) = lp.child_by_field_name("body") else {
+            let Some(body) = lp.field("body") else {
                 continue;
             };
             if few_iterations(m, lp, 3)

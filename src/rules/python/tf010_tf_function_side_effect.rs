@@ -6,6 +6,7 @@ use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::descendants;
+use crate::semantic::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -86,7 +87,7 @@ impl Rule for TfFunctionSideEffect {
         for (f, traced) in tfn.traced.iter().enumerate() {
             let Some(traced) = traced else { continue };
             let func = &m.functions[f];
-            let Some(body) = func.node.child_by_field_name("body") else {
+            let Some(body) = func.node.field("body") else {
                 continue;
             };
             let name = &func.name;
@@ -111,17 +112,14 @@ impl Rule for TfFunctionSideEffect {
                         })
                     }
                     "call" => {
-                        let Some(func_node) = n
-                            .child_by_field_name("function")
-                            .filter(|f| f.kind() == "attribute")
+                        let Some(func_node) =
+                            n.field("function").filter(|f| f.kind() == "attribute")
                         else {
                             continue;
                         };
-                        let method = func_node
-                            .child_by_field_name("attribute")
-                            .map(|a| m.text(a));
+                        let method = func_node.field("attribute").map(|a| m.text(a));
                         let Some(obj) = func_node
-                            .child_by_field_name("object")
+                            .field("object")
                             .filter(|o| o.kind() == "identifier")
                         else {
                             continue;
@@ -137,14 +135,13 @@ impl Rule for TfFunctionSideEffect {
                         })
                     }
                     "assignment" => {
-                        let Some(left) = n.child_by_field_name("left") else {
+                        let Some(left) = n.field("left") else {
                             continue;
                         };
                         match left.kind() {
                             "subscript" => {
-                                let Some(obj) = left
-                                    .child_by_field_name("value")
-                                    .filter(|o| o.kind() == "identifier")
+                                let Some(obj) =
+                                    left.field("value").filter(|o| o.kind() == "identifier")
                                 else {
                                     continue;
                                 };
@@ -159,14 +156,13 @@ impl Rule for TfFunctionSideEffect {
                                 })
                             }
                             "attribute" => {
-                                let is_self = left
-                                    .child_by_field_name("object")
-                                    .is_some_and(|o| m.text(o) == "self");
+                                let is_self =
+                                    left.field("object").is_some_and(|o| m.text(o) == "self");
                                 let setup = matches!(name.as_str(), "__init__" | "build");
                                 // Lazy building on the first trace (`if not self.built:
                                 // self.w = tf.Variable(...)`; `self.built = True`) is the
                                 // documented way to create variables in a tf.function.
-                                let right = n.child_by_field_name("right");
+                                let right = n.field("right");
                                 let lazy_build = right.is_some_and(|r| {
                                     matches!(r.kind(), "true" | "false" | "none" | "integer")
                                         || (r.kind() == "call"
@@ -215,7 +211,7 @@ fn obj_is_container(
             v.kind(),
             "list" | "dictionary" | "set" | "list_comprehension" | "dictionary_comprehension"
         ) || (v.kind() == "call"
-            && v.child_by_field_name("function").is_some_and(|c| {
+            && v.field("function").is_some_and(|c| {
                 matches!(
                     m.text(c),
                     "list" | "dict" | "set" | "defaultdict" | "collections.defaultdict"

@@ -7,6 +7,7 @@ use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::tf::normalize;
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use crate::semantic::{descendants, named_children};
 use tree_sitter::Node;
 
@@ -119,8 +120,7 @@ fn name_used(m: &PythonModel<'_>, scope: Node<'_>, def: Node<'_>, name: &str) ->
         }
         let written = top.id() != n.id()
             && top.parent().is_some_and(|p| {
-                p.kind() == "assignment"
-                    && p.child_by_field_name("left").map(|l| l.id()) == Some(top.id())
+                p.kind() == "assignment" && p.field("left").map(|l| l.id()) == Some(top.id())
             });
         !written
     })
@@ -183,10 +183,7 @@ impl Rule for Tf1ApiInTf2 {
                 if !(tf_function || (compat && eager_training)) || in_explicit_graph(m, *call) {
                     continue;
                 }
-                let callee = call
-                    .child_by_field_name("function")
-                    .map(|f| ctx.text(f))
-                    .unwrap_or(api);
+                let callee = call.field("function").map(|f| ctx.text(f)).unwrap_or(api);
                 let why = if tf_function {
                     "this module also defines `tf.function`s"
                 } else {
@@ -211,13 +208,10 @@ impl Rule for Tf1ApiInTf2 {
             let Some(assign) = call.parent().filter(|p| p.kind() == "assignment") else {
                 continue;
             };
-            let Some(left) = assign
-                .child_by_field_name("left")
-                .filter(|l| l.kind() == "identifier")
-            else {
+            let Some(left) = assign.field("left").filter(|l| l.kind() == "identifier") else {
                 continue;
             };
-            if assign.child_by_field_name("right").map(|r| r.id()) != Some(call.id()) {
+            if assign.field("right").map(|r| r.id()) != Some(call.id()) {
                 continue;
             }
             let name = m.text(left);
@@ -225,10 +219,10 @@ impl Rule for Tf1ApiInTf2 {
                 Some(f) => m.functions[f].node,
                 None => m.root,
             };
-            let memory_kw = call.child_by_field_name("arguments").is_some_and(|a| {
+            let memory_kw = call.field("arguments").is_some_and(|a| {
                 named_children(a).any(|k| {
                     k.kind() == "keyword_argument"
-                        && k.child_by_field_name("name").is_some_and(|n| {
+                        && k.field("name").is_some_and(|n| {
                             matches!(
                                 m.text(n),
                                 "gpu_options" | "allow_growth" | "per_process_gpu_memory_fraction"
@@ -237,7 +231,7 @@ impl Rule for Tf1ApiInTf2 {
                 })
             });
             let memory_attr = m.attribute_assignments.iter().any(|a| {
-                a.child_by_field_name("left").is_some_and(|l| {
+                a.field("left").is_some_and(|l| {
                     let t = m.text(l);
                     scope.byte_range().contains(&a.start_byte())
                         && t.starts_with(name)
@@ -250,7 +244,7 @@ impl Rule for Tf1ApiInTf2 {
                 continue;
             }
             let callee = call
-                .child_by_field_name("function")
+                .field("function")
                 .map(|f| ctx.text(f))
                 .unwrap_or("ConfigProto");
             let d = ctx

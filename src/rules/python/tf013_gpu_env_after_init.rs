@@ -8,6 +8,7 @@ use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::python::order::Event;
 use crate::semantic::python::tf::normalize;
 use crate::semantic::python::PythonModel;
+use crate::semantic::NodeExt;
 use std::collections::HashSet;
 use tree_sitter::Node;
 
@@ -158,10 +159,7 @@ impl Rule for GpuEnvAfterInit {
                 }
                 reported.insert(ev.node.id());
                 let first = events[j].node;
-                let first_name = first
-                    .child_by_field_name("function")
-                    .map(|f| ctx.text(f))
-                    .unwrap_or("");
+                let first_name = first.field("function").map(|f| ctx.text(f)).unwrap_or("");
                 let what = if listed {
                     "enumerates the GPUs and creates the CUDA context"
                 } else {

@@ -3,6 +3,7 @@
 //! call graph).
 
 use super::{last_name, CudaModel, Function};
+use crate::semantic::NodeExt;
 use crate::semantic::{named_children, text};
 use tree_sitter::Node;
 
@@ -53,7 +54,7 @@ pub(super) fn record_arrays<'t>(
     source: &'t str,
     out: &mut Vec<ArrayDecl<'t>>,
 ) {
-    let Some(ty) = decl.child_by_field_name("type") else {
+    let Some(ty) = decl.field("type") else {
         return;
     };
     let mut shared = false;
@@ -89,7 +90,7 @@ pub(super) fn record_arrays<'t>(
     };
     for d in named_children(decl) {
         let d = if d.kind() == "init_declarator" {
-            match d.child_by_field_name("declarator") {
+            match d.field("declarator") {
                 Some(inner) => inner,
                 None => continue,
             }
@@ -104,8 +105,8 @@ pub(super) fn record_arrays<'t>(
         let mut cur = d;
         let mut name = None;
         for _ in 0..8 {
-            extents.push(cur.child_by_field_name("size"));
-            match cur.child_by_field_name("declarator") {
+            extents.push(cur.field("size"));
+            match cur.field("declarator") {
                 Some(inner) if inner.kind() == "array_declarator" => cur = inner,
                 Some(inner) if inner.kind() == "identifier" => {
                     name = Some(text(inner, source));
@@ -135,10 +136,10 @@ pub(super) fn device_callee<'t>(call: Node<'t>, source: &'t str) -> Option<&'t s
     if named_children(call).any(|c| c.kind() == "kernel_call_syntax") {
         return None;
     }
-    let f = call.child_by_field_name("function")?;
+    let f = call.field("function")?;
     let name = match f.kind() {
         "identifier" | "qualified_identifier" => text(f, source),
-        "template_function" => text(f.child_by_field_name("name")?, source),
+        "template_function" => text(f.field("name")?, source),
         _ => return None,
     };
     Some(last_name(name))
@@ -155,7 +156,7 @@ impl<'t> CudaModel<'t> {
         if depth > 32 {
             return None;
         }
-        let field = |f: &str| expr.child_by_field_name(f);
+        let field = |f: &str| expr.field(f);
         match expr.kind() {
             "identifier" => self.constant_in(func, self.text(expr)),
             "parenthesized_expression" => self.eval_fn_depth(func, expr.named_child(0)?, depth + 1),
@@ -220,7 +221,7 @@ impl<'t> CudaModel<'t> {
         if depth > 16 {
             return None;
         }
-        let field = |f: &str| e.child_by_field_name(f);
+        let field = |f: &str| e.field(f);
         match e.kind() {
             "parenthesized_expression" => self.range_depth(func, e.named_child(0)?, depth + 1),
             "identifier" => {
@@ -256,26 +257,26 @@ impl<'t> CudaModel<'t> {
                 | "while_statement"
                 | "do_statement"
                 | "switch_statement" => {
-                    let cond = parent.child_by_field_name("condition")?;
+                    let cond = parent.field("condition")?;
                     if cond.id() != cur.id() && mentions(cond, name, self.source) {
                         return None;
                     }
                 }
                 "binary_expression" => {
                     // `k < 8 && a[k]`
-                    let left = parent.child_by_field_name("left")?;
+                    let left = parent.field("left")?;
                     if left.id() != cur.id() && mentions(left, name, self.source) {
                         return None;
                     }
                 }
                 "for_statement" => {
-                    let body = parent.child_by_field_name("body")?;
+                    let body = parent.field("body")?;
                     if body.id() == cur.id() {
                         if let Some(r) = self.loop_range(func, parent, name) {
                             return Some(r);
                         }
                     }
-                    let cond = parent.child_by_field_name("condition");
+                    let cond = parent.field("condition");
                     if cond.is_some_and(|c| mentions(c, name, self.source)) {
                         return None;
                     }
@@ -290,37 +291,28 @@ impl<'t> CudaModel<'t> {
 
     /// `for (int k = a; k < b; ++k)` (or `<=`, `k += c` with c > 0) declaring `name`.
     fn loop_range(&self, func: &Function<'t>, f: Node<'t>, name: &str) -> Option<(i128, i128)> {
-        let init = f.child_by_field_name("initializer")?;
+        let init = f.field("initializer")?;
         let d = crate::semantic::descendants(init)
             .find(|n| n.kind() == "init_declarator" || n.kind() == "assignment_expression")?;
         let (var, start) = match d.kind() {
-            "init_declarator" => (
-                d.child_by_field_name("declarator")?,
-                d.child_by_field_name("value")?,
-            ),
-            _ => (
-                d.child_by_field_name("left")?,
-                d.child_by_field_name("right")?,
-            ),
+            "init_declarator" => (d.field("declarator")?, d.field("value")?),
+            _ => (d.field("left")?, d.field("right")?),
         };
         if self.text(var) != name {
             return None;
         }
         let lo = self.eval_in_function(func, start)?;
-        let cond = f.child_by_field_name("condition")?;
-        if cond.kind() != "binary_expression"
-            || self.text(cond.child_by_field_name("left")?) != name
-        {
+        let cond = f.field("condition")?;
+        if cond.kind() != "binary_expression" || self.text(cond.field("left")?) != name {
             return None;
         }
-        let bound = self.eval_in_function(func, cond.child_by_field_name("right")?)?;
-        let hi = match self.text(cond.child_by_field_name("operator")?) {
+        let bound = self.eval_in_function(func, cond.field("right")?)?;
+        let hi = match self.text(cond.field("operator")?) {
             "<" => bound - 1,
             "<=" => bound,
             _ => return None,
         };
-        let update =
-            crate::semantic::cuda::guards::compact(self.text(f.child_by_field_name("update")?));
+        let update = crate::semantic::cuda::guards::compact(self.text(f.field("update")?));
         let step = if update == format!("++{name}") || update == format!("{name}++") {
             1
         } else {
@@ -335,7 +327,7 @@ impl<'t> CudaModel<'t> {
         // The last value the counter takes: `for (j = 0; j < 8; j += 4)` ends at 4.
         let hi = lo + (hi - lo) / step * step;
         // Changed in the body, or left early (`if (k == N) break;`): unknown.
-        let body = f.child_by_field_name("body")?;
+        let body = f.field("body")?;
         let changed = crate::semantic::descendants(body).any(|n| {
             if matches!(
                 n.kind(),
@@ -344,8 +336,8 @@ impl<'t> CudaModel<'t> {
                 return true;
             }
             let target = match n.kind() {
-                "assignment_expression" => n.child_by_field_name("left"),
-                "update_expression" => n.child_by_field_name("argument"),
+                "assignment_expression" => n.field("left"),
+                "update_expression" => n.field("argument"),
                 _ => None,
             };
             target.is_some_and(|t| self.text(t) == name)

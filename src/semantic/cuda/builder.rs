@@ -11,6 +11,7 @@ use super::{
     exec_space, function_name, last_name, parse_c_int, CudaModel, Function, HostDef, Launch,
 };
 use crate::diagnostic::Span;
+use crate::semantic::NodeExt;
 use crate::semantic::{named_children, text};
 use crate::settings::Settings;
 use std::cell::RefCell;
@@ -220,7 +221,7 @@ impl<'t> CudaBuilder<'t> {
 
     /// What to remember about `node` while it is open, if anything.
     fn frame_kind(&mut self, node: Node<'t>) -> Option<FrameKind<'t>> {
-        let field = |f: &str| node.child_by_field_name(f);
+        let field = |f: &str| node.field(f);
         match node.kind() {
             "compound_statement" => Some(FrameKind::Compound),
             "template_declaration" => field("parameters").map(FrameKind::Template),
@@ -304,10 +305,10 @@ impl<'t> CudaBuilder<'t> {
         self.function_depth += 1;
         if self.function_depth > 1 {
             // C++ has no nested functions: this is a macro with a block, `LOOP(i, n) { … }`.
-            let Some(body) = node.child_by_field_name("body") else {
+            let Some(body) = node.field("body") else {
                 return FrameKind::Function { kernel: None };
             };
-            let header = node.child_by_field_name("declarator").unwrap_or(node);
+            let header = node.field("declarator").unwrap_or(node);
             let name = function_name(node, self.source).unwrap_or("");
             let kind = if self.loop_macros.iter().any(|m| m == name) {
                 GuardKind::LoopMacro
@@ -336,7 +337,7 @@ impl<'t> CudaBuilder<'t> {
             template_params,
         });
         self.current_function = Some(self.functions.len() - 1);
-        let kernel = if space.global && node.child_by_field_name("body").is_some() {
+        let kernel = if space.global && node.field("body").is_some() {
             self.kernels.push(kernel::KernelBuild::new(
                 self.functions.len() - 1,
                 node,
@@ -355,10 +356,7 @@ impl<'t> CudaBuilder<'t> {
     fn record(&mut self, node: Node<'t>, call_arg: bool) {
         match node.kind() {
             "preproc_def" => {
-                if let (Some(name), Some(value)) = (
-                    node.child_by_field_name("name"),
-                    node.child_by_field_name("value"),
-                ) {
+                if let (Some(name), Some(value)) = (node.field("name"), node.field("value")) {
                     self.constants.insert(
                         text(name, self.source),
                         ConstDef::Macro(text(value, self.source).trim()),
@@ -406,7 +404,7 @@ impl<'t> CudaBuilder<'t> {
 
     /// Definitions in host code, for the launch configuration (`dim3 grid(…)`, `grid.x = …`).
     fn record_host_def(&mut self, f: usize, node: Node<'t>) {
-        let field = |n: Node<'t>, name: &str| n.child_by_field_name(name);
+        let field = |n: Node<'t>, name: &str| n.field(name);
         let scope = self
             .frames
             .iter()
@@ -457,10 +455,7 @@ impl<'t> CudaBuilder<'t> {
             return;
         }
         for d in named_children(node).filter(|c| c.kind() == "init_declarator") {
-            if let (Some(name), Some(value)) = (
-                d.child_by_field_name("declarator"),
-                d.child_by_field_name("value"),
-            ) {
+            if let (Some(name), Some(value)) = (d.field("declarator"), d.field("value")) {
                 if name.kind() == "identifier" {
                     self.constants
                         .insert(text(name, self.source), ConstDef::Expr(value));
@@ -470,15 +465,15 @@ impl<'t> CudaBuilder<'t> {
     }
 
     fn record_call(&mut self, node: Node<'t>) {
-        let Some(function) = node.child_by_field_name("function") else {
+        let Some(function) = node.field("function") else {
             return;
         };
         if let Some(config) = named_children(node).find(|c| c.kind() == "kernel_call_syntax") {
             let (name_node, template_args) = match function.kind() {
                 "template_function" => (
-                    function.child_by_field_name("name"),
+                    function.field("name"),
                     function
-                        .child_by_field_name("arguments")
+                        .field("arguments")
                         .map(|a| named_children(a).collect())
                         .unwrap_or_default(),
                 ),
@@ -493,7 +488,7 @@ impl<'t> CudaBuilder<'t> {
                 template_args,
                 config: named_children(config).collect(),
                 args: node
-                    .child_by_field_name("arguments")
+                    .field("arguments")
                     .map(|a| named_children(a).collect())
                     .unwrap_or_default(),
             });
@@ -501,7 +496,7 @@ impl<'t> CudaBuilder<'t> {
         }
         let name = last_name(text(function, self.source));
         let args = node
-            .child_by_field_name("arguments")
+            .field("arguments")
             .map(|a| text(a, self.source))
             .unwrap_or("");
         if ASSERT_CALLS.contains(&name)
@@ -564,11 +559,11 @@ impl<'t> CudaBuilder<'t> {
 fn template_parameters<'t>(params: Node<'t>, source: &'t str) -> Vec<(&'t str, Option<i128>)> {
     named_children(params)
         .filter_map(|p| {
-            let name = p.child_by_field_name("declarator").or_else(|| {
+            let name = p.field("declarator").or_else(|| {
                 named_children(p).find(|c| matches!(c.kind(), "identifier" | "type_identifier"))
             })?;
             let default = p
-                .child_by_field_name("default_value")
+                .field("default_value")
                 .and_then(|d| parse_c_int(text(d, source)));
             Some((text(name, source), default))
         })
@@ -577,7 +572,7 @@ fn template_parameters<'t>(params: Node<'t>, source: &'t str) -> Vec<(&'t str, O
 
 /// Block-wide barriers: `__syncthreads()` and its reducing forms, `this_thread_block().sync()`.
 fn is_barrier(call: Node<'_>, source: &str) -> bool {
-    let Some(f) = call.child_by_field_name("function") else {
+    let Some(f) = call.field("function") else {
         return false;
     };
     let t = text(f, source);

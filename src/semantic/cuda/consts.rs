@@ -3,6 +3,7 @@
 
 use super::{CudaModel, Function};
 use crate::semantic::text;
+use crate::semantic::NodeExt;
 use std::collections::HashMap;
 use tree_sitter::Node;
 
@@ -25,11 +26,11 @@ pub(super) fn record_enumerators<'t>(
 ) {
     let mut next: Option<i128> = Some(0);
     for e in crate::semantic::named_children(list).filter(|c| c.kind() == "enumerator") {
-        let Some(name) = e.child_by_field_name("name") else {
+        let Some(name) = e.field("name") else {
             continue;
         };
         let name = text(name, source);
-        match e.child_by_field_name("value") {
+        match e.field("value") {
             Some(v) => {
                 constants.insert(name, ConstDef::Expr(v));
                 // Following enumerators count on from a literal value only.
@@ -95,7 +96,7 @@ impl<'t> CudaModel<'t> {
             return None;
         }
         let d = depth + 1;
-        let field = |f: &str| expr.child_by_field_name(f);
+        let field = |f: &str| expr.field(f);
         match expr.kind() {
             "number_literal" => parse_c_int(text(expr, source)),
             "identifier" => self.constant_depth(text(expr, source), d),
@@ -125,7 +126,7 @@ impl<'t> CudaModel<'t> {
             "call_expression" => {
                 // static_cast<T>(x) and friends.
                 let f = field("function")?;
-                let name = f.child_by_field_name("name").unwrap_or(f);
+                let name = f.field("name").unwrap_or(f);
                 if !matches!(
                     text(name, source),
                     "static_cast" | "int" | "size_t" | "int64_t" | "unsigned"
@@ -154,7 +155,7 @@ impl<'t> CudaModel<'t> {
         }
         let value = crate::semantic::descendants(root)
             .find(|n| n.kind() == "init_declarator")?
-            .child_by_field_name("value")?;
+            .field("value")?;
         self.eval_in(value, &wrapped, depth)
     }
 }

@@ -11,6 +11,7 @@ use super::kernel::{intersects, Flags, Kernel, LocalSet};
 use super::CudaModel;
 use crate::diagnostic::Span;
 use crate::semantic::text;
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 /// Where a guard comes from.
@@ -77,14 +78,14 @@ pub(super) fn label_span(kind: GuardKind, anchor: Node<'_>, cond: Node<'_>) -> S
         GuardKind::LoopMacro | GuardKind::Macro => Span::new(
             anchor.start_byte(),
             anchor
-                .child_by_field_name("declarator")
+                .field("declarator")
                 .map(|d| d.end_byte())
                 .unwrap_or(anchor.end_byte()),
         ),
         GuardKind::RangeLoop => Span::new(
             anchor.start_byte(),
             anchor
-                .child_by_field_name("right")
+                .field("right")
                 .map(|r| r.end_byte())
                 .unwrap_or(anchor.end_byte()),
         ),
@@ -100,9 +101,9 @@ pub(super) fn early_exit<'t>(
     if_stmt: Node<'t>,
     source: &str,
 ) -> Option<(GuardKind, Node<'t>, bool)> {
-    let cond = if_stmt.child_by_field_name("condition")?;
-    let consequence = if_stmt.child_by_field_name("consequence")?;
-    match if_stmt.child_by_field_name("alternative") {
+    let cond = if_stmt.field("condition")?;
+    let consequence = if_stmt.field("consequence")?;
+    match if_stmt.field("alternative") {
         None if ends_in_jump(consequence, source) => Some((GuardKind::EarlyExit, cond, true)),
         Some(alt) if ends_in_jump(alt, source) && !ends_in_jump(consequence, source) => {
             Some((GuardKind::EarlyExit, cond, false))
@@ -115,7 +116,7 @@ pub(super) fn early_exit<'t>(
 pub(super) fn is_comparison(e: Node<'_>) -> bool {
     let e = super::kernel::peel(e);
     e.kind() == "binary_expression"
-        && e.child_by_field_name("operator")
+        && e.field("operator")
             .is_some_and(|o| matches!(o.kind(), "<" | "<=" | ">" | ">=" | "&&"))
 }
 
@@ -128,11 +129,11 @@ pub(super) fn assertion<'t>(
     let call = stmt
         .named_child(0)
         .filter(|c| c.kind() == "call_expression")?;
-    let name = text(call.child_by_field_name("function")?, source);
+    let name = text(call.field("function")?, source);
     if !calls.contains(&super::last_name(name)) {
         return None;
     }
-    let arg = call.child_by_field_name("arguments")?.named_child(0)?;
+    let arg = call.field("arguments")?.named_child(0)?;
     Some((GuardKind::Assert, arg, false))
 }
 
@@ -158,7 +159,7 @@ fn ends_in_jump(stmt: Node<'_>, source: &str) -> bool {
                 let f = s
                     .named_child(0)
                     .filter(|c| c.kind() == "call_expression")
-                    .and_then(|c| c.child_by_field_name("function"));
+                    .and_then(|c| c.field("function"));
                 return f.is_some_and(|f| {
                     matches!(text(f, source), "__trap" | "abort" | "exit" | "std::abort")
                 });
@@ -176,7 +177,7 @@ impl<'t> Guard<'t> {
             GuardKind::LoopMacro => {
                 let args = self
                     .cond
-                    .child_by_field_name("parameters")
+                    .field("parameters")
                     .map(|p| macro_args(p, source))
                     .unwrap_or_default();
                 let pairs: &[(usize, usize)] = match args.len() {
@@ -198,12 +199,12 @@ impl<'t> Guard<'t> {
                 }
             }
             GuardKind::Macro => {
-                if let Some(p) = self.cond.child_by_field_name("parameters") {
+                if let Some(p) = self.cond.field("parameters") {
                     self.mentions.extend(macro_args(p, source));
                 }
             }
             GuardKind::RangeLoop => {
-                if let Some(d) = self.cond.child_by_field_name("declarator") {
+                if let Some(d) = self.cond.field("declarator") {
                     self.mentions.push(Span::of(&d));
                 }
             }
@@ -276,7 +277,7 @@ fn collect<'t>(
     }
     let d = depth + 1;
     match cond.kind() {
-        "condition_clause" => match cond.child_by_field_name("value") {
+        "condition_clause" => match cond.field("value") {
             Some(v) => collect(v, positive, d, bounds, mentions),
             None => opaque(cond, mentions),
         },
@@ -285,24 +286,14 @@ fn collect<'t>(
                 collect(v, positive, d, bounds, mentions);
             }
         }
-        "unary_expression"
-            if cond
-                .child_by_field_name("operator")
-                .is_some_and(|o| o.kind() == "!") =>
-        {
-            if let Some(a) = cond.child_by_field_name("argument") {
+        "unary_expression" if cond.field("operator").is_some_and(|o| o.kind() == "!") => {
+            if let Some(a) = cond.field("argument") {
                 collect(a, !positive, d, bounds, mentions);
             }
         }
         "binary_expression" => {
-            let op = cond
-                .child_by_field_name("operator")
-                .map(|o| o.kind())
-                .unwrap_or("");
-            let (Some(l), Some(r)) = (
-                cond.child_by_field_name("left"),
-                cond.child_by_field_name("right"),
-            ) else {
+            let op = cond.field("operator").map(|o| o.kind()).unwrap_or("");
+            let (Some(l), Some(r)) = (cond.field("left"), cond.field("right")) else {
                 return opaque(cond, mentions);
             };
             let bound = |term: Node<'t>, limit: Node<'t>, inclusive: bool| Bound {
@@ -441,14 +432,11 @@ pub fn sum_terms(expr: Node<'_>) -> Option<Vec<(Node<'_>, bool)>> {
     while let Some((e, positive)) = stack.pop() {
         let e = super::kernel::peel(e);
         let op = (e.kind() == "binary_expression")
-            .then(|| e.child_by_field_name("operator").map(|o| o.kind()))
+            .then(|| e.field("operator").map(|o| o.kind()))
             .flatten();
         match op {
             Some(op @ ("+" | "-")) => {
-                let (l, r) = (
-                    e.child_by_field_name("left")?,
-                    e.child_by_field_name("right")?,
-                );
+                let (l, r) = (e.field("left")?, e.field("right")?);
                 stack.push((r, if op == "-" { !positive } else { positive }));
                 stack.push((l, positive));
             }

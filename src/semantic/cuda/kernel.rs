@@ -7,6 +7,7 @@ mod flags;
 pub use flags::Flags;
 
 use super::{CudaModel, GuardKind};
+use crate::semantic::NodeExt;
 use crate::semantic::{named_children, text};
 use std::collections::HashMap;
 use tree_sitter::Node;
@@ -84,20 +85,17 @@ impl<'t> KernelBuild<'t> {
     pub(super) fn new(function: usize, node: Node<'t>, source: &'t str) -> Self {
         let mut params = Vec::new();
         let list = node
-            .child_by_field_name("declarator")
+            .field("declarator")
             .and_then(|d| find_function_declarator(d))
-            .and_then(|d| d.child_by_field_name("parameters"));
+            .and_then(|d| d.field("parameters"));
         if let Some(list) = list {
             for p in named_children(list).filter(|p| p.kind() == "parameter_declaration") {
-                let Some(decl) = p.child_by_field_name("declarator") else {
+                let Some(decl) = p.field("declarator") else {
                     continue;
                 };
                 let (name, pointer) = declarator_name(decl);
                 if let Some(name) = name {
-                    let ty = p
-                        .child_by_field_name("type")
-                        .map(|t| text(t, source))
-                        .unwrap_or("");
+                    let ty = p.field("type").map(|t| text(t, source)).unwrap_or("");
                     let size_like = !pointer
                         && !matches!(
                             ty,
@@ -135,7 +133,7 @@ impl<'t> KernelBuild<'t> {
 
     /// Records definitions and accesses; `guard` is the innermost guard holding at `node`.
     pub(super) fn record(&mut self, node: Node<'t>, guard: Option<u32>, call_arg: bool) {
-        let field = |f: &str| node.child_by_field_name(f);
+        let field = |f: &str| node.field(f);
         if call_arg {
             self.record_pointer_arith(node, node, guard, false);
         }
@@ -197,15 +195,10 @@ impl<'t> KernelBuild<'t> {
                     .push((access, text(e, self.source), None, guard))
             }
             "binary_expression" => {
-                if e.child_by_field_name("operator")
-                    .is_none_or(|o| o.kind() != "+")
-                {
+                if e.field("operator").is_none_or(|o| o.kind() != "+") {
                     return;
                 }
-                let (Some(l), Some(r)) = (
-                    e.child_by_field_name("left"),
-                    e.child_by_field_name("right"),
-                ) else {
+                let (Some(l), Some(r)) = (e.field("left"), e.field("right")) else {
                     return;
                 };
                 let (pl, pr) = (peel_pointer(l, self.source), peel_pointer(r, self.source));
@@ -402,14 +395,8 @@ impl<'t> Kernel<'t> {
                         .then(Vec::new),
                 }
             }
-            "binary_expression"
-                if e.child_by_field_name("operator")
-                    .is_some_and(|o| o.kind() == "+") =>
-            {
-                let (l, r) = (
-                    e.child_by_field_name("left")?,
-                    e.child_by_field_name("right")?,
-                );
+            "binary_expression" if e.field("operator").is_some_and(|o| o.kind() == "+") => {
+                let (l, r) = (e.field("left")?, e.field("right")?);
                 if let Some(mut offs) = self.global_pointer_expr(l, source, depth + 1) {
                     offs.push(r);
                     Some(offs)
@@ -419,34 +406,19 @@ impl<'t> Kernel<'t> {
                     Some(offs)
                 }
             }
-            "pointer_expression"
-                if e.child_by_field_name("operator")
-                    .is_some_and(|o| o.kind() == "&") =>
-            {
-                let sub = peel(e.child_by_field_name("argument")?);
+            "pointer_expression" if e.field("operator").is_some_and(|o| o.kind() == "&") => {
+                let sub = peel(e.field("argument")?);
                 if sub.kind() != "subscript_expression" {
                     return None;
                 }
-                let mut offs = self.global_pointer_expr(
-                    sub.child_by_field_name("argument")?,
-                    source,
-                    depth + 1,
-                )?;
-                offs.extend(
-                    sub.child_by_field_name("indices")
-                        .and_then(|i| i.named_child(0)),
-                );
+                let mut offs =
+                    self.global_pointer_expr(sub.field("argument")?, source, depth + 1)?;
+                offs.extend(sub.field("indices").and_then(|i| i.named_child(0)));
                 Some(offs)
             }
             "conditional_expression" => self
-                .global_pointer_expr(e.child_by_field_name("consequence")?, source, depth + 1)
-                .or_else(|| {
-                    self.global_pointer_expr(
-                        e.child_by_field_name("alternative")?,
-                        source,
-                        depth + 1,
-                    )
-                }),
+                .global_pointer_expr(e.field("consequence")?, source, depth + 1)
+                .or_else(|| self.global_pointer_expr(e.field("alternative")?, source, depth + 1)),
             _ => None,
         }
     }
@@ -522,7 +494,7 @@ pub fn peel(mut e: Node<'_>) -> Node<'_> {
                 Some(c) => e = c,
                 None => break,
             },
-            "cast_expression" => match e.child_by_field_name("value") {
+            "cast_expression" => match e.field("value") {
                 Some(c) => e = c,
                 None => break,
             },
@@ -539,20 +511,17 @@ pub fn peel_pointer<'n>(mut e: Node<'n>, source: &str) -> Node<'n> {
         if e.kind() != "call_expression" {
             break;
         }
-        let Some(f) = e.child_by_field_name("function") else {
+        let Some(f) = e.field("function") else {
             break;
         };
-        let name = f.child_by_field_name("name").unwrap_or(f);
+        let name = f.field("name").unwrap_or(f);
         if !matches!(
             text(name, source),
             "reinterpret_cast" | "static_cast" | "const_cast"
         ) {
             break;
         }
-        match e
-            .child_by_field_name("arguments")
-            .and_then(|a| a.named_child(0))
-        {
+        match e.field("arguments").and_then(|a| a.named_child(0)) {
             Some(a) => e = a,
             None => break,
         }
@@ -573,10 +542,7 @@ pub fn declarator_name(mut decl: Node<'_>) -> (Option<Node<'_>>, bool) {
             | "attributed_declarator" => {}
             _ => return (None, pointer),
         }
-        decl = match decl
-            .child_by_field_name("declarator")
-            .or_else(|| decl.named_child(0))
-        {
+        decl = match decl.field("declarator").or_else(|| decl.named_child(0)) {
             Some(d) => d,
             None => return (None, pointer),
         };
@@ -596,9 +562,7 @@ fn find_function_declarator(mut d: Node<'_>) -> Option<Node<'_>> {
         if d.kind() == "function_declarator" {
             return Some(d);
         }
-        d = d
-            .child_by_field_name("declarator")
-            .or_else(|| d.named_child(0))?;
+        d = d.field("declarator").or_else(|| d.named_child(0))?;
     }
     None
 }

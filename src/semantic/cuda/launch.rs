@@ -2,6 +2,7 @@
 //! `DIVUP(n, 256)`), plain (`n / 256`, `batch`, `dim3(h, w)`), or unknown?
 
 use super::{CudaModel, Launch};
+use crate::semantic::NodeExt;
 use crate::semantic::{named_children, text};
 use tree_sitter::Node;
 
@@ -71,7 +72,7 @@ impl<'t> CudaModel<'t> {
         }
         *budget -= 1;
         let d = depth + 1;
-        let field = |f: &str| e.child_by_field_name(f);
+        let field = |f: &str| e.field(f);
         match e.kind() {
             "number_literal" | "sizeof_expression" | "true" | "false" => GridKind::Plain,
             "identifier" => self.classify_name(text(e, self.source), func, at, depth, budget),
@@ -105,10 +106,7 @@ impl<'t> CudaModel<'t> {
                     // `x.size(0)`, `t.numel()`: sizes.
                     return GridKind::Plain;
                 }
-                let name = super::last_name(text(
-                    f.child_by_field_name("name").unwrap_or(f),
-                    self.source,
-                ));
+                let name = super::last_name(text(f.field("name").unwrap_or(f), self.source));
                 if is_ceil_helper(name) {
                     return GridKind::CeilDiv;
                 }
@@ -129,8 +127,7 @@ impl<'t> CudaModel<'t> {
                 let has = |n: Node<'_>, ops: &[&str]| {
                     crate::semantic::descendants(n).take(256).any(|x| {
                         x.kind() == "binary_expression"
-                            && x.child_by_field_name("operator")
-                                .is_some_and(|o| ops.contains(&o.kind()))
+                            && x.field("operator").is_some_and(|o| ops.contains(&o.kind()))
                     })
                 };
                 match op {
@@ -228,11 +225,11 @@ impl<'t> CudaModel<'t> {
         let e = super::kernel::peel(e);
         match e.kind() {
             "call_expression" => {
-                let f = e.child_by_field_name("function")?;
+                let f = e.field("function")?;
                 if self.text(f) != "dim3" {
                     return None;
                 }
-                dims_of_args(e.child_by_field_name("arguments")?)
+                dims_of_args(e.field("arguments")?)
             }
             "identifier" => {
                 if let Some(v) = eval(e) {

@@ -387,11 +387,7 @@ fn array_extents_fold_with_template_launches() {
             .find(|(_, n)| m.text(*n) == "acc[j + 3]")
             .copied()
             .unwrap();
-        let index = sub
-            .child_by_field_name("indices")
-            .unwrap()
-            .named_child(0)
-            .unwrap();
+        let index = sub.field("indices").unwrap().named_child(0).unwrap();
         assert_eq!(m.index_range(&m.functions[f], index), Some((3, 7)));
     });
 }

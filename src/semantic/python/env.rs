@@ -3,6 +3,7 @@
 
 use super::{string_literal, PythonModel};
 use crate::semantic::named_children;
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 /// One write of an environment variable.
@@ -30,22 +31,16 @@ impl EnvWrite<'_> {
 pub(super) fn collect<'t>(m: &PythonModel<'t>) -> Vec<EnvWrite<'t>> {
     let mut out = Vec::new();
     for &node in &m.subscript_assignments {
-        let (Some(left), Some(right)) = (
-            node.child_by_field_name("left"),
-            node.child_by_field_name("right"),
-        ) else {
+        let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
             continue;
         };
-        let Some(target) = left.child_by_field_name("value") else {
+        let Some(target) = left.field("value") else {
             continue;
         };
         if !is_environ(m, target) {
             continue;
         }
-        let Some(key) = left
-            .child_by_field_name("subscript")
-            .and_then(|k| string_value(m, k))
-        else {
+        let Some(key) = left.field("subscript").and_then(|k| string_value(m, k)) else {
             continue;
         };
         out.push(EnvWrite {
@@ -56,19 +51,16 @@ pub(super) fn collect<'t>(m: &PythonModel<'t>) -> Vec<EnvWrite<'t>> {
         });
     }
     for &(call, _) in &m.calls {
-        let Some(func) = call.child_by_field_name("function") else {
+        let Some(func) = call.field("function") else {
             continue;
         };
         if func.kind() != "attribute" {
             continue;
         }
-        let (Some(object), Some(attr)) = (
-            func.child_by_field_name("object"),
-            func.child_by_field_name("attribute"),
-        ) else {
+        let (Some(object), Some(attr)) = (func.field("object"), func.field("attribute")) else {
             continue;
         };
-        let Some(args) = call.child_by_field_name("arguments") else {
+        let Some(args) = call.field("arguments") else {
             continue;
         };
         let positional: Vec<Node<'t>> = named_children(args)
@@ -103,10 +95,7 @@ pub(super) fn collect<'t>(m: &PythonModel<'t>) -> Vec<EnvWrite<'t>> {
                 for a in named_children(args) {
                     match a.kind() {
                         "keyword_argument" => {
-                            if let (Some(k), Some(v)) = (
-                                a.child_by_field_name("name"),
-                                a.child_by_field_name("value"),
-                            ) {
+                            if let (Some(k), Some(v)) = (a.field("name"), a.field("value")) {
                                 out.push(EnvWrite {
                                     node: call,
                                     key: m.text(k).to_string(),
@@ -117,10 +106,8 @@ pub(super) fn collect<'t>(m: &PythonModel<'t>) -> Vec<EnvWrite<'t>> {
                         }
                         "dictionary" => {
                             for pair in named_children(a).filter(|p| p.kind() == "pair") {
-                                let (Some(k), Some(v)) = (
-                                    pair.child_by_field_name("key"),
-                                    pair.child_by_field_name("value"),
-                                ) else {
+                                let (Some(k), Some(v)) = (pair.field("key"), pair.field("value"))
+                                else {
                                     continue;
                                 };
                                 if let Some(key) = string_value(m, k) {

@@ -14,6 +14,7 @@
 
 use super::PythonModel;
 use crate::semantic::named_children;
+use crate::semantic::NodeExt;
 use std::collections::HashSet;
 use tree_sitter::Node;
 
@@ -169,7 +170,7 @@ impl<'t> ExecOrder<'t> {
             if reached.contains(&f) || graph.callers[f] > 0 {
                 continue;
             }
-            if let Some(body) = m.functions[f].node.child_by_field_name("body") {
+            if let Some(body) = m.functions[f].node.field("body") {
                 b.sequence(Some(f), &[body]);
             }
         }
@@ -262,14 +263,14 @@ impl<'t> OrderBuilder<'_, 't> {
         match node.kind() {
             "function_definition" => {}
             "decorated_definition" => {
-                if let Some(def) = node.child_by_field_name("definition") {
+                if let Some(def) = node.field("definition") {
                     if def.kind() == "class_definition" {
                         self.stmt(def, frame);
                     }
                 }
             }
             "class_definition" => {
-                if let Some(body) = node.child_by_field_name("body") {
+                if let Some(body) = node.field("body") {
                     self.push_block(body, frame);
                 }
             }
@@ -280,28 +281,28 @@ impl<'t> OrderBuilder<'_, 't> {
             "if_statement" => self.if_statement(node, frame),
             "for_statement" => {
                 let body_frame = self.frame(Some(frame), FrameKind::Conditional, true);
-                if let Some(alt) = node.child_by_field_name("alternative") {
+                if let Some(alt) = node.field("alternative") {
                     self.push_clause_body(alt, body_frame);
                 }
-                if let Some(body) = node.child_by_field_name("body") {
+                if let Some(body) = node.field("body") {
                     self.push_block(body, body_frame);
                 }
-                if let Some(right) = node.child_by_field_name("right") {
+                if let Some(right) = node.field("right") {
                     self.push_events(right, frame);
                 }
             }
             "while_statement" => {
-                let forever = node.child_by_field_name("condition").is_some_and(|c| {
+                let forever = node.field("condition").is_some_and(|c| {
                     c.kind() == "true" || (c.kind() == "integer" && self.m.text(c) != "0")
                 });
                 let body_frame = self.frame(Some(frame), FrameKind::Conditional, !forever);
-                if let Some(alt) = node.child_by_field_name("alternative") {
+                if let Some(alt) = node.field("alternative") {
                     self.push_clause_body(alt, body_frame);
                 }
-                if let Some(body) = node.child_by_field_name("body") {
+                if let Some(body) = node.field("body") {
                     self.push_block(body, body_frame);
                 }
-                if let Some(cond) = node.child_by_field_name("condition") {
+                if let Some(cond) = node.field("condition") {
                     self.push_events(cond, frame);
                 }
             }
@@ -340,7 +341,7 @@ impl<'t> OrderBuilder<'_, 't> {
                 }
             }
             "with_statement" => {
-                if let Some(body) = node.child_by_field_name("body") {
+                if let Some(body) = node.field("body") {
                     self.push_block(body, frame);
                 }
                 for c in named_children(node)
@@ -352,7 +353,7 @@ impl<'t> OrderBuilder<'_, 't> {
             }
             "match_statement" => {
                 let cases: Vec<Node<'t>> = node
-                    .child_by_field_name("body")
+                    .field("body")
                     .map(|b| {
                         named_children(b)
                             .filter(|c| c.kind() == "case_clause")
@@ -368,10 +369,10 @@ impl<'t> OrderBuilder<'_, 't> {
                         },
                         true,
                     );
-                    if let Some(body) = case.child_by_field_name("consequence") {
+                    if let Some(body) = case.field("consequence") {
                         self.push_block(body, f);
                     }
-                    if let Some(guard) = case.child_by_field_name("guard") {
+                    if let Some(guard) = case.field("guard") {
                         self.push_events(guard, f);
                     }
                 }
@@ -389,7 +390,7 @@ impl<'t> OrderBuilder<'_, 't> {
 
     /// The block inside an `else`/`except`/`finally` clause.
     fn push_clause_body(&mut self, clause: Node<'t>, frame: u32) {
-        if let Some(body) = clause.child_by_field_name("body").or_else(|| {
+        if let Some(body) = clause.field("body").or_else(|| {
             named_children(clause)
                 .filter(|c| c.kind() == "block")
                 .last()
@@ -399,17 +400,14 @@ impl<'t> OrderBuilder<'_, 't> {
     }
 
     fn if_statement(&mut self, node: Node<'t>, frame: u32) {
-        let cond = node.child_by_field_name("condition");
+        let cond = node.field("condition");
         let main_guard = cond.is_some_and(|c| is_main_guard(c, self.m));
         let mut arms: Vec<(Option<Node<'t>>, Option<Node<'t>>)> =
-            vec![(None, node.child_by_field_name("consequence"))];
+            vec![(None, node.field("consequence"))];
         for alt in node.children_by_field_name("alternative", &mut node.walk()) {
             match alt.kind() {
-                "elif_clause" => arms.push((
-                    alt.child_by_field_name("condition"),
-                    alt.child_by_field_name("consequence"),
-                )),
-                "else_clause" => arms.push((None, alt.child_by_field_name("body"))),
+                "elif_clause" => arms.push((alt.field("condition"), alt.field("consequence"))),
+                "else_clause" => arms.push((None, alt.field("body"))),
                 _ => {}
             }
         }
@@ -450,7 +448,7 @@ impl<'t> OrderBuilder<'_, 't> {
         {
             return;
         }
-        let Some(body) = self.m.functions[callee].node.child_by_field_name("body") else {
+        let Some(body) = self.m.functions[callee].node.field("body") else {
             return;
         };
         let f = self.frame(Some(frame), FrameKind::Call { site: node, callee }, false);
@@ -464,7 +462,7 @@ impl<'t> OrderBuilder<'_, 't> {
         if let Some(f) = m.local_callee(call) {
             return Some(f);
         }
-        let func = call.child_by_field_name("function")?;
+        let func = call.field("function")?;
         if func.kind() == "identifier" {
             let name = m.text(func);
             if m.qualified_name(func).is_none() {
@@ -475,7 +473,7 @@ impl<'t> OrderBuilder<'_, 't> {
         }
         // Cheap test first: only `...run(...)` and `Fire(...)` can be app runners.
         let last = match func.kind() {
-            "attribute" => func.child_by_field_name("attribute").map(|a| m.text(a)),
+            "attribute" => func.field("attribute").map(|a| m.text(a)),
             _ => Some(m.text(func)),
         };
         if !matches!(last, Some("run" | "Fire")) {
@@ -493,14 +491,11 @@ impl<'t> OrderBuilder<'_, 't> {
         if !runner {
             return None;
         }
-        let args = call.child_by_field_name("arguments")?;
+        let args = call.field("arguments")?;
         let target = named_children(args).find_map(|a| match a.kind() {
             "identifier" => Some(a),
-            "keyword_argument"
-                if a.child_by_field_name("name").map(|n| m.text(n)) == Some("main") =>
-            {
-                a.child_by_field_name("value")
-                    .filter(|v| v.kind() == "identifier")
+            "keyword_argument" if a.field("name").map(|n| m.text(n)) == Some("main") => {
+                a.field("value").filter(|v| v.kind() == "identifier")
             }
             _ => None,
         });
@@ -569,6 +564,7 @@ fn collect_events(node: Node<'_>) -> Vec<Node<'_>> {
 mod tests {
     use super::super::build;
     use crate::lang::{parse, Lang};
+    use crate::semantic::NodeExt;
 
     /// The source text of the call events of sequence `seq`.
     fn calls(src: &str, seq: usize) -> Vec<String> {
@@ -578,10 +574,7 @@ mod tests {
         o.events(seq)
             .iter()
             .filter(|e| e.node.kind() == "call")
-            .map(|e| {
-                m.text(e.node.child_by_field_name("function").unwrap())
-                    .to_string()
-            })
+            .map(|e| m.text(e.node.field("function").unwrap()).to_string())
             .collect()
     }
 

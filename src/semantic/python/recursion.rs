@@ -11,6 +11,7 @@
 
 use super::tf::normalize;
 use super::PythonModel;
+use crate::semantic::NodeExt;
 use crate::semantic::{descendants, named_children};
 use tree_sitter::Node;
 
@@ -153,7 +154,7 @@ pub fn has_base_case(m: &PythonModel<'_>, f: usize, call: Node<'_>) -> bool {
         }
         cur = n.parent();
     }
-    let Some(body) = def.child_by_field_name("body") else {
+    let Some(body) = def.field("body") else {
         return true;
     };
     for n in own_nodes(body) {
@@ -188,7 +189,7 @@ fn own_nodes(body: Node<'_>) -> impl Iterator<Item = Node<'_>> {
 
 /// The names of a function's parameters, in order (`self`/`cls` included).
 pub fn parameters<'t>(m: &PythonModel<'t>, f: usize) -> Vec<(&'t str, Option<Node<'t>>)> {
-    let Some(params) = m.functions[f].node.child_by_field_name("parameters") else {
+    let Some(params) = m.functions[f].node.field("parameters") else {
         return Vec::new();
     };
     named_children(params)
@@ -197,10 +198,9 @@ pub fn parameters<'t>(m: &PythonModel<'t>, f: usize) -> Vec<(&'t str, Option<Nod
             "typed_parameter" => named_children(p)
                 .find(|c| c.kind() == "identifier")
                 .map(|c| (m.text(c), None)),
-            "default_parameter" | "typed_default_parameter" => Some((
-                m.text(p.child_by_field_name("name")?),
-                p.child_by_field_name("value"),
-            )),
+            "default_parameter" | "typed_default_parameter" => {
+                Some((m.text(p.field("name")?), p.field("value")))
+            }
             _ => None,
         })
         .collect()
@@ -215,13 +215,13 @@ fn argument_for<'t>(
     name: &str,
     bound: bool,
 ) -> Option<Node<'t>> {
-    let args = call.child_by_field_name("arguments")?;
+    let args = call.field("arguments")?;
     let mut pos = usize::from(bound);
     for a in named_children(args) {
         match a.kind() {
             "keyword_argument" => {
-                if a.child_by_field_name("name").map(|n| m.text(n)) == Some(name) {
-                    return a.child_by_field_name("value");
+                if a.field("name").map(|n| m.text(n)) == Some(name) {
+                    return a.field("value");
                 }
             }
             "comment" => {}
@@ -239,9 +239,9 @@ fn argument_for<'t>(
 
 /// Is `call` a method call through `self.`/`cls.`?
 fn is_bound_call(m: &PythonModel<'_>, call: Node<'_>) -> bool {
-    call.child_by_field_name("function")
+    call.field("function")
         .filter(|f| f.kind() == "attribute")
-        .and_then(|f| f.child_by_field_name("object"))
+        .and_then(|f| f.field("object"))
         .is_some_and(|o| matches!(m.text(o), "self" | "cls"))
 }
 
@@ -274,13 +274,11 @@ const MODULE_TREE_ATTRS: &[&str] = &["_modules", "submodules", "layers", "_layer
 
 /// Is this attribute a framework module's submodule list (`m.children()`, `m._modules`)?
 fn module_tree_attribute(m: &PythonModel<'_>, attr: Node<'_>) -> bool {
-    let Some(name) = attr.child_by_field_name("attribute").map(|a| m.text(a)) else {
+    let Some(name) = attr.field("attribute").map(|a| m.text(a)) else {
         return false;
     };
     let called = attr.parent().is_some_and(|p| {
-        p.kind() == "call"
-            && p.child_by_field_name("function")
-                .is_some_and(|f| f.id() == attr.id())
+        p.kind() == "call" && p.field("function").is_some_and(|f| f.id() == attr.id())
     });
     MODULE_TREE_ATTRS.contains(&name) || (called && MODULE_TREE_CALLS.contains(&name))
 }
@@ -296,11 +294,11 @@ pub fn descent<'t>(m: &PythonModel<'t>, f: usize, call: Node<'t>) -> Option<(Des
     if params.is_empty() {
         return None;
     }
-    let args = call.child_by_field_name("arguments")?;
+    let args = call.field("arguments")?;
     let mut best: Option<(Descent, Node<'t>)> = None;
     for a in named_children(args) {
         let expr = if a.kind() == "keyword_argument" {
-            a.child_by_field_name("value")?
+            a.field("value")?
         } else {
             a
         };
@@ -332,9 +330,9 @@ fn rooted_at<'t>(m: &PythonModel<'t>, expr: Node<'t>, params: &[&str]) -> Option
                 let name = m.text(cur);
                 return params.contains(&name).then_some(name);
             }
-            "attribute" => cur = cur.child_by_field_name("object")?,
-            "subscript" => cur = cur.child_by_field_name("value")?,
-            "call" => cur = cur.child_by_field_name("function")?,
+            "attribute" => cur = cur.field("object")?,
+            "subscript" => cur = cur.field("value")?,
+            "call" => cur = cur.field("function")?,
             "parenthesized_expression" => cur = cur.named_child(0)?,
             _ => return None,
         }
@@ -364,18 +362,15 @@ fn descent_of<'t>(
                     break;
                 }
                 let (target, iter) = match n.kind() {
-                    "for_statement" => (
-                        n.child_by_field_name("left"),
-                        n.child_by_field_name("right"),
-                    ),
+                    "for_statement" => (n.field("left"), n.field("right")),
                     "list_comprehension"
                     | "generator_expression"
                     | "set_comprehension"
                     | "dictionary_comprehension" => {
                         let clause = named_children(n).find(|c| c.kind() == "for_in_clause");
                         (
-                            clause.and_then(|c| c.child_by_field_name("left")),
-                            clause.and_then(|c| c.child_by_field_name("right")),
+                            clause.and_then(|c| c.field("left")),
+                            clause.and_then(|c| c.field("right")),
                         )
                     }
                     _ => (None, None),
@@ -394,16 +389,16 @@ fn descent_of<'t>(
                 cur = n.parent();
             }
             // A local bound from a part of a parameter: `child = node.left`.
-            let body = def.child_by_field_name("body")?;
+            let body = def.field("body")?;
             for n in own_nodes(body) {
                 if n.start_byte() >= call.start_byte() {
                     break;
                 }
                 if n.kind() == "assignment"
-                    && n.child_by_field_name("left")
+                    && n.field("left")
                         .is_some_and(|l| l.kind() == "identifier" && m.text(l) == name)
                 {
-                    let right = n.child_by_field_name("right")?;
+                    let right = n.field("right")?;
                     if matches!(right.kind(), "attribute" | "subscript")
                         && rooted_at(m, right, params).is_some()
                     {
@@ -425,15 +420,12 @@ fn iterable_root(it: Node<'_>) -> Node<'_> {
             break;
         }
         let is_wrapper = cur
-            .child_by_field_name("function")
+            .field("function")
             .is_some_and(|f| f.kind() == "identifier");
         if !is_wrapper {
             break;
         }
-        match cur
-            .child_by_field_name("arguments")
-            .and_then(|a| a.named_child(0))
-        {
+        match cur.field("arguments").and_then(|a| a.named_child(0)) {
             Some(first) => cur = first,
             None => break,
         }
@@ -445,15 +437,15 @@ fn iterable_root(it: Node<'_>) -> Node<'_> {
 /// a map or graph.
 fn graph_lookup(m: &PythonModel<'_>, expr: Node<'_>, params: &[&str]) -> bool {
     let key = match expr.kind() {
-        "subscript" => expr.child_by_field_name("subscript"),
+        "subscript" => expr.field("subscript"),
         "call" => expr
-            .child_by_field_name("function")
+            .field("function")
             .filter(|f| {
                 f.kind() == "attribute"
-                    && f.child_by_field_name("attribute")
+                    && f.field("attribute")
                         .is_some_and(|a| m.text(a) == "get" || GRAPH_ATTRS.contains(&m.text(a)))
             })
-            .and_then(|_| expr.child_by_field_name("arguments")?.named_child(0)),
+            .and_then(|_| expr.field("arguments")?.named_child(0)),
         _ => None,
     };
     key.is_some_and(|k| k.kind() == "identifier" && params.contains(&m.text(k)))
@@ -498,9 +490,7 @@ const GRAPH_ATTRS: &[&str] = &[
 ];
 
 fn attribute_name<'t>(m: &PythonModel<'t>, attr: Node<'_>) -> &'t str {
-    attr.child_by_field_name("attribute")
-        .map(|a| m.text(a))
-        .unwrap_or("")
+    attr.field("attribute").map(|a| m.text(a)).unwrap_or("")
 }
 
 /// The kind of a part selected directly: `node.left`, `xs[1:]`, `node.children[0]`.
@@ -512,10 +502,7 @@ fn classify_part(m: &PythonModel<'_>, f: usize, expr: Node<'_>) -> Descent {
     }
     match expr.kind() {
         "subscript" => {
-            if let Some(slice) = expr
-                .child_by_field_name("subscript")
-                .filter(|s| s.kind() == "slice")
-            {
+            if let Some(slice) = expr.field("subscript").filter(|s| s.kind() == "slice") {
                 return if drops_constant(m, slice) && takes_head(m, f, expr) {
                     Descent::Rest
                 } else {
@@ -523,10 +510,7 @@ fn classify_part(m: &PythonModel<'_>, f: usize, expr: Node<'_>) -> Descent {
                 };
             }
             // `node.children[0]` is a link; `d[k]`, `x[0]` are items of a container.
-            match expr
-                .child_by_field_name("value")
-                .filter(|v| v.kind() == "attribute")
-            {
+            match expr.field("value").filter(|v| v.kind() == "attribute") {
                 Some(v) if GRAPH_ATTRS.contains(&attribute_name(m, v)) => Descent::Linked,
                 _ => Descent::Container,
             }
@@ -564,17 +548,16 @@ fn drops_constant(m: &PythonModel<'_>, slice: Node<'_>) -> bool {
 /// same sequence. (Stripping a suffix off a string, `word[:-2]`, without reading items, is
 /// bounded by the length of a word.)
 fn takes_head(m: &PythonModel<'_>, f: usize, rest: Node<'_>) -> bool {
-    let Some(seq) = rest.child_by_field_name("value").map(|v| m.text(v)) else {
+    let Some(seq) = rest.field("value").map(|v| m.text(v)) else {
         return false;
     };
-    let Some(body) = m.functions[f].node.child_by_field_name("body") else {
+    let Some(body) = m.functions[f].node.field("body") else {
         return false;
     };
     own_nodes(body).any(|n| {
         n.kind() == "subscript"
-            && n.child_by_field_name("value")
-                .is_some_and(|v| m.text(v) == seq)
-            && n.child_by_field_name("subscript")
+            && n.field("value").is_some_and(|v| m.text(v) == seq)
+            && n.field("subscript")
                 .is_some_and(|i| m.const_value(i).and_then(|v| v.as_int()).is_some())
     })
 }
@@ -602,7 +585,7 @@ fn in_module_method(m: &PythonModel<'_>, f: usize) -> bool {
     let Some(c) = m.classes.iter().position(|c| c.name == class) else {
         return false;
     };
-    let Some(bases) = m.classes[c].node.child_by_field_name("superclasses") else {
+    let Some(bases) = m.classes[c].node.field("superclasses") else {
         return false;
     };
     named_children(bases).any(|b| {
@@ -674,9 +657,9 @@ fn step_of(m: &PythonModel<'_>, arg: Node<'_>, params: &[&str]) -> Option<i128> 
     if arg.kind() != "binary_operator" {
         return None;
     }
-    let left = arg.child_by_field_name("left")?;
-    let right = arg.child_by_field_name("right")?;
-    let op = m.text(arg.child_by_field_name("operator")?);
+    let left = arg.field("left")?;
+    let right = arg.field("right")?;
+    let op = m.text(arg.field("operator")?);
     if left.kind() != "identifier" || !params.contains(&m.text(left)) {
         return None;
     }
@@ -735,7 +718,7 @@ fn start_value<'t>(
 
 /// The bound `B` in a base case `if p >= B` / `if p > B` / `if p == B` (or `B <= p`, ...).
 fn upper_bound<'t>(m: &PythonModel<'t>, f: usize, name: &str) -> Option<(i128, Node<'t>)> {
-    let body = m.functions[f].node.child_by_field_name("body")?;
+    let body = m.functions[f].node.field("body")?;
     for n in own_nodes(body) {
         if n.kind() != "comparison_operator" {
             continue;
@@ -780,14 +763,14 @@ pub fn jit_reachable(m: &PythonModel<'_>) -> Vec<bool> {
         }
     }
     for &(call, _) in &m.calls {
-        let Some(func) = call.child_by_field_name("function") else {
+        let Some(func) = call.field("function") else {
             continue;
         };
         if !is_jit(m, func) {
             continue;
         }
         let Some(target) = call
-            .child_by_field_name("arguments")
+            .field("arguments")
             .and_then(|a| a.named_child(0))
             .filter(|a| a.kind() == "identifier")
         else {
@@ -815,14 +798,11 @@ pub fn jit_reachable(m: &PythonModel<'_>) -> Vec<bool> {
 /// `tf.function`, `tf.function(...)`, `jax.jit`, `partial(jax.jit, ...)`, `torch.compile(...)`.
 fn is_jit(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
     let target = if expr.kind() == "call" {
-        let Some(func) = expr.child_by_field_name("function") else {
+        let Some(func) = expr.field("function") else {
             return false;
         };
         if m.qualified_name(func).as_deref() == Some("functools.partial") {
-            match expr
-                .child_by_field_name("arguments")
-                .and_then(|a| a.named_child(0))
-            {
+            match expr.field("arguments").and_then(|a| a.named_child(0)) {
                 Some(first) => first,
                 None => return false,
             }

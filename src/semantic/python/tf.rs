@@ -6,6 +6,7 @@
 
 use super::order::{Event, ExecOrder};
 use super::{string_literal, PythonModel};
+use crate::semantic::NodeExt;
 use crate::semantic::{descendants, named_children};
 use std::collections::HashMap;
 use tree_sitter::Node;
@@ -328,7 +329,7 @@ fn plain_receiver(m: &PythonModel<'_>, object: Node<'_>) -> bool {
     for _ in 0..8 {
         match cur.kind() {
             "identifier" => return m.qualified_name(object).is_none(),
-            "attribute" => match cur.child_by_field_name("object") {
+            "attribute" => match cur.field("object") {
                 Some(o) => cur = o,
                 None => return false,
             },
@@ -343,7 +344,7 @@ fn plain_receiver(m: &PythonModel<'_>, object: Node<'_>) -> bool {
 fn keras_class(m: &PythonModel<'_>, c: usize) -> bool {
     let mut stack = vec![(c, 0)];
     while let Some((c, depth)) = stack.pop() {
-        let Some(bases) = m.classes[c].node.child_by_field_name("superclasses") else {
+        let Some(bases) = m.classes[c].node.field("superclasses") else {
             continue;
         };
         for base in named_children(bases) {
@@ -386,13 +387,13 @@ pub fn argument<'t>(
     name: &str,
     m: &PythonModel<'_>,
 ) -> Option<Node<'t>> {
-    let args = call.child_by_field_name("arguments")?;
+    let args = call.field("arguments")?;
     let mut pos = 0;
     for a in named_children(args) {
         match a.kind() {
             "keyword_argument" => {
-                if a.child_by_field_name("name").map(|n| m.text(n)) == Some(name) {
-                    return a.child_by_field_name("value");
+                if a.field("name").map(|n| m.text(n)) == Some(name) {
+                    return a.field("value");
                 }
             }
             "comment" | "list_splat" | "dictionary_splat" => {}
@@ -415,14 +416,13 @@ fn folds_false(m: &PythonModel<'_>, expr: Option<Node<'_>>) -> bool {
 
 /// Is there a keyword argument `name` anywhere in the call's arguments (nested calls included)?
 fn has_keyword(m: &PythonModel<'_>, call: Node<'_>, names: &[&str]) -> bool {
-    let Some(args) = call.child_by_field_name("arguments") else {
+    let Some(args) = call.field("arguments") else {
         return false;
     };
     descendants(args).any(|n| {
         n.kind() == "keyword_argument"
-            && n.child_by_field_name("name")
-                .is_some_and(|k| names.contains(&m.text(k)))
-            && !folds_false(m, n.child_by_field_name("value"))
+            && n.field("name").is_some_and(|k| names.contains(&m.text(k)))
+            && !folds_false(m, n.field("value"))
     })
 }
 
@@ -472,14 +472,14 @@ impl<'t> TfFacts<'t> {
             facts.classify_training(m, call, q, fit_lookalikes);
         }
         for &a in &m.attribute_assignments {
-            let Some(left) = a.child_by_field_name("left") else {
+            let Some(left) = a.field("left") else {
                 continue;
             };
-            let name = left.child_by_field_name("attribute").map(|n| m.text(n));
+            let name = left.field("attribute").map(|n| m.text(n));
             if matches!(
                 name,
                 Some("allow_growth" | "per_process_gpu_memory_fraction")
-            ) && !folds_false(m, a.child_by_field_name("right"))
+            ) && !folds_false(m, a.field("right"))
             {
                 facts.memory_config.push((a, MemoryConfig::Tf1));
             }
@@ -534,7 +534,7 @@ impl<'t> TfFacts<'t> {
         if self.graph_mode {
             return None;
         }
-        let func = call.child_by_field_name("function")?;
+        let func = call.field("function")?;
         match func.kind() {
             "identifier" => {
                 let c = m.local_class(call, m.text(func))?;
@@ -543,8 +543,8 @@ impl<'t> TfFacts<'t> {
             // The module's own method (`self.evaluate()` in a trainer class) is not Keras's.
             "attribute" if m.local_callee(call).is_some() => None,
             "attribute" => {
-                let method = m.text(func.child_by_field_name("attribute")?);
-                let object = func.child_by_field_name("object")?;
+                let method = m.text(func.field("attribute")?);
+                let object = func.field("object")?;
                 if !MODEL_METHODS.contains(&method) || !plain_receiver(m, object) {
                     return None;
                 }
@@ -579,12 +579,9 @@ impl<'t> TfFacts<'t> {
             self.config_calls.push((call, c));
         }
         let last = call
-            .child_by_field_name("function")
+            .field("function")
             .map(|f| match f.kind() {
-                "attribute" => f
-                    .child_by_field_name("attribute")
-                    .map(|a| m.text(a))
-                    .unwrap_or(""),
+                "attribute" => f.field("attribute").map(|a| m.text(a)).unwrap_or(""),
                 _ => m.text(f),
             })
             .unwrap_or("");
@@ -649,16 +646,10 @@ impl<'t> TfFacts<'t> {
         if q.is_some() {
             return;
         }
-        let Some(func) = call
-            .child_by_field_name("function")
-            .filter(|f| f.kind() == "attribute")
-        else {
+        let Some(func) = call.field("function").filter(|f| f.kind() == "attribute") else {
             return;
         };
-        let (Some(attr), Some(object)) = (
-            func.child_by_field_name("attribute"),
-            func.child_by_field_name("object"),
-        ) else {
+        let (Some(attr), Some(object)) = (func.field("attribute"), func.field("object")) else {
             return;
         };
         if m.local_callee(call).is_some() {
@@ -803,7 +794,7 @@ mod tests {
         let tree = parse(Lang::Python, src).unwrap();
         let m = build(&tree, src);
         let b = m.tf().boundary(m.order(), 0)?;
-        Some(m.text(b.node.child_by_field_name("function")?).to_string())
+        Some(m.text(b.node.field("function")?).to_string())
     }
 
     #[test]

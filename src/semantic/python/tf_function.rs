@@ -5,6 +5,7 @@
 
 use super::tf::{argument, normalize};
 use super::PythonModel;
+use crate::semantic::NodeExt;
 use tree_sitter::Node;
 
 /// How a local function becomes a `tf.function`.
@@ -61,7 +62,7 @@ impl<'t> TfFunctions<'t> {
                     continue;
                 };
                 let (head, call) = match expr.kind() {
-                    "call" => match expr.child_by_field_name("function") {
+                    "call" => match expr.field("function") {
                         Some(h) => (h, Some(expr)),
                         None => continue,
                     },
@@ -77,7 +78,7 @@ impl<'t> TfFunctions<'t> {
             }
         }
         for &(call, _) in &m.calls {
-            let Some(func) = call.child_by_field_name("function") else {
+            let Some(func) = call.field("function") else {
                 continue;
             };
             if !is_tf_function(m, func) {
@@ -129,7 +130,7 @@ pub fn enclosing_loop(node: Node<'_>) -> Option<Node<'_>> {
         match p.kind() {
             "function_definition" | "class_definition" | "lambda" | "module" => return None,
             "for_statement" | "while_statement"
-                if p.child_by_field_name("body").map(|b| b.id()) == Some(cur.id()) =>
+                if p.field("body").map(|b| b.id()) == Some(cur.id()) =>
             {
                 return Some(p);
             }
@@ -189,13 +190,13 @@ pub fn few_iterations(m: &PythonModel<'_>, lp: Node<'_>, max: i128) -> bool {
     if lp.kind() != "for_statement" {
         return false;
     }
-    let Some(iter) = lp.child_by_field_name("right") else {
+    let Some(iter) = lp.field("right") else {
         return false;
     };
     match iter.kind() {
         "list" | "tuple" => (iter.named_child_count() as i128) <= max,
-        "call" if m.text(iter.child_by_field_name("function").unwrap_or(iter)) == "range" => {
-            let args = iter.child_by_field_name("arguments");
+        "call" if m.text(iter.field("function").unwrap_or(iter)) == "range" => {
+            let args = iter.field("arguments");
             let vals: Vec<Option<i128>> = args
                 .map(|a| {
                     crate::semantic::named_children(a)
@@ -259,7 +260,7 @@ mod tests {
         // `inner` runs while `c` traces.
         let inner = m.functions[by_name("inner")].node;
         assert_eq!(
-            t.traced_function(&m, inner.child_by_field_name("body").unwrap()),
+            t.traced_function(&m, inner.field("body").unwrap()),
             Some(by_name("c"))
         );
         // The assignment in `a` sits in a loop body; `return x` does not.

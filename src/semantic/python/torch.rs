@@ -6,6 +6,7 @@
 use super::order::ExecOrder;
 use super::{string_literal, PythonModel};
 use crate::semantic::named_children;
+use crate::semantic::NodeExt;
 use std::collections::HashMap;
 use tree_sitter::Node;
 
@@ -135,25 +136,22 @@ impl<'t> TorchFacts<'t> {
 
 /// `.cuda()`, `.to("cuda")`, `torch.*(..., device="cuda")`, `torch.cuda.init()`, ...
 fn torch_cuda_init(m: &PythonModel<'_>, call: Node<'_>) -> bool {
-    let Some(func) = call.child_by_field_name("function") else {
+    let Some(func) = call.field("function") else {
         return false;
     };
     if func.kind() == "attribute" {
-        let attr = func
-            .child_by_field_name("attribute")
-            .map(|a| m.text(a))
-            .unwrap_or("");
+        let attr = func.field("attribute").map(|a| m.text(a)).unwrap_or("");
         if attr == "cuda" && m.qualified_name(func).is_none() {
             return true;
         }
         if attr == "to" {
             let first = call
-                .child_by_field_name("arguments")
+                .field("arguments")
                 .and_then(|a| named_children(a).find(|c| c.kind() != "comment"));
             let dev = match first {
                 Some(a) if a.kind() == "keyword_argument" => {
-                    if a.child_by_field_name("name").map(|n| m.text(n)) == Some("device") {
-                        a.child_by_field_name("value")
+                    if a.field("name").map(|n| m.text(n)) == Some("device") {
+                        a.field("value")
                     } else {
                         None
                     }
@@ -172,12 +170,11 @@ fn torch_cuda_init(m: &PythonModel<'_>, call: Node<'_>) -> bool {
         return TORCH_CUDA_INIT.contains(&rest);
     }
     if q.starts_with("torch.") && q != "torch.device" {
-        if let Some(args) = call.child_by_field_name("arguments") {
+        if let Some(args) = call.field("arguments") {
             return named_children(args).any(|a| {
                 a.kind() == "keyword_argument"
-                    && a.child_by_field_name("name").map(|n| m.text(n)) == Some("device")
-                    && a.child_by_field_name("value")
-                        .is_some_and(|v| is_cuda_device(m, v, 0))
+                    && a.field("name").map(|n| m.text(n)) == Some("device")
+                    && a.field("value").is_some_and(|v| is_cuda_device(m, v, 0))
             });
         }
     }
@@ -193,13 +190,13 @@ fn is_cuda_device(m: &PythonModel<'_>, expr: Node<'_>, depth: usize) -> bool {
         "string" => string_literal(expr, m.source).is_some_and(|s| s.starts_with("cuda")),
         "call" => {
             let is_device = expr
-                .child_by_field_name("function")
+                .field("function")
                 .and_then(|f| m.qualified_name(f))
                 .as_deref()
                 == Some("torch.device");
             is_device
                 && expr
-                    .child_by_field_name("arguments")
+                    .field("arguments")
                     .and_then(|a| named_children(a).next())
                     .is_some_and(|a| is_cuda_device(m, a, depth + 1))
         }
@@ -212,10 +209,9 @@ fn is_cuda_device(m: &PythonModel<'_>, expr: Node<'_>, depth: usize) -> bool {
                 .iter()
                 .rev()
                 .find(|a| {
-                    a.kind() == "assignment"
-                        && a.child_by_field_name("left").map(|l| m.text(l)) == Some(name)
+                    a.kind() == "assignment" && a.field("left").map(|l| m.text(l)) == Some(name)
                 })
-                .and_then(|a| a.child_by_field_name("right"))
+                .and_then(|a| a.field("right"))
                 .is_some_and(|r| is_cuda_device(m, r, depth + 1))
         }
         _ => false,
@@ -224,10 +220,7 @@ fn is_cuda_device(m: &PythonModel<'_>, expr: Node<'_>, depth: usize) -> bool {
 
 /// `jnp.zeros(...)`, `jax.random.PRNGKey(0)`, `jax.devices()`, ...
 fn jax_init(m: &PythonModel<'_>, call: Node<'_>) -> bool {
-    let Some(q) = call
-        .child_by_field_name("function")
-        .and_then(|f| m.qualified_name(f))
-    else {
+    let Some(q) = call.field("function").and_then(|f| m.qualified_name(f)) else {
         return false;
     };
     if let Some(rest) = q.strip_prefix("jax.numpy.") {

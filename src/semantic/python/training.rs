@@ -13,6 +13,7 @@
 
 use super::PythonModel;
 use crate::semantic::named_children;
+use crate::semantic::NodeExt;
 use std::collections::HashMap;
 use tree_sitter::Node;
 
@@ -36,8 +37,8 @@ impl<'t> Loop<'t> {
     /// The part of the loop to point at: the iterable of a `for`, the condition of a `while`.
     pub fn header(&self) -> Node<'t> {
         self.node
-            .child_by_field_name("right")
-            .or_else(|| self.node.child_by_field_name("condition"))
+            .field("right")
+            .or_else(|| self.node.field("condition"))
             .unwrap_or(self.node)
     }
 
@@ -147,7 +148,7 @@ impl<'t> Training<'t> {
             // (`grad_off` first: `Node::parent` costs the node's depth.)
             if grad_off(m, call) && call.parent().is_some_and(|p| p.kind() == "with_item") {
                 if let Some(with) = super::super::ancestor_of_kind(call, &["with_statement"]) {
-                    if let Some(body) = with.child_by_field_name("body") {
+                    if let Some(body) = with.field("body") {
                         t.grad_free.push((body.start_byte(), body.end_byte(), call));
                     }
                 }
@@ -251,7 +252,7 @@ impl<'t> Training<'t> {
     /// not read it, a `for` target, or a `.clear()` / `del` of its contents)?
     pub fn rebound_in(&self, m: &PythonModel<'_>, lp: &Loop<'_>, target: &str) -> bool {
         let (s, e) = (lp.node.start_byte(), lp.node.end_byte());
-        let Some(body) = lp.node.child_by_field_name("body") else {
+        let Some(body) = lp.node.field("body") else {
             return false;
         };
         let inside = |n: Node<'_>| body.start_byte() <= n.start_byte() && n.end_byte() <= e;
@@ -263,10 +264,7 @@ impl<'t> Training<'t> {
             if a.kind() != "assignment" || !inside(a) {
                 continue;
             }
-            let (Some(left), Some(right)) = (
-                a.child_by_field_name("left"),
-                a.child_by_field_name("right"),
-            ) else {
+            let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
                 continue;
             };
             let binds = m.text(left) == target
@@ -277,17 +275,13 @@ impl<'t> Training<'t> {
             }
         }
         crate::semantic::descendants(body).any(|n| match n.kind() {
-            "call" => n.child_by_field_name("function").is_some_and(|f| {
+            "call" => n.field("function").is_some_and(|f| {
                 f.kind() == "attribute"
-                    && f.child_by_field_name("attribute")
-                        .is_some_and(|a| m.text(a) == "clear")
-                    && f.child_by_field_name("object")
-                        .is_some_and(|o| m.text(o) == target)
+                    && f.field("attribute").is_some_and(|a| m.text(a) == "clear")
+                    && f.field("object").is_some_and(|o| m.text(o) == target)
             }),
             "delete_statement" => mentions(m, n, target),
-            "for_statement" => n
-                .child_by_field_name("left")
-                .is_some_and(|l| m.text(l) == target),
+            "for_statement" => n.field("left").is_some_and(|l| m.text(l) == target),
             _ => false,
         })
     }
@@ -322,20 +316,17 @@ impl<'t> Training<'t> {
                 None => Flow::Unknown,
             },
             "binary_operator" => {
-                let op = expr
-                    .child_by_field_name("operator")
-                    .map(|o| m.text(o))
-                    .unwrap_or("");
+                let op = expr.field("operator").map(|o| m.text(o)).unwrap_or("");
                 if !matches!(op, "+" | "-" | "*" | "/") {
                     return Flow::Unknown;
                 }
                 let l = expr
-                    .child_by_field_name("left")
+                    .field("left")
                     .map(|e| self.flow_depth(m, e, backward, d + 1));
                 if let Some(f @ Flow::Attached(_)) = l {
                     return f;
                 }
-                match expr.child_by_field_name("right") {
+                match expr.field("right") {
                     Some(r) => match self.flow_depth(m, r, backward, d + 1) {
                         f @ Flow::Attached(_) => f,
                         _ => Flow::Unknown,
@@ -343,12 +334,12 @@ impl<'t> Training<'t> {
                     None => Flow::Unknown,
                 }
             }
-            "unary_operator" => match expr.child_by_field_name("argument") {
+            "unary_operator" => match expr.field("argument") {
                 Some(a) => self.flow_depth(m, a, backward, d + 1),
                 None => Flow::Unknown,
             },
             "call" => {
-                let Some(func) = expr.child_by_field_name("function") else {
+                let Some(func) = expr.field("function") else {
                     return Flow::Unknown;
                 };
                 match func.kind() {
@@ -363,15 +354,12 @@ impl<'t> Training<'t> {
                         }
                     }
                     "attribute" => {
-                        let attr = func
-                            .child_by_field_name("attribute")
-                            .map(|a| m.text(a))
-                            .unwrap_or("");
+                        let attr = func.field("attribute").map(|a| m.text(a)).unwrap_or("");
                         if DETACHING_METHODS.contains(&attr) {
                             return Flow::Detached;
                         }
                         if PASSTHROUGH_METHODS.contains(&attr) {
-                            return match func.child_by_field_name("object") {
+                            return match func.field("object") {
                                 Some(o) => self.flow_depth(m, o, backward, d + 1),
                                 None => Flow::Unknown,
                             };
@@ -385,17 +373,14 @@ impl<'t> Training<'t> {
                 }
             }
             "attribute" => {
-                let attr = expr
-                    .child_by_field_name("attribute")
-                    .map(|a| m.text(a))
-                    .unwrap_or("");
+                let attr = expr.field("attribute").map(|a| m.text(a)).unwrap_or("");
                 if attr == "data" {
                     return Flow::Detached;
                 }
                 if !matches!(attr, "loss" | "logits" | "last_hidden_state") {
                     return Flow::Unknown;
                 }
-                match expr.child_by_field_name("object") {
+                match expr.field("object") {
                     Some(o) => match self.flow_depth(m, o, backward, d + 1) {
                         Flow::Attached(_) => Flow::Attached(expr),
                         f => f,
@@ -403,7 +388,7 @@ impl<'t> Training<'t> {
                     None => Flow::Unknown,
                 }
             }
-            "subscript" => match expr.child_by_field_name("value") {
+            "subscript" => match expr.field("value") {
                 Some(v) => match self.flow_depth(m, v, backward, d + 1) {
                     Flow::Attached(_) => Flow::Attached(expr),
                     f => f,
@@ -418,7 +403,7 @@ impl<'t> Training<'t> {
                         if self.grad_free(a).is_some() {
                             return Flow::Detached;
                         }
-                        match a.child_by_field_name("right") {
+                        match a.field("right") {
                             Some(r) => self.flow_depth(m, r, backward, d + 1),
                             None => Flow::Unknown,
                         }
@@ -455,7 +440,7 @@ impl<'t> Training<'t> {
             if a.kind() != "assignment" || a.end_byte() > at.start_byte() {
                 continue;
             }
-            let Some(left) = a.child_by_field_name("left") else {
+            let Some(left) = a.field("left") else {
                 continue;
             };
             let plain = left.kind() == "identifier" && m.text(left) == name;
@@ -473,17 +458,17 @@ impl<'t> Training<'t> {
 /// `loss.backward()`, `(loss / k).backward()`, `scaler.scale(loss).backward()`,
 /// `torch.autograd.backward(loss)`, `accelerator.backward(loss)`, `self.manual_backward(loss)`.
 fn backward_call<'t>(m: &PythonModel<'_>, call: Node<'t>) -> Option<Option<Node<'t>>> {
-    let func = call.child_by_field_name("function")?;
+    let func = call.field("function")?;
     let first_arg = || {
-        call.child_by_field_name("arguments").and_then(|a| {
+        call.field("arguments").and_then(|a| {
             named_children(a).find(|c| !matches!(c.kind(), "keyword_argument" | "comment"))
         })
     };
     if func.kind() != "attribute" {
         return None;
     }
-    let attr = m.text(func.child_by_field_name("attribute")?);
-    let object = func.child_by_field_name("object")?;
+    let attr = m.text(func.field("attribute")?);
+    let object = func.field("object")?;
     if attr == "manual_backward" {
         return Some(first_arg());
     }
@@ -499,13 +484,13 @@ fn backward_call<'t>(m: &PythonModel<'_>, call: Node<'t>) -> Option<Option<Node<
     }
     // `scaler.scale(loss).backward()`
     if object.kind() == "call" {
-        let inner = object.child_by_field_name("function");
+        let inner = object.field("function");
         if inner
-            .and_then(|f| f.child_by_field_name("attribute"))
+            .and_then(|f| f.field("attribute"))
             .is_some_and(|a| m.text(a) == "scale")
         {
             let arg = object
-                .child_by_field_name("arguments")
+                .field("arguments")
                 .and_then(|a| named_children(a).next());
             return Some(arg);
         }
@@ -515,17 +500,13 @@ fn backward_call<'t>(m: &PythonModel<'_>, call: Node<'t>) -> Option<Option<Node<
 
 /// `optimizer.step()`, `opt.step()`, `scaler.step(optimizer)`.
 fn is_optimizer_step(m: &PythonModel<'_>, call: Node<'_>) -> bool {
-    let Some(func) = call.child_by_field_name("function") else {
+    let Some(func) = call.field("function") else {
         return false;
     };
-    if func.kind() != "attribute"
-        || func
-            .child_by_field_name("attribute")
-            .is_none_or(|a| m.text(a) != "step")
-    {
+    if func.kind() != "attribute" || func.field("attribute").is_none_or(|a| m.text(a) != "step") {
         return false;
     }
-    let Some(object) = func.child_by_field_name("object") else {
+    let Some(object) = func.field("object") else {
         return false;
     };
     let recv = m.text(object).to_ascii_lowercase();
@@ -536,7 +517,7 @@ fn is_optimizer_step(m: &PythonModel<'_>, call: Node<'_>) -> bool {
 /// Does `expr` (a call or a decorator expression) turn autograd off?
 fn grad_off(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
     let (func, call) = match expr.kind() {
-        "call" => match expr.child_by_field_name("function") {
+        "call" => match expr.field("function") {
             Some(f) => (f, Some(expr)),
             None => return false,
         },
@@ -547,12 +528,12 @@ fn grad_off(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
         return false;
     };
     let first = call
-        .and_then(|c| c.child_by_field_name("arguments"))
+        .and_then(|c| c.field("arguments"))
         .and_then(|a| named_children(a).find(|c| c.kind() != "comment"));
     let folds_false = first
         .and_then(|a| {
             let a = if a.kind() == "keyword_argument" {
-                a.child_by_field_name("value")?
+                a.field("value")?
             } else {
                 a
             };
@@ -576,7 +557,7 @@ fn enclosing_loops<'t>(m: &PythonModel<'t>, node: Node<'_>) -> Vec<Node<'t>> {
         .copied()
         .filter(|l| {
             l.id() != node.id()
-                && l.child_by_field_name("body")
+                && l.field("body")
                     .is_some_and(|b| b.start_byte() <= start && end <= b.end_byte())
                 && m.enclosing_function(*l) == scope
         })
@@ -593,7 +574,7 @@ pub fn root_name<'t>(m: &PythonModel<'t>, expr: Node<'_>) -> Option<&'t str> {
         match cur.kind() {
             "identifier" | "attribute" => return Some(m.text(cur)),
             "parenthesized_expression" => cur = cur.named_child(0)?,
-            "binary_operator" => cur = cur.child_by_field_name("left")?,
+            "binary_operator" => cur = cur.field("left")?,
             _ => return None,
         }
     }
@@ -641,7 +622,7 @@ pub fn is_model_name(name: &str) -> bool {
 
 /// `DataLoader(...)` from `torch.utils.data` (through imports and aliases).
 pub fn is_dataloader(m: &PythonModel<'_>, call: Node<'_>) -> bool {
-    call.child_by_field_name("function")
+    call.field("function")
         .and_then(|f| m.qualified_name(f))
         .is_some_and(|q| {
             q == "torch.utils.data.DataLoader" || q == "torch.utils.data.dataloader.DataLoader"
@@ -665,11 +646,9 @@ pub fn under_main_guard(m: &PythonModel<'_>, node: Node<'_>) -> bool {
     let mut cur = node.parent();
     while let Some(p) = cur {
         if p.kind() == "if_statement" {
-            let in_body = p
-                .child_by_field_name("consequence")
-                .is_some_and(|c| c.id() == child.id());
+            let in_body = p.field("consequence").is_some_and(|c| c.id() == child.id());
             if in_body
-                && p.child_by_field_name("condition")
+                && p.field("condition")
                     .is_some_and(|c| super::order::is_main_guard(c, m))
             {
                 return true;
@@ -683,7 +662,7 @@ pub fn under_main_guard(m: &PythonModel<'_>, node: Node<'_>) -> bool {
 
 /// Is class `c` a `torch.utils.data` dataset (`Dataset`, `IterableDataset`, through imports)?
 pub fn is_dataset_class(m: &PythonModel<'_>, c: usize) -> bool {
-    let Some(supers) = m.classes[c].node.child_by_field_name("superclasses") else {
+    let Some(supers) = m.classes[c].node.field("superclasses") else {
         return false;
     };
     named_children(supers).any(|s| {
@@ -707,17 +686,16 @@ pub fn dataset_class(m: &PythonModel<'_>, expr: Node<'_>) -> Option<usize> {
                 .iter()
                 .rev()
                 .find(|a| {
-                    a.kind() == "assignment"
-                        && a.child_by_field_name("left").map(|l| m.text(l)) == Some(name)
+                    a.kind() == "assignment" && a.field("left").map(|l| m.text(l)) == Some(name)
                 })?
-                .child_by_field_name("right")?
+                .field("right")?
         }
         _ => return None,
     };
     if value.kind() != "call" {
         return None;
     }
-    let func = value.child_by_field_name("function")?;
+    let func = value.field("function")?;
     if func.kind() != "identifier" {
         return None;
     }
@@ -726,22 +704,19 @@ pub fn dataset_class(m: &PythonModel<'_>, expr: Node<'_>) -> Option<usize> {
 
 /// `acc += value` or `acc = acc + value`: the accumulator target and the added value.
 pub fn accumulation<'t>(m: &PythonModel<'t>, a: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
-    let left = a.child_by_field_name("left")?;
-    let right = a.child_by_field_name("right")?;
+    let left = a.field("left")?;
+    let right = a.field("right")?;
     if !matches!(left.kind(), "identifier" | "attribute" | "subscript") {
         return None;
     }
     if a.kind() == "augmented_assignment" {
-        let op = m.text(a.child_by_field_name("operator")?);
+        let op = m.text(a.field("operator")?);
         return (op == "+=").then_some((left, right));
     }
-    if right.kind() != "binary_operator" || m.text(right.child_by_field_name("operator")?) != "+" {
+    if right.kind() != "binary_operator" || m.text(right.field("operator")?) != "+" {
         return None;
     }
-    let (l, r) = (
-        right.child_by_field_name("left")?,
-        right.child_by_field_name("right")?,
-    );
+    let (l, r) = (right.field("left")?, right.field("right")?);
     let acc = m.text(left);
     if m.text(l) == acc && !mentions(m, r, acc) {
         Some((left, r))
@@ -781,20 +756,19 @@ impl<'t> Training<'t> {
             if c.start_byte() >= e {
                 break;
             }
-            let Some(func) = c.child_by_field_name("function") else {
+            let Some(func) = c.field("function") else {
                 continue;
             };
             if func.kind() != "attribute"
                 || func
-                    .child_by_field_name("attribute")
+                    .field("attribute")
                     .is_none_or(|a| m.text(a) != "append")
             {
                 continue;
             }
             let (Some(obj), Some(value)) = (
-                func.child_by_field_name("object"),
-                c.child_by_field_name("arguments")
-                    .and_then(|a| named_children(a).next()),
+                func.field("object"),
+                c.field("arguments").and_then(|a| named_children(a).next()),
             ) else {
                 continue;
             };
@@ -834,7 +808,7 @@ mod tests {
             .find(|a| a.kind() == "augmented_assignment")
             .unwrap();
         let lp = t.loop_of(&m, aug).unwrap();
-        let rhs = aug.child_by_field_name("right").unwrap();
+        let rhs = aug.field("right").unwrap();
         assert!(matches!(t.flow(&m, rhs, &lp.backward), Flow::Attached(_)));
         assert!(!t.rebound_in(&m, lp, "total"));
         assert!(t.rebound_in(&m, lp, "out"));

@@ -4,6 +4,7 @@
 
 use super::{peel_pointer, Kernel};
 use crate::semantic::cuda::CudaModel;
+use crate::semantic::NodeExt;
 use crate::semantic::{named_children, text};
 use tree_sitter::Node;
 
@@ -97,7 +98,7 @@ impl<'t> Kernel<'t> {
         }
         let d = depth + 1;
         let src = model.source;
-        let field = |f: &str| expr.child_by_field_name(f);
+        let field = |f: &str| expr.field(f);
         let sub =
             |n: Option<Node<'_>>| n.map(|n| self.flags_depth(model, n, d)).unwrap_or_default();
         match expr.kind() {
@@ -138,7 +139,7 @@ impl<'t> Kernel<'t> {
             "call_expression" => {
                 let name = field("function")
                     .map(|f| {
-                        let f = f.child_by_field_name("name").unwrap_or(f);
+                        let f = f.field("name").unwrap_or(f);
                         crate::semantic::cuda::last_name(text(f, src))
                     })
                     .unwrap_or("");
@@ -191,17 +192,11 @@ impl<'t> Kernel<'t> {
         let base_axis = |n: Node<'_>| {
             let n = self.resolve(n, src, 0);
             let (a, b) = match n.kind() {
-                "binary_expression"
-                    if n.child_by_field_name("operator")
-                        .is_some_and(|o| o.kind() == "*") =>
-                {
-                    (
-                        n.child_by_field_name("left")?,
-                        n.child_by_field_name("right")?,
-                    )
+                "binary_expression" if n.field("operator").is_some_and(|o| o.kind() == "*") => {
+                    (n.field("left")?, n.field("right")?)
                 }
                 "call_expression" => {
-                    let args = n.child_by_field_name("arguments")?;
+                    let args = n.field("arguments")?;
                     (args.named_child(0)?, args.named_child(1)?)
                 }
                 _ => return None,
@@ -229,13 +224,11 @@ impl<'t> Kernel<'t> {
     /// The axis of `threadIdx.x`-style builtins, through casts and single-definition locals.
     fn builtin_axis<'s>(&self, n: Node<'_>, builtin: &str, src: &'s str) -> Option<&'s str> {
         let n = self.resolve(n, src, 0);
-        if n.kind() != "field_expression"
-            || text(n.child_by_field_name("argument")?, src) != builtin
-        {
+        if n.kind() != "field_expression" || text(n.field("argument")?, src) != builtin {
             return None;
         }
         // The node belongs to this file's tree, so its text borrows from `src`.
-        src.get(n.child_by_field_name("field")?.byte_range())
+        src.get(n.field("field")?.byte_range())
     }
 
     /// Peels casts and follows a local with a single definition (a few steps).
@@ -328,18 +321,18 @@ fn loop_counter_def<'n>(id: Node<'n>, source: &str) -> Option<(Node<'n>, Option<
         if cur.kind() != "for_statement" {
             continue;
         }
-        let Some(init) = cur.child_by_field_name("initializer") else {
+        let Some(init) = cur.field("initializer") else {
             continue;
         };
         let decl = named_children(init)
             .chain(std::iter::once(init))
             .filter(|d| d.kind() == "init_declarator")
             .find(|d| {
-                d.child_by_field_name("declarator")
+                d.field("declarator")
                     .is_some_and(|v| text(v, source) == name)
             });
-        if let Some(value) = decl.and_then(|d| d.child_by_field_name("value")) {
-            return Some((value, cur.child_by_field_name("update")));
+        if let Some(value) = decl.and_then(|d| d.field("value")) {
+            return Some((value, cur.field("update")));
         }
     }
     None
