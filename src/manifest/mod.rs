@@ -139,6 +139,37 @@ pub struct Requirement {
 }
 
 impl Requirement {
+    /// A pip requirement parsed from `written`, found at `span` in the checked file. `written`
+    /// is the text the parse ran on; the span narrows to the requirement itself when `exact`
+    /// (the file holds `written` verbatim at `span`).
+    pub fn pip(
+        r: pep508::Req,
+        written: &str,
+        span: Span,
+        exact: bool,
+        scope: usize,
+    ) -> Requirement {
+        let span = if exact {
+            Span::new(span.start + r.range.start, span.start + r.range.end)
+        } else {
+            span
+        };
+        Requirement {
+            text: written[r.range.clone()].trim().to_string(),
+            name: r.name,
+            extras: r.extras,
+            spec: r.spec,
+            local: r.local,
+            build: None,
+            marker: r.marker,
+            installer: Installer::Pip,
+            span,
+            origin: None,
+            scope,
+            indexes: Vec::new(),
+        }
+    }
+
     /// `` `tensorflow==2.15` `` or `` `tensorflow==2.15` (base.txt:3) ``.
     pub fn cite(&self) -> String {
         match &self.origin {

@@ -152,25 +152,8 @@ fn pep508_list(m: &mut Manifest, text: &str, list: &toml::de::DeArray<'_>, scope
         let Some(r) = parse_requirement(s) else {
             continue;
         };
-        let req_span = if exact {
-            Span::new(span.start + r.range.start, span.start + r.range.end)
-        } else {
-            span
-        };
-        m.requirements.push(Requirement {
-            name: r.name,
-            extras: r.extras,
-            spec: r.spec,
-            local: r.local,
-            build: None,
-            marker: r.marker,
-            installer: Installer::Pip,
-            text: s[r.range.clone()].trim().to_string(),
-            span: req_span,
-            origin: None,
-            scope,
-            indexes: Vec::new(),
-        });
+        m.requirements
+            .push(Requirement::pip(r, s, span, exact, scope));
     }
 }
 

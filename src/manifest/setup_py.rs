@@ -5,7 +5,7 @@
 //! source of truth.
 
 use super::pep508::{parse_requirement, parse_specifiers};
-use super::{Format, Installer, Manifest, PythonDecl, Requirement, Scope};
+use super::{Format, Manifest, PythonDecl, Requirement, Scope};
 use crate::diagnostic::Span;
 use crate::semantic::named_children;
 use crate::semantic::python::{string_literal, PythonModel, Value};
@@ -122,24 +122,7 @@ fn requirements<'t>(m: &mut Manifest, model: &PythonModel<'t>, value: Node<'t>, 
             continue;
         };
         let exact = model.source.get(span.start..span.end) == Some(s.as_str());
-        let req_span = if exact {
-            Span::new(span.start + r.range.start, span.start + r.range.end)
-        } else {
-            span
-        };
-        m.requirements.push(Requirement {
-            name: r.name,
-            extras: r.extras,
-            spec: r.spec,
-            local: r.local,
-            build: None,
-            marker: r.marker,
-            installer: Installer::Pip,
-            text: s[r.range.clone()].trim().to_string(),
-            span: req_span,
-            origin: None,
-            scope,
-            indexes: Vec::new(),
-        });
+        m.requirements
+            .push(Requirement::pip(r, &s, span, exact, scope));
     }
 }
