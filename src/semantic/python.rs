@@ -1024,6 +1024,22 @@ impl<'t> PythonModel<'t> {
         }
     }
 
+    /// The right-hand side of the last plain `name = <value>` before `at` in the file (in
+    /// source order, whatever the scope): a cheap "what was it set to" for flow-insensitive
+    /// facts.
+    pub fn last_assigned_before(&self, name: &str, at: Node<'_>) -> Option<Node<'t>> {
+        let hi = self
+            .assignments
+            .partition_point(|a| a.start_byte() < at.start_byte());
+        self.assignments[..hi]
+            .iter()
+            .rev()
+            .find(|a| {
+                a.kind() == "assignment" && a.field("left").map(|l| self.text(l)) == Some(name)
+            })?
+            .field("right")
+    }
+
     /// The value a plain name is bound to where it is used: the single `name = <value>` in the
     /// enclosing function's own body, else the module-level binding when the name is bound once
     /// there and not by the function. `None` when it is bound several times or not at all.

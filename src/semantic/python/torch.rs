@@ -200,20 +200,9 @@ fn is_cuda_device(m: &PythonModel<'_>, expr: Node<'_>, depth: usize) -> bool {
                     .and_then(|a| named_children(a).next())
                     .is_some_and(|a| is_cuda_device(m, a, depth + 1))
         }
-        "identifier" => {
-            let name = m.text(expr);
-            let hi = m
-                .assignments
-                .partition_point(|a| a.start_byte() < expr.start_byte());
-            m.assignments[..hi]
-                .iter()
-                .rev()
-                .find(|a| {
-                    a.kind() == "assignment" && a.field("left").map(|l| m.text(l)) == Some(name)
-                })
-                .and_then(|a| a.field("right"))
-                .is_some_and(|r| is_cuda_device(m, r, depth + 1))
-        }
+        "identifier" => m
+            .last_assigned_before(m.text(expr), expr)
+            .is_some_and(|r| is_cuda_device(m, r, depth + 1)),
         _ => false,
     }
 }

@@ -677,19 +677,7 @@ pub fn is_dataset_class(m: &PythonModel<'_>, c: usize) -> bool {
 pub fn dataset_class(m: &PythonModel<'_>, expr: Node<'_>) -> Option<usize> {
     let value = match expr.kind() {
         "call" => expr,
-        "identifier" => {
-            let name = m.text(expr);
-            let hi = m
-                .assignments
-                .partition_point(|a| a.start_byte() < expr.start_byte());
-            m.assignments[..hi]
-                .iter()
-                .rev()
-                .find(|a| {
-                    a.kind() == "assignment" && a.field("left").map(|l| m.text(l)) == Some(name)
-                })?
-                .field("right")?
-        }
+        "identifier" => m.last_assigned_before(m.text(expr), expr)?,
         _ => return None,
     };
     if value.kind() != "call" {
