@@ -74,9 +74,17 @@ impl Engine {
             extra.push("gpulint:");
             extra.extend(settings.enabled.iter().copied());
         }
+        let mut python = RuleTable::new(Lang::Python, &settings.enabled, &extra);
+        let mut cuda = RuleTable::new(Lang::Cuda, &settings.enabled, &extra);
+        if settings.is_enabled("GL003") && settings.explicit.contains("GL003") {
+            // `--select GL003` asks which files parse badly: every file is read, not only those
+            // that could interest another rule.
+            python = python.parse_every_file();
+            cuda = cuda.parse_every_file();
+        }
         Engine {
-            python: RuleTable::new(Lang::Python, &settings.enabled, &extra),
-            cuda: RuleTable::new(Lang::Cuda, &settings.enabled, &extra),
+            python,
+            cuda,
             manifest: crate::registry::manifest_rules(&settings),
             settings,
         }
