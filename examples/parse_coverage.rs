@@ -2,8 +2,11 @@
 //! line-preserving retry parse (`gpulint::lang::cuda_retry`).
 //!
 //! ```text
-//! cargo run --release --example parse_coverage -- DIR [DIR …]
+//! cargo run --release --example parse_coverage -- [--list] DIR [DIR …]
 //! ```
+//!
+//! `--list` also prints each kernel still overlapping an error after the retry, with the line of
+//! its first error.
 //!
 //! Prints, for every file gpulint reads as CUDA/C++ and for `.cu`/`.cuh` files alone, the share
 //! of files whose tree has any error node, and for `__global__` kernels the share whose body
@@ -50,7 +53,16 @@ fn kernels(tree: &Tree, text: &str) -> Vec<(usize, usize)> {
 }
 
 fn main() {
-    let roots: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
+    let mut list = false;
+    let roots: Vec<PathBuf> = std::env::args_os()
+        .skip(1)
+        .filter(|a| {
+            let flag = a == "--list";
+            list |= flag;
+            !flag
+        })
+        .map(PathBuf::from)
+        .collect();
     if roots.is_empty() {
         eprintln!("usage: parse_coverage DIR [DIR …]");
         std::process::exit(2);
@@ -81,6 +93,18 @@ fn main() {
             let retry_errors = error_ranges(&retry);
             let ks = kernels(&retry, &text);
             let name = path.to_string_lossy();
+            if list {
+                for &(s, e) in &ks {
+                    if let Some(&(at, _)) = retry_errors.iter().find(|&&(a, b)| a < e && s < b) {
+                        let line = |b: usize| text[..b].matches('\n').count() + 1;
+                        println!(
+                            "{name}:{}: kernel with an error at line {}",
+                            line(s),
+                            line(at)
+                        );
+                    }
+                }
+            }
             let is_cu = name.ends_with(".cu") || name.ends_with(".cuh");
             for c in std::iter::once(&mut all).chain(is_cu.then_some(&mut cu)) {
                 c.files += 1;

@@ -19,6 +19,19 @@ use std::collections::HashMap;
 use tree_sitter::{Node, Tree};
 
 /// Calls that stop the kernel or the op when their condition is false.
+/// A call that aborts when its condition is false: one of [`ASSERT_CALLS`], or a project's own
+/// upper-case check macro (`CHECK_THROW`, `STD_TORCH_CHECK`, `MY_ASSERT`).
+fn is_check_name(name: &str) -> bool {
+    ASSERT_CALLS.contains(&name)
+        || (name.len() > 2
+            && name
+                .bytes()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+            && ["CHECK", "ASSERT", "ENFORCE", "REQUIRE"]
+                .iter()
+                .any(|w| name.contains(w)))
+}
+
 const ASSERT_CALLS: &[&str] = &[
     "assert",
     "CUDA_KERNEL_ASSERT",
@@ -499,7 +512,7 @@ impl<'t> CudaBuilder<'t> {
             .field("arguments")
             .map(|a| text(a, self.source))
             .unwrap_or("");
-        if ASSERT_CALLS.contains(&name)
+        if is_check_name(name)
             && args.contains('%')
             && (args.contains("== 0") || args.contains("==0"))
         {
