@@ -8,6 +8,7 @@
 pub mod env;
 pub mod mixed_precision;
 pub mod order;
+pub mod pins;
 pub mod project;
 pub mod recursion;
 pub mod tf;
