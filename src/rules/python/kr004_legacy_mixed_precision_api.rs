@@ -204,7 +204,12 @@ impl Rule for LegacyMixedPrecisionApi {
                 );
                 continue;
             }
-            let (msg, label) = if graph_rewrite {
+            let (msg, label) = if graph_rewrite && removed_in.is_none() {
+                (
+                    format!("`{callee}` is the TF1 mixed-precision graph rewrite, deprecated: only its `tf.compat.v1` spellings are left in TF2"),
+                    "legacy graph rewrite, superseded by the Keras mixed-precision API",
+                )
+            } else if graph_rewrite {
                 (
                     format!("`{callee}` is the TF1 mixed-precision graph rewrite, deprecated and removed from the TF2 API in 2.6"),
                     "legacy graph rewrite: AttributeError on TF2, or mixed precision silently not applied",
