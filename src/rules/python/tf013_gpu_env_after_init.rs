@@ -23,10 +23,11 @@ declare_rule! {
     /// - all three after TensorFlow's GPU-init boundary: the first tensor, variable, Keras layer
     ///   or model, `compile`/`fit`/`predict`, or distribution strategy;
     /// - `CUDA_VISIBLE_DEVICES` also after `tf.config.list_physical_devices("GPU")`, which
-    ///   already enumerates the GPUs, and after PyTorch initialized CUDA (`.cuda()`,
-    ///   `.to("cuda")`, `device="cuda"`, `torch.cuda.set_device`, ...) or the first JAX
-    ///   computation: the variable is read once per process, by whichever framework starts
-    ///   CUDA first. The `TF_*` variables only matter to TensorFlow, so a PyTorch or JAX start
+    ///   already enumerates the GPUs, after PyTorch initialized CUDA (`.cuda()`,
+    ///   `.to("cuda")`, `device="cuda"`, `torch.cuda.set_device`, ...) or probed it with
+    ///   `torch.cuda.is_available()` (which runs `cudaGetDeviceCount` and so `cuInit`, unless
+    ///   `PYTORCH_NVML_BASED_CUDA_CHECK=1`), and after the first JAX computation: the
+    ///   variable is read once per process, when the CUDA driver is initialized. The `TF_*` variables only matter to TensorFlow, so a PyTorch or JAX start
     ///   does not make them late.
     ///
     /// The allocator variables of the other frameworks have rules of their own, so no line is
@@ -71,6 +72,8 @@ declare_rule! {
     ///   <https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables>
     /// - JAX, *GPU memory allocation* (preallocation happens "when the first JAX operation is
     ///   run"): <https://docs.jax.dev/en/latest/gpu_memory_allocation.html>
+    /// - `torch.cuda.is_available` (fork-safe only with `PYTORCH_NVML_BASED_CUDA_CHECK=1`):
+    ///   <https://pytorch.org/docs/stable/generated/torch.cuda.is_available.html>
     /// - PyTorch, *CUDA semantics*:
     ///   <https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-alloc-conf>
     pub static TF013 = {
@@ -106,6 +109,13 @@ fn spawns(m: &PythonModel<'_>, call: Node<'_>) -> bool {
         || matches!(q.as_str(), "os.system" | "os.popen")
 }
 
+/// `torch.cuda.is_available()`, which (unless `PYTORCH_NVML_BASED_CUDA_CHECK=1`) asks the CUDA
+/// runtime for the device count and so initializes the driver, which reads
+/// `CUDA_VISIBLE_DEVICES`.
+fn probes_cuda(m: &PythonModel<'_>, call: Node<'_>) -> bool {
+    m.call_name(call).as_deref() == Some("torch.cuda.is_available")
+}
+
 fn lists_gpus(m: &PythonModel<'_>, call: Node<'_>) -> bool {
     m.call_name(call).is_some_and(|q| {
         matches!(
@@ -125,6 +135,8 @@ enum Start {
     TfListing,
     /// PyTorch initialized CUDA.
     Torch,
+    /// `torch.cuda.is_available()`: `cudaGetDeviceCount`, which runs `cuInit`.
+    TorchProbe,
     /// The first JAX computation.
     Jax,
 }
@@ -153,6 +165,11 @@ impl Rule for GpuEnvAfterInit {
         }
         let tf = m.tf();
         let torch = m.torch();
+        // With this set, `torch.cuda.is_available()` asks NVML and leaves CUDA alone.
+        let nvml_check = m
+            .env_writes()
+            .iter()
+            .any(|w| w.key == "PYTORCH_NVML_BASED_CUDA_CHECK");
         let order = m.order();
         let mut reported = HashSet::new();
         for seq in 0..order.sequences().len() {
@@ -187,6 +204,10 @@ impl Rule for GpuEnvAfterInit {
                         .then(|| first_call(&|n| torch.initializes(n, Runtime::Jax)))
                         .flatten()
                         .map(|j| (j, Start::Jax)),
+                    (visibility && !nvml_check)
+                        .then(|| first_call(&|n| probes_cuda(m, n)))
+                        .flatten()
+                        .map(|j| (j, Start::TorchProbe)),
                 ];
                 let Some((j, start)) = candidates.into_iter().flatten().min() else {
                     continue;
@@ -213,6 +234,10 @@ impl Rule for GpuEnvAfterInit {
                         "enumerates the GPUs and creates the CUDA context",
                     ),
                     Start::Torch => ("PyTorch", "initializes CUDA"),
+                    Start::TorchProbe => (
+                        "PyTorch",
+                        "calls `cudaGetDeviceCount`, which initializes the CUDA driver (`cuInit`)",
+                    ),
                     Start::Jax => (
                         "JAX",
                         "runs the first JAX computation, which creates the GPU client",
@@ -225,7 +250,7 @@ impl Rule for GpuEnvAfterInit {
                 };
                 let import = match start {
                     Start::Tf | Start::TfListing => "tensorflow",
-                    Start::Torch => "torch",
+                    Start::Torch | Start::TorchProbe => "torch",
                     Start::Jax => "jax",
                 };
                 let d = ctx
