@@ -27,7 +27,8 @@ declare_rule! {
     /// literal shape is at least 1 GiB. TensorFlow 2.6–2.10 converts such an input to one
     /// tensor on the GPU; when the project's manifests (`requirements*.txt`, `pyproject.toml`,
     /// `setup.py`, `environment.yml`, `Dockerfile`) pin TensorFlow outside 2.6–2.10 the call is
-    /// left alone. Small literal arrays, `tf.data` pipelines, generators and
+    /// left alone, and a file that imports only `keras` (Keras 3 unless pinned otherwise) is
+    /// reported only when they pin a TensorFlow of 2.6–2.10. Small literal arrays, `tf.data` pipelines, generators and
     /// `keras.utils.Sequence` inputs stream batches and are not reported.
     ///
     /// ## Why is this risky?
@@ -75,7 +76,7 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "Entire dataset loaded from files moved to the GPU at once",
         kinds: &[],
-        needles: &["torch", "tensorflow", "jax"],
+        needles: &["torch", "tensorflow", "jax", "keras"],
         options: &[],
     };
 }
@@ -266,11 +267,17 @@ fn keras_inputs(ctx: &mut Context<'_>) {
             continue;
         };
         // Only now read the project's manifests: TensorFlow pinned outside 2.6–2.10 is fine.
+        // A file importing only `keras` runs on Keras 3 today unless the project pins a
+        // TensorFlow (and with it a Keras) of 2.6–2.10.
         if !pins_checked {
             pins_checked = true;
-            if pins::tensorflow(&ctx.file.path, &ctx.settings.root)
-                .is_some_and(|p| p.all(|v| !((2, 6)..=(2, 10)).contains(&v)))
-            {
+            let pins = pins::tensorflow(&ctx.file.path, &ctx.settings.root);
+            let affected = |p: &pins::TfPins| p.any(|v| ((2, 6)..=(2, 10)).contains(&v));
+            let silent = match &pins {
+                Some(p) => !affected(p),
+                None => !m.imports_tensorflow(),
+            };
+            if silent {
                 return;
             }
         }
