@@ -8,6 +8,7 @@
 pub mod env;
 pub mod mixed_precision;
 pub mod order;
+pub mod pins;
 pub mod project;
 pub mod recursion;
 pub mod tf;
@@ -936,6 +937,57 @@ impl<'t> PythonModel<'t> {
         self.call_graph().edges.get(f).cloned().unwrap_or_default()
     }
 
+    /// The value of a module-level name bound several times, where module-level code at `at`
+    /// uses it: the last plain `name = <value>` statement before `at` at the top level of the
+    /// same module or notebook cell (module code runs top to bottom; cells run in any order, so
+    /// other cells do not count), provided nothing between them binds the name again. `None`
+    /// when that is not certain: a use inside a function, an assignment under `if`/`for`/`try`,
+    /// or a rebinding in between.
+    pub fn module_value_at(&self, name: &str, at: Node<'_>) -> Option<Node<'t>> {
+        if self.enclosing_function(at).is_some() {
+            return None;
+        }
+        let hi = self
+            .assignments
+            .partition_point(|a| a.start_byte() < at.start_byte());
+        let assign = *self.assignments[..hi].iter().rev().find(|a| {
+            a.kind() == "assignment"
+                && a.end_byte() <= at.start_byte()
+                && a.field("left")
+                    .is_some_and(|l| l.kind() == "identifier" && self.text(l) == name)
+        })?;
+        // A top-level statement of the cell (or module) that holds the use.
+        let stmt = assign
+            .parent()
+            .filter(|p| p.kind() == "expression_statement")?;
+        let root = stmt.parent().filter(|r| r.parent().is_none())?;
+        let mut top = at;
+        for _ in 0..4096 {
+            match top.parent() {
+                Some(p) if p.id() == root.id() => break,
+                Some(p) => top = p,
+                None => return None,
+            }
+        }
+        if top.parent().map(|p| p.id()) != Some(root.id()) {
+            return None;
+        }
+        // Nothing in between rebinds the name.
+        let between = named_children(root)
+            .filter(|c| c.start_byte() >= stmt.end_byte() && c.start_byte() <= top.start_byte());
+        for c in between {
+            for n in descendants(c) {
+                if n.start_byte() >= at.start_byte() {
+                    break;
+                }
+                if n.kind() == "identifier" && self.text(n) == name && binds(n) {
+                    return None;
+                }
+            }
+        }
+        assign.field("right")
+    }
+
     /// The value node of a module-level name bound exactly once (`REQUIRED = [...]`).
     pub fn module_value(&self, name: &str) -> Option<Node<'t>> {
         self.module_bindings
@@ -1004,7 +1056,10 @@ impl<'t> PythonModel<'t> {
                     }
                 }
                 let b = self.module_bindings.get(name)?;
-                if b.count != 1 || b.value.id() == expr.id() {
+                if b.count != 1 {
+                    return self.fold(self.module_value_at(name, expr)?, d);
+                }
+                if b.value.id() == expr.id() {
                     return None;
                 }
                 self.fold(b.value, d)
@@ -1069,8 +1124,10 @@ impl<'t> PythonModel<'t> {
             }
         }
         let b = self.module_bindings.get(name)?;
-        (b.count == 1 && b.value.kind() != "assignment" && b.value.id() != at.id())
-            .then_some(b.value)
+        if b.count != 1 {
+            return self.module_value_at(name, at);
+        }
+        (b.value.kind() != "assignment" && b.value.id() != at.id()).then_some(b.value)
     }
 
     /// Does function `f` bind `name` as a parameter or by assignment in its own body (including
@@ -1167,6 +1224,27 @@ fn parse_int(s: &str) -> Option<i128> {
 
 /// Python's binary operators on folded constants (`None` where the result is not a constant
 /// worth keeping: overflow, division by zero, unsupported operand types).
+/// Does this occurrence of an identifier bind it (an assignment target, a loop variable, an
+/// import, a definition, `global`, `del`)?
+fn binds(n: Node<'_>) -> bool {
+    let Some(p) = n.parent() else {
+        return false;
+    };
+    let is = |f: &str| p.field(f).is_some_and(|x| x.id() == n.id());
+    match p.kind() {
+        "assignment" | "augmented_assignment" => p
+            .field("left")
+            .is_some_and(|l| l.byte_range().contains(&n.start_byte())),
+        "pattern_list" | "tuple_pattern" | "list_pattern" | "list_splat_pattern"
+        | "as_pattern_target" | "aliased_import" | "dotted_name" | "global_statement"
+        | "nonlocal_statement" | "delete_statement" => true,
+        "for_statement" => is("left"),
+        "named_expression" => is("name"),
+        "function_definition" | "class_definition" => is("name"),
+        _ => false,
+    }
+}
+
 pub fn fold_binary(op: &str, l: Value, r: Value) -> Option<Value> {
     use Value::{Float, Int, Str, Tuple};
     match (l, r) {
@@ -1210,6 +1288,23 @@ mod tests {
         let tree = parse(Lang::Python, src).unwrap();
         let m = build(&tree, src);
         f(&m, tree.root_node());
+    }
+
+    #[test]
+    fn name_bound_twice_folds_to_the_last_top_level_assignment_before_the_use() {
+        // The use in `range(k)` sees the second `k = 4`; `range(n)` sees nothing certain (an
+        // `if` assigns it); `range(j)` has a loop rebinding `j` in between.
+        let src = "k = 10\nk = 4\nfor i in range(k):\n    pass\nk = 99\nn = 1\nif c:\n    n = 50\nfor i in range(n):\n    pass\nj = 2\nfor j in x:\n    pass\nfor i in range(j):\n    pass\n";
+        model_of(src, |m, root| {
+            let arg = |call: &str| {
+                let c = find(root, src, "call", call);
+                m.const_value(c.field("arguments").unwrap().named_child(0).unwrap())
+                    .and_then(|v| v.as_int())
+            };
+            assert_eq!(arg("range(k)"), Some(4));
+            assert_eq!(arg("range(n)"), None);
+            assert_eq!(arg("range(j)"), None);
+        });
     }
 
     fn find<'t>(root: Node<'t>, src: &str, kind: &str, snippet: &str) -> Node<'t> {

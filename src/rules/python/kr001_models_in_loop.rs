@@ -22,8 +22,11 @@ declare_rule! {
     /// local function that does one of these) and never calls
     /// `tf.keras.backend.clear_session()` / `keras.utils.clear_session()`, neither in the
     /// loop body nor in a function the body calls (a helper counts only when it always builds
-    /// the model). Loops over a few literal items (`range(5)`, a list of up to five) and
-    /// ensembles that keep every model (`models.append(model)`) are left alone.
+    /// the model). Loops over a few literal items (`range(5)`, a list of up to five, or
+    /// `range(k)` after `k = 4`) and ensembles that keep every model (`models.append(model)`)
+    /// are left alone. A name assigned several times counts with its last top-level assignment
+    /// before the loop; in a notebook only the loop's own cell counts, since cells run in any
+    /// order.
     ///
     /// ## Why is this risky?
     /// Keras keeps global state for every model it builds (the graph, layer name counters,

@@ -6,9 +6,11 @@ use crate::diagnostic::Severity;
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::semantic::named_children;
+use crate::semantic::python::pins::{self, TfPins};
 use crate::semantic::python::tf::normalize;
 use crate::semantic::python::PythonModel;
 use crate::semantic::NodeExt;
+use std::sync::Arc;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -22,10 +24,21 @@ declare_rule! {
     /// supports old releases on purpose, and so is the graph rewrite in TF1 graph code
     /// (sessions, placeholders, `tf.contrib`), where it is the supported API.
     ///
+    /// The rule reads the TensorFlow pin of the project (the nearest `requirements*.txt`,
+    /// `pyproject.toml`, `setup.py`, `environment.yml` or `Dockerfile` declaring it):
+    /// - pinned below 2.4, where the experimental API is the current one: silent;
+    /// - pinned at or above the release that removed the call (2.9 for
+    ///   `tf.keras.mixed_precision.experimental`, 2.6 for
+    ///   `tf.train.experimental.enable_mixed_precision_graph_rewrite`): the message says so,
+    ///   as a warning, since the script then fails at start-up;
+    /// - otherwise (2.4 up to the removal, or no pin found): info, the API is deprecated.
+    ///
     /// ## Why is this risky?
     /// The `experimental` namespace is deprecated from TF 2.4 ("A deprecated dtype policy";
-    /// `set_policy` became `set_global_policy`) and later removed, so the script dies with an
-    /// `AttributeError` at start-up on a current TensorFlow. Worse, a half-migrated
+    /// `set_policy` became `set_global_policy`) and removed in TF 2.9, so the script dies with
+    /// an `AttributeError` at start-up on a current TensorFlow. The graph rewrite
+    /// `tf.train.experimental.enable_mixed_precision_graph_rewrite` was removed in TF 2.6
+    /// (only `tf.compat.v1.mixed_precision.enable_mixed_precision_graph_rewrite` remains). Worse, a half-migrated
     /// configuration or a fallback that silently drops mixed precision runs with a batch size
     /// chosen for float16 and runs out of GPU memory. The graph rewrite is TF1 machinery that
     /// is removed from the TF2 API.
@@ -48,6 +61,11 @@ declare_rule! {
     /// - `tf.keras.mixed_precision.experimental` (TF 2.7, "A deprecated dtype policy"):
     ///   <https://www.tensorflow.org/versions/r2.7/api_docs/python/tf/keras/mixed_precision/experimental>
     /// - TensorFlow guide "Mixed precision": <https://www.tensorflow.org/guide/mixed_precision>
+    /// - TensorFlow 2.9.0 release notes ("The `tf.keras.mixed_precision.experimental` API has
+    ///   been removed") and 2.6.0 release notes (`enable_mixed_precision_graph_rewrite`
+    ///   removed from `tf.train.experimental`):
+    ///   <https://github.com/tensorflow/tensorflow/releases/tag/v2.9.0>,
+    ///   <https://github.com/tensorflow/tensorflow/releases/tag/v2.6.0>
     /// - legacyai/tf-transformers#43 (`AttributeError` after TF 2.4):
     ///   <https://github.com/legacyai/tf-transformers/issues/43>
     pub static KR004 = {
@@ -133,6 +151,7 @@ impl Rule for LegacyMixedPrecisionApi {
         if !m.imports_tensorflow() && !m.imports_keras() {
             return;
         }
+        let mut pins_cache: Option<Option<Arc<TfPins>>> = None;
         for &(call, _) in &m.calls {
             let Some(raw) = m.call_name(call) else {
                 continue;
@@ -148,17 +167,66 @@ impl Rule for LegacyMixedPrecisionApi {
             if q.starts_with("tensorflow.train.") && m.tf().graph_mode {
                 continue;
             }
+            // The project's TensorFlow pin, read once, only when something is to be reported.
+            let pins = pins_cache
+                .get_or_insert_with(|| pins::tensorflow(&ctx.file.path, &ctx.settings.root))
+                .clone();
+            // Before TF 2.4 the experimental API is the current one.
+            if pins.as_ref().is_some_and(|p| p.all(|v| v < (2, 4))) {
+                continue;
+            }
+            let graph_rewrite = q.starts_with("tensorflow.train.");
+            // The compat.v1 spelling of the rewrite outlived the TF2 one.
+            let removed_in = match (graph_rewrite, raw.starts_with("tensorflow.compat.")) {
+                (false, _) => Some((2, 9)),
+                (true, false) => Some((2, 6)),
+                (true, true) => None,
+            };
             let callee = call.field("function").map(|f| ctx.text(f)).unwrap_or("");
-            let (msg, label) = if q.starts_with("tensorflow.train.") {
+            if let Some((p, removed)) = removed_in.and_then(|r| {
+                let p: Arc<TfPins> = pins.clone()?;
+                p.all(|v| v >= r).then_some((p, r))
+            }) {
+                ctx.report(
+                    ctx.diagnostic(
+                        call,
+                        format!(
+                            "`{callee}` was removed in TensorFlow {}.{}, and the project installs TensorFlow {} ({}): AttributeError at start-up",
+                            removed.0,
+                            removed.1,
+                            p.describe(),
+                            p.cite
+                        ),
+                    )
+                    .severity(Severity::Warning)
+                    .primary_label("does not exist in the pinned TensorFlow")
+                    .help(format!("use {fix}")),
+                );
+                continue;
+            }
+            let (msg, label) = if graph_rewrite && removed_in.is_none() {
                 (
-                    format!("`{callee}` is the TF1 mixed-precision graph rewrite, deprecated and removed from the TF2 API"),
+                    format!("`{callee}` is the TF1 mixed-precision graph rewrite, deprecated: only its `tf.compat.v1` spellings are left in TF2"),
+                    "legacy graph rewrite, superseded by the Keras mixed-precision API",
+                )
+            } else if graph_rewrite {
+                (
+                    format!("`{callee}` is the TF1 mixed-precision graph rewrite, deprecated and removed from the TF2 API in 2.6"),
                     "legacy graph rewrite: AttributeError on TF2, or mixed precision silently not applied",
                 )
             } else {
                 (
-                    format!("`{callee}` is the experimental mixed-precision API, deprecated since TF 2.4 and removed later"),
+                    format!("`{callee}` is the experimental mixed-precision API, deprecated since TF 2.4 and removed in 2.9"),
                     "raises AttributeError on current TensorFlow",
                 )
+            };
+            let msg = match &pins {
+                Some(p) => format!(
+                    "{msg} (the project allows TensorFlow {}: {})",
+                    p.describe(),
+                    p.cite
+                ),
+                None => msg,
             };
             ctx.report(
                 ctx.diagnostic(call, msg)

@@ -144,8 +144,8 @@ fn dir_facts(dir: &Path) -> Arc<DirFacts> {
     facts
 }
 
-/// The directories to search for launchers of `file`, nearest first.
-fn launcher_dirs(file: &Path, root: &Path) -> Vec<PathBuf> {
+/// The directories to search for launchers (or manifests) of `file`, nearest first.
+pub(super) fn search_dirs(file: &Path, root: &Path) -> Vec<PathBuf> {
     let Some(dir) = std::path::absolute(file)
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf))
@@ -171,7 +171,7 @@ fn launcher_dirs(file: &Path, root: &Path) -> Vec<PathBuf> {
 /// A launcher next to `file` (in its directory or an ancestor up to the repository root) that
 /// sets environment variable `var`: the launcher's path and the value.
 pub fn launcher_setting(file: &Path, root: &Path, var: &str) -> Option<(PathBuf, String)> {
-    for dir in launcher_dirs(file, root) {
+    for dir in search_dirs(file, root) {
         let facts = dir_facts(&dir);
         // The answer depends on this folder's listing and its launchers (for the cache).
         crate::engine::note_dependency(&dir);

@@ -1,6 +1,12 @@
 //! TensorFlow facts: which calls initialize the device runtime (the GPU-init boundary), which
 //! configure devices, and whether GPU memory growth or a memory limit is configured.
 //!
+//! The boundary is computed once per file, per sequence of the execution order, and shared:
+//! TF001 (configuration after it), TF002 (`TF_FORCE_GPU_ALLOW_GROWTH` only counts before it),
+//! TF004 (only configuration before it takes effect and can collide) and TF013 (environment
+//! variables after it are ignored) all ask [`TfFacts::first_init_before`] /
+//! [`TfFacts::runs_before_boundary`].
+//!
 //! Names are resolved through imports and normalized first: `tf.compat.v1.X` is `tf.X`, and
 //! `tf.keras.X`, `tensorflow.python.keras.X`, `tf_keras.X` and Keras 3's `keras.X` are all `keras.X`.
 
