@@ -188,6 +188,111 @@ pub fn launcher_setting(file: &Path, root: &Path, var: &str) -> Option<(PathBuf,
     None
 }
 
+/// Manifest files larger than this are not read for the project's torch pin.
+const MAX_MANIFEST_SIZE: u64 = 1 << 20;
+
+/// The PyTorch release lines a project pins, from a dependency manifest next to a file.
+#[derive(Debug, Clone)]
+pub struct TorchPin {
+    /// Release lines the pin stands for (see `manifest::versions::pinned_minors`).
+    pub minors: Vec<(u64, u64)>,
+    /// The manifest that pins it, and the requirement as written.
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// A directory's manifests: the torch pin they declare (release lines merged over all of
+/// them) and the files read.
+#[derive(Debug, Default)]
+struct DirTorch {
+    pin: Option<TorchPin>,
+    read: Vec<PathBuf>,
+}
+
+static TORCH_DIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<DirTorch>>>> =
+    LazyLock::new(Default::default);
+
+fn dir_torch(dir: &Path) -> Arc<DirTorch> {
+    use crate::manifest::{self, Format};
+    if let Some(f) = TORCH_DIRS.lock().ok().and_then(|d| d.get(dir).cloned()) {
+        return f;
+    }
+    let mut facts = DirTorch::default();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        let mut files: Vec<(PathBuf, Format)> = entries
+            .take(MAX_DIR_ENTRIES)
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .filter_map(|e| {
+                let p = e.path();
+                Format::of_path(&p)
+                    .filter(|f| *f != Format::Shell)
+                    .map(|f| (p, f))
+            })
+            .collect();
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        for (path, format) in files {
+            if std::fs::metadata(&path).map_or(true, |m| m.len() > MAX_MANIFEST_SIZE) {
+                continue;
+            }
+            let Ok(text) = crate::engine::read_source(&path, MAX_MANIFEST_SIZE) else {
+                continue;
+            };
+            facts.read.push(path.clone());
+            let display = path.display().to_string();
+            let file = crate::source::SourceFile::new(path.clone(), display, text);
+            let mut loader = manifest::Loader::new(&path, &[dir.to_path_buf()]);
+            let m = manifest::parse(format, &file, &mut loader);
+            for env in manifest::env::environments(&m) {
+                for pin in env.torch() {
+                    match &mut facts.pin {
+                        Some(p) => {
+                            for minor in pin.minors {
+                                if !p.minors.contains(&minor) {
+                                    p.minors.push(minor);
+                                }
+                            }
+                        }
+                        None => {
+                            facts.pin = Some(TorchPin {
+                                minors: pin.minors,
+                                path: path.clone(),
+                                text: pin.req.text.clone(),
+                            })
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let facts = Arc::new(facts);
+    if let Ok(mut d) = TORCH_DIRS.lock() {
+        d.insert(dir.to_path_buf(), facts.clone());
+    }
+    facts
+}
+
+/// The torch pin of the project `file` belongs to: the nearest directory, from the file's own
+/// up to the repository root, whose dependency manifests (requirements files,
+/// `pyproject.toml`, conda environment files, Dockerfiles) pin `torch`. `None` when no
+/// manifest says which torch the project runs.
+pub fn project_torch(file: &Path, root: &Path) -> Option<TorchPin> {
+    for dir in launcher_dirs(file, root) {
+        let facts = dir_torch(&dir);
+        crate::engine::note_dependency(&dir);
+        for f in &facts.read {
+            crate::engine::note_dependency(f);
+        }
+        if let Some(p) = &facts.pin {
+            return Some(p.clone());
+        }
+        if dir.join(".git").exists() {
+            break;
+        }
+    }
+    None
+}
+
 /// What a local module does that matters to the modules importing it.
 #[derive(Debug, Default)]
 pub struct ModuleFacts {
