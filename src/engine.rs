@@ -138,7 +138,11 @@ impl Engine {
         let source = Arc::new(SourceFile::new(path.to_path_buf(), display.clone(), text));
         let Some(table) = self.table(lang) else {
             // Manifests are small: every one is parsed.
+            DEPENDENCIES.with(|d| d.borrow_mut().clear());
             let outcome = catch_unwind(AssertUnwindSafe(|| self.check_manifest(&source)));
+            let mut dependencies = DEPENDENCIES.with(|d| std::mem::take(&mut *d.borrow_mut()));
+            dependencies.sort();
+            dependencies.dedup();
             return match outcome {
                 Ok(Ok((diagnostics, partial))) => FileResult {
                     report: FileReport {
@@ -150,7 +154,7 @@ impl Engine {
                     status: Status::Checked,
                     reason: None,
                     partial,
-                    dependencies: Vec::new(),
+                    dependencies,
                 },
                 Ok(Err(reason)) => skipped(path, display, reason),
                 Err(payload) => internal_error(path, display, payload),

@@ -80,7 +80,7 @@ pub fn manifest_rules(settings: &crate::settings::Settings) -> Vec<&'static dyn 
     RULES
         .iter()
         .copied()
-        .filter(|r| r.meta().lang == RuleLang::Manifest && settings.is_enabled(r.meta().code))
+        .filter(|r| r.reads_manifests() && settings.is_enabled(r.meta().code))
         .collect()
 }
 

@@ -98,8 +98,15 @@ pub trait Rule: Send + Sync {
     /// Called once per file, after every `check`.
     fn check_file(&self, _ctx: &mut Context<'_>) {}
 
-    /// Called once per dependency manifest, for rules of [`RuleLang::Manifest`].
+    /// Called once per dependency manifest or launcher script, for rules of
+    /// [`RuleLang::Manifest`] and source rules whose [`Rule::reads_manifests`] is true.
     fn check_manifest(&self, _ctx: &mut crate::manifest::check::ManifestContext<'_>) {}
+
+    /// Does this source rule also check manifests and launcher scripts (environment variables
+    /// set in a Dockerfile or a shell script)? Manifest rules always do.
+    fn reads_manifests(&self) -> bool {
+        self.meta().lang == RuleLang::Manifest
+    }
 }
 
 /// Declares a rule's metadata with its documentation written as doc comments:

@@ -13,6 +13,7 @@ pub mod pep508;
 pub mod pyproject;
 pub mod requirements;
 pub mod setup_py;
+pub mod shell_script;
 pub mod versions;
 
 use crate::diagnostic::Span;
@@ -29,6 +30,8 @@ pub enum Format {
     Dockerfile,
     /// `setup.py`: Python, read through the Python semantic model.
     SetupPy,
+    /// A launcher script or `.env` file: only the environment variables it sets.
+    Shell,
 }
 
 impl Format {
@@ -60,6 +63,12 @@ impl Format {
         {
             return Some(Format::Dockerfile);
         }
+        let script = [".sh", ".bash", ".zsh", ".slurm", ".sbatch", ".bat", ".cmd"]
+            .iter()
+            .any(|e| lower.ends_with(e));
+        if script || lower == ".env" || lower.ends_with(".env") {
+            return Some(Format::Shell);
+        }
         None
     }
 
@@ -70,6 +79,7 @@ impl Format {
             Format::Conda => "conda environment file",
             Format::Dockerfile => "Dockerfile",
             Format::SetupPy => "setup.py",
+            Format::Shell => "shell script",
         }
     }
 }
@@ -363,6 +373,7 @@ pub fn parse(format: Format, file: &SourceFile, loader: &mut Loader) -> Manifest
         Format::Conda => conda::parse(file, loader),
         Format::Dockerfile => dockerfile::parse(file, loader),
         Format::SetupPy => Manifest::new(Format::SetupPy),
+        Format::Shell => shell_script::parse(file),
     };
     finish(&mut m, &file.text);
     m
@@ -543,6 +554,10 @@ mod tests {
         assert_eq!(f("Dockerfiles"), None);
         assert_eq!(f("dockerfile_notes.md"), None);
         assert_eq!(f("setup.py"), None);
+        assert_eq!(f("scripts/train.sh"), Some(Format::Shell));
+        assert_eq!(f(".env"), Some(Format::Shell));
+        assert_eq!(f("run.bat"), Some(Format::Shell));
+        assert_eq!(f("env.yml"), None);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! What rules ask about code. Built once per file, during the single walk, then read-only.
 
+pub mod alloc_conf;
 pub mod cuda;
 pub mod python;
 

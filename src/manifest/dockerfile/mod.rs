@@ -6,7 +6,7 @@
 //! through the [`Loader`]). Each build stage is a scope of its own.
 
 mod run;
-mod shell;
+pub(super) mod shell;
 
 use super::pep508::parse_specifiers;
 use super::{Evidence, Format, Installer, Loader, Manifest, PythonDecl, Requirement, Scope};

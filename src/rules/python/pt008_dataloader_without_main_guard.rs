@@ -2,9 +2,11 @@
 
 use crate::checker::Context;
 use crate::declare_rule;
+use crate::diagnostic::Diagnostic;
 use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
+use crate::semantic::python::project::{self, WindowsTarget};
 use crate::semantic::python::tf::argument;
 use crate::semantic::python::training::{is_dataloader, under_main_guard, worker_count};
 use crate::semantic::python::PythonModel;
@@ -19,6 +21,13 @@ declare_rule! {
     /// function nested in another function, which worker processes cannot import. Notebooks
     /// are not checked (they are not re-imported by workers).
     ///
+    /// The finding is an error when the project targets native Windows, and a warning
+    /// otherwise. Windows is taken as a target when the file's directory or an ancestor up to
+    /// the repository root holds a Windows launcher (a `.bat`, `.cmd` or `.ps1` script that
+    /// runs Python; a build wrapper such as `gradlew.bat` does not count) or CI configuration
+    /// with a Windows runner (`runs-on: windows-latest`, a matrix `os:` entry, Azure
+    /// `vmImage: windows-…`, AppVeyor).
+    ///
     /// ## Why is this risky?
     /// On Windows and macOS, worker processes are started with `spawn`: each worker re-imports
     /// the main script. Unguarded module-level code runs again in every worker, which creates
@@ -26,7 +35,9 @@ declare_rule! {
     /// start a new process before the current process has finished its bootstrapping phase`.
     /// The PyTorch docs: wrap the script's code in `if __name__ == '__main__':`, and make sure
     /// that custom `collate_fn`, `worker_init_fn` or dataset code "is declared as top level
-    /// definitions, outside of the `__main__` check", so the workers can find them.
+    /// definitions, outside of the `__main__` check", so the workers can find them. Linux
+    /// starts workers with `fork`, which does not re-import the script: there the same code
+    /// runs, which is why only a Windows target makes this an error.
     ///
     /// ## Example
     /// ```python
@@ -93,6 +104,25 @@ impl Rule for DataloaderWithoutMainGuard {
         }
         let order = m.order();
         let mut reported = std::collections::HashSet::new();
+        // Looked up once, and only when there is something to report.
+        let mut windows: Option<Option<WindowsTarget>> = None;
+        let (path, root) = (ctx.file.path.clone(), ctx.settings.root.clone());
+        let mut target = |d: Diagnostic| -> Diagnostic {
+            let w = windows.get_or_insert_with(|| project::windows_target(&path, &root));
+            match w {
+                Some(w) => {
+                    let shown = std::env::current_dir()
+                        .ok()
+                        .and_then(|cwd| w.path.strip_prefix(cwd).ok().map(|p| p.display().to_string()))
+                        .unwrap_or_else(|| w.path.display().to_string());
+                    d.severity(Severity::Error).note(format!(
+                        "the project targets Windows ({}: {shown}), where DataLoader workers always start with spawn",
+                        w.what
+                    ))
+                }
+                None => d.note("a warning, not an error: no Windows launcher (.bat, .cmd, .ps1) or Windows CI runner was found, and Linux's default fork start method does not re-import the script"),
+            }
+        };
         for ev in order.module() {
             if ev.node.kind() != "call" || !is_dataloader(m, ev.node) {
                 continue;
@@ -117,10 +147,9 @@ impl Rule for DataloaderWithoutMainGuard {
                 if let Some(site) = sites.first() {
                     d = d.with_label(Span::of(site), "runs at import time from this call");
                 }
-                ctx.report(
-                    d.note("on Windows and macOS this fails with RuntimeError: An attempt has been made to start a new process before the current process has finished its bootstrapping phase")
-                        .help("move the script's code into `main()` and call it under `if __name__ == \"__main__\":`"),
-                );
+                let d = d.note("on Windows and macOS this fails with RuntimeError: An attempt has been made to start a new process before the current process has finished its bootstrapping phase")
+                    .help("move the script's code into `main()` and call it under `if __name__ == \"__main__\":`");
+                ctx.report(target(d));
                 continue;
             }
             for key in ["collate_fn", "worker_init_fn"] {
@@ -128,12 +157,11 @@ impl Rule for DataloaderWithoutMainGuard {
                     continue;
                 };
                 if let Some(why) = unpicklable(m, f) {
-                    ctx.report(
-                        ctx.diagnostic(f, format!("`{key}` is {why}, which spawned DataLoader workers cannot import"))
-                            .primary_label("not a top-level definition: pickling it for the workers fails")
-                            .with_label(Span::of(&workers), "worker processes are started here")
-                            .help(format!("define `{key}` as a module-level function (use `functools.partial` for extra arguments)")),
-                    );
+                    let d = ctx.diagnostic(f, format!("`{key}` is {why}, which spawned DataLoader workers cannot import"))
+                        .primary_label("not a top-level definition: pickling it for the workers fails")
+                        .with_label(Span::of(&workers), "worker processes are started here")
+                        .help(format!("define `{key}` as a module-level function (use `functools.partial` for extra arguments)"));
+                    ctx.report(target(d));
                 }
             }
         }

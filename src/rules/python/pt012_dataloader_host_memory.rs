@@ -1,4 +1,5 @@
-//! PT012: DataLoader host-memory blow-up from large Python objects copied into every worker.
+//! PT012: DataLoader host-memory blow-up from large Python objects copied into every worker,
+//! or from too many prefetched batches in pinned memory.
 
 use crate::checker::Context;
 use crate::declare_rule;
@@ -24,6 +25,12 @@ declare_rule! {
     /// in the file). Datasets backed by NumPy arrays, Arrow or pandas, which the docs
     /// recommend, are left alone. Applies to files that import `torch`.
     ///
+    /// Also finds `pin_memory=True` on a DataLoader whose literal worker count, prefetch
+    /// factor and batch size keep very many batches in flight: at least 64 batches (workers ×
+    /// an explicit `prefetch_factor`, option `max-pinned-batches`) or at least 65,536 samples
+    /// (times `batch_size`, option `max-pinned-samples`). Counts read from a config or the
+    /// command line are not judged, and `num_workers=0` prefetches nothing.
+    ///
     /// ## Why is this risky?
     /// The DataLoader docs: "loader worker processes will consume the same amount of CPU memory
     /// as the parent process for all Python objects in the parent process which are accessed
@@ -31,6 +38,10 @@ declare_rule! {
     /// parent process)". Reference counting writes to every Python object a worker touches, so
     /// copy-on-write pages are copied: a list of millions of paths becomes one copy per
     /// worker, and the host runs out of memory, which kills the whole training process.
+    ///
+    /// With `pin_memory=True` every prefetched batch is copied into page-locked host memory,
+    /// which the kernel cannot swap out or reclaim. The CUDA notes warn: "If you overuse
+    /// pinned memory, it can cause serious problems when running low on RAM".
     ///
     /// ## Example
     /// ```python
@@ -73,20 +84,36 @@ declare_rule! {
     /// - `torch.utils.data`, *Multi-process data loading* (the CPU-memory warning):
     ///   <https://pytorch.org/docs/stable/data.html#multi-process-data-loading>
     /// - pytorch/pytorch#13246: <https://github.com/pytorch/pytorch/issues/13246>
+    /// - PyTorch "CUDA semantics", *Use pinned memory buffers*:
+    ///   <https://pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers>
     pub static PT012 = {
         code: "PT012",
         name: "dataloader-host-memory",
         lang: RuleLang::Source(Lang::Python),
         severity: Severity::Info,
-        summary: "Large Python lists or dicts in a Dataset copied into every DataLoader worker",
+        summary: "Large Python lists or dicts in a Dataset copied into every DataLoader worker, or too many pinned batches in flight",
         kinds: &[],
         needles: &["num_workers"],
-        options: &[RuleOption {
-            key: "min-workers",
-            kind: OptionKind::Int,
-            default: "4",
-            doc: "The fewest DataLoader workers for which per-worker copies are reported.",
-        }],
+        options: &[
+            RuleOption {
+                key: "min-workers",
+                kind: OptionKind::Int,
+                default: "4",
+                doc: "The fewest DataLoader workers for which per-worker copies are reported.",
+            },
+            RuleOption {
+                key: "max-pinned-batches",
+                kind: OptionKind::Int,
+                default: "64",
+                doc: "With `pin_memory=True` and an explicit `prefetch_factor`: the most batches in flight (workers × prefetch_factor) left unreported.",
+            },
+            RuleOption {
+                key: "max-pinned-samples",
+                kind: OptionKind::Int,
+                default: "65536",
+                doc: "With `pin_memory=True`: the most samples in flight (workers × prefetch_factor × batch_size) left unreported.",
+            },
+        ],
     };
 }
 
@@ -133,6 +160,7 @@ impl Rule for DataloaderHostMemory {
                 }
             }
         }
+        self.check_pinned(ctx);
         for (c, workers) in loaded {
             let Some(init) = m.method_of(c, "__init__") else {
                 continue;
@@ -152,6 +180,74 @@ impl Rule for DataloaderHostMemory {
                     .with_label(Span::of(&workers), "worker processes are started here")
                     .note("host memory grows with the number of workers until the OOM killer ends the training process")
                     .help("store it as a NumPy array (`np.array(paths)`), an Arrow table or a pandas frame, not as a list or dict of Python objects"),
+            );
+        }
+    }
+}
+
+impl DataloaderHostMemory {
+    /// `pin_memory=True` with so many batches in flight (workers × `prefetch_factor`, times
+    /// `batch_size` samples) that the page-locked host memory they take is itself a risk.
+    fn check_pinned(&self, ctx: &mut Context<'_>) {
+        let m = ctx.python();
+        let max_batches = ctx.option_int("max-pinned-batches").unwrap_or(64) as i128;
+        let max_samples = ctx.option_int("max-pinned-samples").unwrap_or(65536) as i128;
+        for &(call, _) in &m.calls {
+            if !is_dataloader(m, call) {
+                continue;
+            }
+            let Some(pin) = argument(call, 7, "pin_memory", m) else {
+                continue;
+            };
+            if m.const_value(pin).is_none_or(|v| !v.truthy()) {
+                continue;
+            }
+            let int = |n: Node<'_>| m.const_value(n).and_then(|v| v.as_int());
+            // Only literal (folded) counts are judged: a value read from a config is not known.
+            let Some(workers_node) = worker_count(m, call) else {
+                continue;
+            };
+            let Some(workers) = int(workers_node).filter(|&w| w > 0) else {
+                continue;
+            };
+            let prefetch_node = argument(call, usize::MAX, "prefetch_factor", m);
+            let prefetch = match prefetch_node {
+                Some(p) => match int(p) {
+                    Some(v) => v,
+                    None => continue,
+                },
+                None => 2,
+            };
+            let batch = match argument(call, 1, "batch_size", m) {
+                Some(b) => int(b),
+                None => Some(1),
+            };
+            let batches = workers * prefetch;
+            let samples = batch.map(|b| b * batches);
+            let too_many_batches = prefetch_node.is_some() && batches >= max_batches;
+            let too_many_samples = samples.is_some_and(|s| s >= max_samples);
+            if !too_many_batches && !too_many_samples {
+                continue;
+            }
+            let what = match (batch, samples) {
+                (Some(b), Some(n)) => format!(
+                    "{workers} workers × prefetch_factor {prefetch} = {batches} batches of {b} ({n} samples)"
+                ),
+                _ => format!("{workers} workers × prefetch_factor {prefetch} = {batches} batches"),
+            };
+            let mut d = ctx
+                .diagnostic(
+                    pin,
+                    format!("`pin_memory=True` keeps up to {what} in page-locked host memory"),
+                )
+                .primary_label("every prefetched batch is copied into pinned (non-pageable) RAM")
+                .with_label(Span::of(&workers_node), "worker count");
+            if let Some(p) = prefetch_node {
+                d = d.with_label(Span::of(&p), "batches prefetched per worker");
+            }
+            ctx.report(
+                d.note("pinned memory cannot be swapped or reclaimed; overusing it starves the host, and a host OOM kills the whole training process")
+                    .help("lower `prefetch_factor` or `num_workers` (a few batches in flight keep the GPU fed), or drop `pin_memory` when host RAM is tight"),
             );
         }
     }

@@ -188,6 +188,246 @@ pub fn launcher_setting(file: &Path, root: &Path, var: &str) -> Option<(PathBuf,
     None
 }
 
+/// Manifest files larger than this are not read for the project's torch pin.
+const MAX_MANIFEST_SIZE: u64 = 1 << 20;
+
+/// The PyTorch release lines a project pins, from a dependency manifest next to a file.
+#[derive(Debug, Clone)]
+pub struct TorchPin {
+    /// Release lines the pin stands for (see `manifest::versions::pinned_minors`).
+    pub minors: Vec<(u64, u64)>,
+    /// The manifest that pins it, and the requirement as written.
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// A directory's manifests: the torch pin they declare (release lines merged over all of
+/// them) and the files read.
+#[derive(Debug, Default)]
+struct DirTorch {
+    pin: Option<TorchPin>,
+    read: Vec<PathBuf>,
+}
+
+static TORCH_DIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<DirTorch>>>> =
+    LazyLock::new(Default::default);
+
+fn dir_torch(dir: &Path) -> Arc<DirTorch> {
+    use crate::manifest::{self, Format};
+    if let Some(f) = TORCH_DIRS.lock().ok().and_then(|d| d.get(dir).cloned()) {
+        return f;
+    }
+    let mut facts = DirTorch::default();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        let mut files: Vec<(PathBuf, Format)> = entries
+            .take(MAX_DIR_ENTRIES)
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .filter_map(|e| {
+                let p = e.path();
+                Format::of_path(&p)
+                    .filter(|f| *f != Format::Shell)
+                    .map(|f| (p, f))
+            })
+            .collect();
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        for (path, format) in files {
+            if std::fs::metadata(&path).map_or(true, |m| m.len() > MAX_MANIFEST_SIZE) {
+                continue;
+            }
+            let Ok(text) = crate::engine::read_source(&path, MAX_MANIFEST_SIZE) else {
+                continue;
+            };
+            facts.read.push(path.clone());
+            let display = path.display().to_string();
+            let file = crate::source::SourceFile::new(path.clone(), display, text);
+            let mut loader = manifest::Loader::new(&path, &[dir.to_path_buf()]);
+            let m = manifest::parse(format, &file, &mut loader);
+            for env in manifest::env::environments(&m) {
+                for pin in env.torch() {
+                    match &mut facts.pin {
+                        Some(p) => {
+                            for minor in pin.minors {
+                                if !p.minors.contains(&minor) {
+                                    p.minors.push(minor);
+                                }
+                            }
+                        }
+                        None => {
+                            facts.pin = Some(TorchPin {
+                                minors: pin.minors,
+                                path: path.clone(),
+                                text: pin.req.text.clone(),
+                            })
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let facts = Arc::new(facts);
+    if let Ok(mut d) = TORCH_DIRS.lock() {
+        d.insert(dir.to_path_buf(), facts.clone());
+    }
+    facts
+}
+
+/// The torch pin of the project `file` belongs to: the nearest directory, from the file's own
+/// up to the repository root, whose dependency manifests (requirements files,
+/// `pyproject.toml`, conda environment files, Dockerfiles) pin `torch`. `None` when no
+/// manifest says which torch the project runs.
+pub fn project_torch(file: &Path, root: &Path) -> Option<TorchPin> {
+    for dir in launcher_dirs(file, root) {
+        let facts = dir_torch(&dir);
+        crate::engine::note_dependency(&dir);
+        for f in &facts.read {
+            crate::engine::note_dependency(f);
+        }
+        if let Some(p) = &facts.pin {
+            return Some(p.clone());
+        }
+        if dir.join(".git").exists() {
+            break;
+        }
+    }
+    None
+}
+
+/// Why a project is taken to run on native Windows: the file that says so and what it says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowsTarget {
+    pub path: PathBuf,
+    pub what: String,
+}
+
+/// Per directory: the Windows evidence found there and the files read for it.
+type WindowsFacts = Arc<(Option<WindowsTarget>, Vec<PathBuf>)>;
+
+static WINDOWS_DIRS: LazyLock<Mutex<HashMap<PathBuf, WindowsFacts>>> =
+    LazyLock::new(Default::default);
+
+/// CI files whose text names a Windows runner (`runs-on: windows-latest`, a matrix `os:`
+/// entry, Azure's `vmImage: windows-2022`), and AppVeyor, which builds on Windows.
+fn ci_windows(dir: &Path, read: &mut Vec<PathBuf>) -> Option<WindowsTarget> {
+    for name in ["appveyor.yml", ".appveyor.yml"] {
+        let p = dir.join(name);
+        if p.is_file() {
+            read.push(p.clone());
+            return Some(WindowsTarget {
+                path: p,
+                what: "AppVeyor CI builds on Windows".into(),
+            });
+        }
+    }
+    let mut files: Vec<PathBuf> = Vec::new();
+    let workflows = dir.join(".github").join("workflows");
+    if let Ok(entries) = std::fs::read_dir(&workflows) {
+        read.push(workflows.clone());
+        files.extend(
+            entries
+                .take(MAX_DIR_ENTRIES)
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "yml" || e == "yaml")),
+        );
+    }
+    files.push(dir.join("azure-pipelines.yml"));
+    files.sort();
+    for p in files {
+        if std::fs::metadata(&p).map_or(true, |m| !m.is_file() || m.len() > MAX_LAUNCHER_SIZE) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            continue;
+        };
+        read.push(p.clone());
+        let lower = text.to_ascii_lowercase();
+        let runner = lower.match_indices("windows-").map(|(i, _)| i).find(|&i| {
+            let line_start = lower[..i].rfind('\n').map_or(0, |n| n + 1);
+            let line = &lower[line_start..i];
+            line.contains("runs-on")
+                || line.contains("os:")
+                || line.contains("vmimage")
+                || line.trim_start().starts_with('-')
+                || line.contains('[')
+        });
+        if let Some(i) = runner {
+            let word: String = text[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.'))
+                .collect();
+            return Some(WindowsTarget {
+                path: p,
+                what: format!("CI runs on `{word}`"),
+            });
+        }
+    }
+    None
+}
+
+/// Windows launchers in a directory: `.bat`, `.cmd` or `.ps1` files that run Python.
+fn windows_launcher(dir: &Path, read: &mut Vec<PathBuf>) -> Option<WindowsTarget> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    let mut files: Vec<PathBuf> = entries
+        .take(MAX_DIR_ENTRIES)
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "bat" | "cmd" | "ps1"))
+        })
+        .collect();
+    files.sort();
+    for p in files {
+        if std::fs::metadata(&p).map_or(true, |m| !m.is_file() || m.len() > MAX_LAUNCHER_SIZE) {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(&p) else {
+            continue;
+        };
+        read.push(p.clone());
+        let lower = String::from_utf8_lossy(&bytes).to_ascii_lowercase();
+        // A Python launcher, not a build wrapper such as `gradlew.bat`.
+        if lower.contains("python") || lower.contains(".py") || lower.contains("torchrun") {
+            return Some(WindowsTarget {
+                what: "a Windows launcher runs Python".into(),
+                path: p,
+            });
+        }
+    }
+    None
+}
+
+/// Does the project `file` belongs to target native Windows? Evidence is looked for in the
+/// file's directory and its ancestors up to the repository root: Windows launchers (`.bat`,
+/// `.cmd`, `.ps1` scripts that run Python) and CI configuration with a Windows runner.
+pub fn windows_target(file: &Path, root: &Path) -> Option<WindowsTarget> {
+    for dir in launcher_dirs(file, root) {
+        let cached = WINDOWS_DIRS.lock().ok().and_then(|d| d.get(&dir).cloned());
+        let facts = cached.unwrap_or_else(|| {
+            let mut read = Vec::new();
+            let found = windows_launcher(&dir, &mut read).or_else(|| ci_windows(&dir, &mut read));
+            let facts = Arc::new((found, read));
+            if let Ok(mut d) = WINDOWS_DIRS.lock() {
+                d.insert(dir.clone(), facts.clone());
+            }
+            facts
+        });
+        crate::engine::note_dependency(&dir);
+        for f in &facts.1 {
+            crate::engine::note_dependency(f);
+        }
+        if let Some(t) = &facts.0 {
+            return Some(t.clone());
+        }
+        if dir.join(".git").exists() {
+            break;
+        }
+    }
+    None
+}
+
 /// What a local module does that matters to the modules importing it.
 #[derive(Debug, Default)]
 pub struct ModuleFacts {
@@ -404,6 +644,16 @@ mod tests {
             ),
             None
         );
+
+        std::fs::create_dir_all(repo.join(".github/workflows")).unwrap();
+        std::fs::write(
+            repo.join(".github/workflows/ci.yml"),
+            "jobs:\n  test:\n    strategy:\n      matrix:\n        os: [ubuntu-latest, windows-latest]\n    runs-on: ${{ matrix.os }}\n",
+        )
+        .unwrap();
+        std::fs::write(pkg.join("gradlew.bat"), "@rem gradle wrapper\n").unwrap();
+        let w = windows_target(&pkg.join("other.py"), Path::new("/nonexistent-root")).unwrap();
+        assert_eq!(w.what, "CI runs on `windows-latest`");
 
         let src = "import tensorflow as tf\nimport gpu_setup\nmodel.fit(x)\n";
         let tree = parse(Lang::Python, src).unwrap();
