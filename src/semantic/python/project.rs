@@ -277,7 +277,7 @@ fn dir_torch(dir: &Path) -> Arc<DirTorch> {
 /// `pyproject.toml`, conda environment files, Dockerfiles) pin `torch`. `None` when no
 /// manifest says which torch the project runs.
 pub fn project_torch(file: &Path, root: &Path) -> Option<TorchPin> {
-    for dir in launcher_dirs(file, root) {
+    for dir in search_dirs(file, root) {
         let facts = dir_torch(&dir);
         crate::engine::note_dependency(&dir);
         for f in &facts.read {
@@ -403,7 +403,7 @@ fn windows_launcher(dir: &Path, read: &mut Vec<PathBuf>) -> Option<WindowsTarget
 /// file's directory and its ancestors up to the repository root: Windows launchers (`.bat`,
 /// `.cmd`, `.ps1` scripts that run Python) and CI configuration with a Windows runner.
 pub fn windows_target(file: &Path, root: &Path) -> Option<WindowsTarget> {
-    for dir in launcher_dirs(file, root) {
+    for dir in search_dirs(file, root) {
         let cached = WINDOWS_DIRS.lock().ok().and_then(|d| d.get(&dir).cloned());
         let facts = cached.unwrap_or_else(|| {
             let mut read = Vec::new();
