@@ -15,6 +15,7 @@ pub mod discover;
 pub mod docs;
 pub mod engine;
 pub mod lang;
+pub mod link;
 pub mod manifest;
 pub mod memory;
 pub mod noqa_writer;

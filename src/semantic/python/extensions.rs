@@ -1,0 +1,1090 @@
+//! Native extensions a Python file builds, and the C++/CUDA sources each one compiles.
+//!
+//! A build call is found through imports and aliases: `torch.utils.cpp_extension.load`,
+//! `load_inline`, `CUDAExtension` and `CppExtension` (in a `setup.py` or anywhere), and
+//! TensorFlow's `load_op_library`. Its source list is folded without running anything: string
+//! literals and f-strings, names bound to them (with `+=`, `.append` and `.extend` of the same
+//! list in the same scope), `__file__`, `os.path.join/dirname/abspath/realpath`,
+//! `Path(__file__).parent / "x.cu"`, list concatenation, a simple list comprehension, and
+//! `glob.glob` / `Path.glob` patterns, which are expanded against the file system relative to the
+//! file. A part that does not fold is recorded as unresolved, never guessed.
+//!
+//! Relative sources are taken relative to the file's folder. That is certain for a `setup.py`
+//! (pip runs it from its folder) and for paths built from `__file__`; for `load()` elsewhere the
+//! working directory at run time is unknown, so such a path is linked only when it exists next to
+//! the file. `tf.load_op_library("x.so")` is mapped to the `x.cc`, `x.cu.cc`, `x.cu` and `x.cpp`
+//! next to the library, when they exist. `load_inline(cpp_sources=…, cuda_sources=…)` with
+//! literal (or constant) strings yields the source text itself, laid out at the same byte offsets
+//! as in the Python file so that findings in it point into the Python file.
+//!
+//! Every file or folder consulted is recorded with [`crate::engine::note_dependency`], so a
+//! cached result is dropped when a named source appears, disappears or a globbed folder changes.
+
+use super::PythonModel;
+use crate::diagnostic::Span;
+use crate::semantic::{descendants, named_children, NodeExt};
+use std::path::{Component, Path, PathBuf};
+use tree_sitter::Node;
+
+/// Bytes a file must contain to possibly build an extension.
+pub const NEEDLES: &[&str] = &["cpp_extension", "load_op_library"];
+
+/// How deep folding may go (names bound to names bound to lists …).
+const MAX_DEPTH: usize = 24;
+/// Paths one glob may expand to.
+const MAX_GLOB_MATCHES: usize = 2048;
+/// Folders one recursive `**` may descend.
+const MAX_GLOB_DEPTH: usize = 12;
+
+/// The kind of build call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildKind {
+    CudaExtension,
+    CppExtension,
+    Load,
+    LoadInline,
+    LoadOpLibrary,
+}
+
+impl BuildKind {
+    /// As shown to users.
+    pub fn label(self) -> &'static str {
+        match self {
+            BuildKind::CudaExtension => "CUDAExtension",
+            BuildKind::CppExtension => "CppExtension",
+            BuildKind::Load => "load",
+            BuildKind::LoadInline => "load_inline",
+            BuildKind::LoadOpLibrary => "tf.load_op_library",
+        }
+    }
+
+    fn of(qualified: &str) -> Option<BuildKind> {
+        let (module, name) = qualified.rsplit_once('.')?;
+        if module == "torch.utils.cpp_extension" {
+            return match name {
+                "CUDAExtension" => Some(BuildKind::CudaExtension),
+                "CppExtension" => Some(BuildKind::CppExtension),
+                "load" => Some(BuildKind::Load),
+                "load_inline" => Some(BuildKind::LoadInline),
+                _ => None,
+            };
+        }
+        (name == "load_op_library" && (module == "tensorflow" || module.starts_with("tensorflow.")))
+            .then_some(BuildKind::LoadOpLibrary)
+    }
+}
+
+/// A source file an extension compiles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// The path, as the file system sees it from the working directory (lexically normalized).
+    pub path: PathBuf,
+    /// The expression that names it.
+    pub span: Span,
+    /// The file exists.
+    pub exists: bool,
+}
+
+/// A part of a source list that could not be folded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unresolved {
+    pub span: Span,
+    pub reason: String,
+}
+
+/// Source text passed inline (`load_inline`): `text` has the Python file's length, with the
+/// string's content at its own offsets and everything else blanked (line breaks kept).
+#[derive(Debug, Clone)]
+pub struct Inline {
+    /// The string expression.
+    pub span: Span,
+    pub text: String,
+}
+
+/// One extension build call.
+#[derive(Debug, Clone)]
+pub struct ExtensionBuild {
+    pub kind: BuildKind,
+    /// The call.
+    pub call: Span,
+    /// The extension's name (or, for `load_op_library`, the library's file name) when constant.
+    pub name: Option<String>,
+    /// Sources found, in list order (glob matches sorted), without duplicates.
+    pub sources: Vec<Source>,
+    /// Sources given as text (`load_inline`).
+    pub inline: Vec<Inline>,
+    pub unresolved: Vec<Unresolved>,
+}
+
+impl ExtensionBuild {
+    /// `CUDAExtension "fused_adam"`, `load_inline`, …
+    pub fn describe(&self) -> String {
+        match &self.name {
+            Some(n) => format!("{} \"{n}\"", self.kind.label()),
+            None => self.kind.label().to_string(),
+        }
+    }
+}
+
+/// The extension builds of the module `m`, which is the file at `file` (as the working directory
+/// sees it). Reads the file system (globs, existence of sources), never runs anything.
+pub fn collect(m: &PythonModel<'_>, file: &Path) -> Vec<ExtensionBuild> {
+    let mut out = Vec::new();
+    for &(call, _) in &m.calls {
+        let Some(kind) = m.call_name(call).as_deref().and_then(BuildKind::of) else {
+            continue;
+        };
+        let folder = Folder { m, file };
+        out.push(folder.build(call, kind));
+    }
+    out
+}
+
+/// A folded string: its value and whether it is anchored to the file (`__file__`).
+#[derive(Debug, Clone)]
+struct Str {
+    value: String,
+    anchored: bool,
+}
+
+/// A folded source item: a path string and the expression it came from.
+type Item = Result<(Str, Span), Unresolved>;
+
+struct Folder<'a, 'm> {
+    m: &'a PythonModel<'m>,
+    file: &'a Path,
+}
+
+/// Positional or keyword argument of a call.
+fn argument<'t>(call: Node<'t>, position: usize, keyword: &str, source: &str) -> Option<Node<'t>> {
+    let args = call.field("arguments")?;
+    let mut i = 0;
+    for a in named_children(args) {
+        match a.kind() {
+            "keyword_argument" => {
+                if a.field("name").and_then(|n| source.get(n.byte_range())) == Some(keyword) {
+                    return a.field("value");
+                }
+            }
+            "comment" => {}
+            "list_splat" | "dictionary_splat" => i = usize::MAX / 2,
+            _ => {
+                if i == position {
+                    return Some(a);
+                }
+                i += 1;
+            }
+        }
+    }
+    None
+}
+
+fn has_dict_splat(call: Node<'_>) -> bool {
+    call.field("arguments")
+        .is_some_and(|a| named_children(a).any(|c| c.kind() == "dictionary_splat"))
+}
+
+fn unresolved(node: Node<'_>, reason: impl Into<String>) -> Unresolved {
+    Unresolved {
+        span: Span::of(&node),
+        reason: reason.into(),
+    }
+}
+
+impl<'m> Folder<'_, 'm> {
+    fn text(&self, n: Node<'_>) -> &'m str {
+        self.m.text(n)
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.file
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+    }
+
+    fn build(&self, call: Node<'_>, kind: BuildKind) -> ExtensionBuild {
+        let src = self.m.source;
+        let mut b = ExtensionBuild {
+            kind,
+            call: Span::of(&call),
+            name: None,
+            sources: Vec::new(),
+            inline: Vec::new(),
+            unresolved: Vec::new(),
+        };
+        let name_arg = match kind {
+            BuildKind::LoadOpLibrary => argument(call, 0, "library_filename", src),
+            _ => argument(call, 0, "name", src),
+        };
+        let name = name_arg.and_then(|n| self.string(n, &[], 0));
+        b.name = name.map(|s| match kind {
+            BuildKind::LoadOpLibrary => Path::new(&s.value)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or(s.value),
+            _ => s.value,
+        });
+        match kind {
+            BuildKind::LoadInline => {
+                for (pos, kw) in [(1, "cpp_sources"), (2, "cuda_sources")] {
+                    if let Some(arg) = argument(call, pos, kw, src) {
+                        self.inline_sources(arg, &mut b);
+                    }
+                }
+                if b.inline.is_empty() && b.unresolved.is_empty() && has_dict_splat(call) {
+                    b.unresolved.push(unresolved(call, "built from `**kwargs`"));
+                }
+            }
+            BuildKind::LoadOpLibrary => {
+                let Some(arg) = name_arg else {
+                    b.unresolved.push(unresolved(call, "no library path"));
+                    return b;
+                };
+                match self.string(arg, &[], 0) {
+                    Some(s) => self.op_library_sources(arg, &s, &mut b),
+                    None => b
+                        .unresolved
+                        .push(unresolved(arg, "the library path is not a constant")),
+                }
+            }
+            _ => {
+                let Some(arg) = argument(call, 1, "sources", src) else {
+                    let why = if has_dict_splat(call) {
+                        "built from `**kwargs`"
+                    } else {
+                        "no `sources` argument"
+                    };
+                    b.unresolved.push(unresolved(call, why));
+                    return b;
+                };
+                let mut items = Vec::new();
+                self.items(arg, &[], &mut items, 0);
+                // Relative paths are relative to the working directory of the build: certain
+                // for a setup.py (run from its folder), unknown for a script.
+                let setup = crate::manifest::is_setup_py(self.file);
+                for item in items {
+                    match item {
+                        Ok((s, span)) => {
+                            let path = self.resolve(&s);
+                            let exists = path.is_file();
+                            crate::engine::note_dependency(&path);
+                            if !exists
+                                && !s.anchored
+                                && !setup
+                                && !Path::new(&s.value).is_absolute()
+                            {
+                                b.unresolved.push(Unresolved {
+                                    span,
+                                    reason: format!(
+                                        "`{}` is relative to the working directory at run time and is not next to this file",
+                                        s.value
+                                    ),
+                                });
+                                continue;
+                            }
+                            push_source(&mut b.sources, Source { path, span, exists });
+                        }
+                        Err(u) => b.unresolved.push(u),
+                    }
+                }
+            }
+        }
+        b
+    }
+
+    /// A path as the working directory sees it: anchored and absolute paths as they are,
+    /// relative ones below the file's folder.
+    fn resolve(&self, s: &Str) -> PathBuf {
+        let p = Path::new(&s.value);
+        if s.anchored || p.is_absolute() {
+            normalize(p)
+        } else {
+            normalize(&self.dir().join(p))
+        }
+    }
+
+    /// `x.so` → the C++/CUDA sources with the same stem next to it.
+    fn op_library_sources(&self, arg: Node<'_>, lib: &Str, b: &mut ExtensionBuild) {
+        let path = self.resolve(lib);
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            b.unresolved
+                .push(unresolved(arg, "the library path has no file name"));
+            return;
+        };
+        let stem = name.split('.').next().unwrap_or(name);
+        let mut stems = vec![stem];
+        for prefix in ["lib", "_"] {
+            if let Some(s) = stem.strip_prefix(prefix).filter(|s| !s.is_empty()) {
+                stems.push(s);
+            }
+        }
+        let listed = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir.as_path()
+        };
+        crate::engine::note_dependency(listed);
+        let mut found = Vec::new();
+        for s in stems {
+            for ext in ["cc", "cu.cc", "cu", "cpp"] {
+                let p = dir.join(format!("{s}.{ext}"));
+                if p.is_file() && !found.contains(&p) {
+                    found.push(p);
+                }
+            }
+        }
+        if found.is_empty() {
+            b.unresolved.push(unresolved(
+                arg,
+                format!("no C++/CUDA source with the stem of `{name}` next to it"),
+            ));
+        }
+        for path in found {
+            push_source(
+                &mut b.sources,
+                Source {
+                    path,
+                    span: Span::of(&arg),
+                    exists: true,
+                },
+            );
+        }
+    }
+
+    /// `cuda_sources="..."`, `[SRC_A, SRC_B]`, or a name bound to either.
+    fn inline_sources(&self, arg: Node<'_>, b: &mut ExtensionBuild) {
+        let mut stack = vec![(arg, 0usize)];
+        while let Some((n, depth)) = stack.pop() {
+            if depth > MAX_DEPTH {
+                b.unresolved.push(unresolved(n, "nested too deeply"));
+                continue;
+            }
+            match n.kind() {
+                "string" | "concatenated_string" => match inline_text(n, self.m.source) {
+                    Some(text) => b.inline.push(Inline {
+                        span: Span::of(&n),
+                        text,
+                    }),
+                    None => b
+                        .unresolved
+                        .push(unresolved(n, "the source text is an f-string")),
+                },
+                "list" | "tuple" | "parenthesized_expression" => {
+                    let children: Vec<_> = named_children(n)
+                        .filter(|c| c.kind() != "comment")
+                        .collect();
+                    stack.extend(children.into_iter().rev().map(|c| (c, depth + 1)));
+                }
+                "identifier" => match self.m.value_of_name(n, self.text(n)) {
+                    Some(v) if v.kind() != "assignment" => stack.push((v, depth + 1)),
+                    _ => b.unresolved.push(unresolved(
+                        n,
+                        format!("`{}` is not a constant", self.text(n)),
+                    )),
+                },
+                _ => b
+                    .unresolved
+                    .push(unresolved(n, "the source text is not a constant string")),
+            }
+        }
+        b.inline.sort_by_key(|i| i.span.start);
+        b.inline.dedup_by_key(|i| i.span);
+    }
+
+    /// The items of a source list expression, in order.
+    fn items(&self, expr: Node<'_>, env: &[(&str, Str)], out: &mut Vec<Item>, depth: usize) {
+        if depth > MAX_DEPTH {
+            out.push(Err(unresolved(expr, "nested too deeply")));
+            return;
+        }
+        let d = depth + 1;
+        match expr.kind() {
+            "list" | "tuple" | "set" => {
+                for c in named_children(expr) {
+                    if c.kind() != "comment" {
+                        self.items(c, env, out, d);
+                    }
+                }
+                return;
+            }
+            "list_splat" | "parenthesized_expression" => {
+                if let Some(c) = expr.named_child(0) {
+                    self.items(c, env, out, d);
+                }
+                return;
+            }
+            "binary_operator"
+                if expr.field("operator").map(|o| self.text(o)) == Some("+")
+                    && self.string(expr, env, d).is_none() =>
+            {
+                if let (Some(l), Some(r)) = (expr.field("left"), expr.field("right")) {
+                    self.items(l, env, out, d);
+                    self.items(r, env, out, d);
+                    return;
+                }
+            }
+            "list_comprehension" if self.comprehension(expr, env, out, d) => return,
+            "identifier"
+                if self.text(expr) != "__file__"
+                    && !env.iter().any(|(n, _)| *n == self.text(expr)) =>
+            {
+                self.name_items(expr, out, d);
+                return;
+            }
+            "call" if self.call_items(expr, env, out, d) => return,
+            _ => {}
+        }
+        match self.string(expr, env, d) {
+            Some(s) => out.push(Ok((s, Span::of(&expr)))),
+            None => out.push(Err(unresolved(expr, "not a constant path"))),
+        }
+    }
+
+    /// A name's list: its one plain assignment in the scope that binds it, plus what `+=`,
+    /// `.append()` and `.extend()` add to it in that scope.
+    fn name_items(&self, at: Node<'_>, out: &mut Vec<Item>, depth: usize) {
+        let name = self.text(at);
+        let mut scope = self.m.enclosing_function(at);
+        if let Some(f) = scope {
+            if !self.m.function_binds(f, name) {
+                scope = None;
+            }
+        }
+        let in_scope = |n: Node<'_>| self.m.enclosing_function(n) == scope;
+        let target = |n: Node<'_>| {
+            n.field("left")
+                .is_some_and(|l| l.kind() == "identifier" && self.text(l) == name)
+        };
+        let mut base = None;
+        let mut count = 0;
+        let mut added = Vec::new();
+        for &a in &self.m.assignments {
+            if !target(a) || !in_scope(a) {
+                continue;
+            }
+            if a.kind() == "assignment" {
+                count += 1;
+                base = a.field("right");
+            } else if a.field("operator").map(|o| self.text(o)) == Some("+=") {
+                added.extend(a.field("right"));
+            } else {
+                count += 2;
+            }
+        }
+        for &(call, _) in &self.m.calls {
+            let Some(func) = call.field("function").filter(|f| f.kind() == "attribute") else {
+                continue;
+            };
+            let (Some(obj), Some(attr)) = (func.field("object"), func.field("attribute")) else {
+                continue;
+            };
+            if obj.kind() != "identifier" || self.text(obj) != name || !in_scope(call) {
+                continue;
+            }
+            match self.text(attr) {
+                "append" | "extend" => {
+                    if let Some(arg) = argument(call, 0, "", self.m.source) {
+                        added.push(arg);
+                    }
+                }
+                "insert" | "remove" | "pop" | "clear" => count += 2,
+                _ => {}
+            }
+        }
+        match (count, base) {
+            (1, Some(v)) => {
+                self.items(v, &[], out, depth);
+                for a in added {
+                    self.items(a, &[], out, depth);
+                }
+            }
+            _ => out.push(Err(unresolved(
+                at,
+                format!("`{name}` is not bound once to a constant list"),
+            ))),
+        }
+    }
+
+    /// `[os.path.join(d, f) for f in [...]]` with one `for` and no `if`.
+    fn comprehension(
+        &self,
+        expr: Node<'_>,
+        env: &[(&str, Str)],
+        out: &mut Vec<Item>,
+        depth: usize,
+    ) -> bool {
+        let clauses: Vec<Node<'_>> = named_children(expr).skip(1).collect();
+        let (Some(body), [clause]) = (expr.field("body"), clauses.as_slice()) else {
+            return false;
+        };
+        if clause.kind() != "for_in_clause" {
+            return false;
+        }
+        let (Some(var), Some(iter)) = (clause.field("left"), clause.field("right")) else {
+            return false;
+        };
+        if var.kind() != "identifier" {
+            return false;
+        }
+        let mut values = Vec::new();
+        self.items(iter, env, &mut values, depth);
+        for v in values {
+            match v {
+                Ok((s, span)) => {
+                    let mut env2: Vec<(&str, Str)> = env.to_vec();
+                    env2.push((self.text(var), s));
+                    match self.string(body, &env2, depth) {
+                        Some(s) => out.push(Ok((s, span))),
+                        None => out.push(Err(unresolved(body, "not a constant path"))),
+                    }
+                }
+                Err(u) => out.push(Err(u)),
+            }
+        }
+        true
+    }
+
+    /// `glob.glob(p)`, `Path(d).glob(p)`, `sorted(x)`, `list(x)`: true when handled.
+    fn call_items(
+        &self,
+        call: Node<'_>,
+        env: &[(&str, Str)],
+        out: &mut Vec<Item>,
+        depth: usize,
+    ) -> bool {
+        let src = self.m.source;
+        let Some(func) = call.field("function") else {
+            return false;
+        };
+        let q = self.m.qualified_name(func);
+        if let Some("glob.glob" | "glob.iglob") = q.as_deref() {
+            let Some(p) = argument(call, 0, "pathname", src) else {
+                return false;
+            };
+            let recursive = argument(call, usize::MAX, "recursive", src)
+                .is_some_and(|r| self.text(r) == "True");
+            match self.string(p, env, depth) {
+                Some(s) => self.glob(&self.resolve(&s), &s, recursive, Span::of(&p), out),
+                None => out.push(Err(unresolved(p, "the glob pattern is not a constant"))),
+            }
+            return true;
+        }
+        if func.kind() == "identifier"
+            && matches!(self.text(func), "sorted" | "list")
+            && q.is_none()
+        {
+            if let Some(a) = argument(call, 0, "", src) {
+                self.items(a, env, out, depth);
+                return true;
+            }
+        }
+        // `Path(d).glob("*.cu")`, `here.rglob("*.cu")`.
+        if func.kind() == "attribute" {
+            let attr = func.field("attribute").map(|a| self.text(a));
+            if let (Some(a @ ("glob" | "rglob")), Some(obj)) = (attr, func.field("object")) {
+                let (Some(base), Some(p)) = (
+                    self.string(obj, env, depth),
+                    argument(call, 0, "pattern", src),
+                ) else {
+                    return false;
+                };
+                let Some(pat) = self.string(p, env, depth) else {
+                    out.push(Err(unresolved(p, "the glob pattern is not a constant")));
+                    return true;
+                };
+                let pat = if a == "rglob" {
+                    format!("**/{}", pat.value)
+                } else {
+                    pat.value
+                };
+                let full = self.resolve(&base).join(&pat);
+                self.glob(&full, &base, true, Span::of(&call), out);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Expands a glob pattern (already relative to the working directory) the way Python's
+    /// `glob` does, sorted. `**` spans folders only when `recursive`.
+    fn glob(&self, pattern: &Path, s: &Str, recursive: bool, span: Span, out: &mut Vec<Item>) {
+        let mut current: Vec<PathBuf> = vec![PathBuf::new()];
+        let comps: Vec<Component<'_>> = pattern.components().collect();
+        for (i, c) in comps.iter().enumerate() {
+            let last = i + 1 == comps.len();
+            let part = c.as_os_str().to_string_lossy();
+            let is_pattern = part.contains(['*', '?', '[']);
+            let mut next = Vec::new();
+            for base in &current {
+                if !is_pattern {
+                    let p = base.join(c.as_os_str());
+                    if last || p.is_dir() {
+                        next.push(p);
+                    }
+                    continue;
+                }
+                if part == "**" && recursive {
+                    // Zero or more folders.
+                    let mut stack = vec![(base.clone(), 0)];
+                    while let Some((d, depth)) = stack.pop() {
+                        next.push(d.clone());
+                        if depth >= MAX_GLOB_DEPTH {
+                            continue;
+                        }
+                        for (p, is_dir) in list(&d) {
+                            if is_dir && !hidden(&p) {
+                                stack.push((p, depth + 1));
+                            }
+                        }
+                    }
+                    continue;
+                }
+                let Ok(matcher) = globset::GlobBuilder::new(&part.replace("**", "*"))
+                    .literal_separator(true)
+                    .backslash_escape(true)
+                    .build()
+                    .map(|g| g.compile_matcher())
+                else {
+                    out.push(Err(Unresolved {
+                        span,
+                        reason: format!("invalid glob pattern `{}`", s.value),
+                    }));
+                    return;
+                };
+                for (p, is_dir) in list(base) {
+                    let Some(name) = p.file_name() else { continue };
+                    if hidden(&p) && !part.starts_with('.') {
+                        continue;
+                    }
+                    if matcher.is_match(name) && (last || is_dir) {
+                        next.push(p);
+                    }
+                }
+            }
+            next.sort();
+            next.dedup();
+            next.truncate(MAX_GLOB_MATCHES);
+            current = next;
+        }
+        let mut found: Vec<PathBuf> = current
+            .into_iter()
+            .filter(|p| p.is_file())
+            .map(|p| normalize(&p))
+            .collect();
+        found.sort();
+        for p in found {
+            out.push(Ok((
+                Str {
+                    value: p.to_string_lossy().into_owned(),
+                    anchored: true,
+                },
+                span,
+            )));
+        }
+    }
+
+    /// The constant string or path an expression stands for.
+    fn string(&self, expr: Node<'_>, env: &[(&str, Str)], depth: usize) -> Option<Str> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let d = depth + 1;
+        let plain = |value: String| Str {
+            value,
+            anchored: false,
+        };
+        match expr.kind() {
+            "string" => self.fstring(expr, env, d),
+            "concatenated_string" => {
+                let mut acc = plain(String::new());
+                for part in named_children(expr) {
+                    let s = self.fstring(part, env, d)?;
+                    acc.value.push_str(&s.value);
+                    acc.anchored |= s.anchored;
+                }
+                Some(acc)
+            }
+            "parenthesized_expression" => self.string(expr.named_child(0)?, env, d),
+            "identifier" => {
+                let name = self.text(expr);
+                if let Some((_, v)) = env.iter().rev().find(|(n, _)| *n == name) {
+                    return Some(v.clone());
+                }
+                if name == "__file__" {
+                    return Some(Str {
+                        value: self.file.to_string_lossy().into_owned(),
+                        anchored: true,
+                    });
+                }
+                let v = self.m.value_of_name(expr, name)?;
+                if v.kind() == "assignment" {
+                    return None;
+                }
+                self.string(v, &[], d)
+            }
+            "binary_operator" => {
+                let op = self.text(expr.field("operator")?);
+                let l = self.string(expr.field("left")?, env, d)?;
+                let r = self.string(expr.field("right")?, env, d)?;
+                match op {
+                    "+" => Some(Str {
+                        value: l.value + &r.value,
+                        anchored: l.anchored || r.anchored,
+                    }),
+                    "/" => Some(join(l, r)),
+                    _ => None,
+                }
+            }
+            "attribute" => {
+                // `Path(__file__).parent`, `p.parent.parent`
+                let attr = self.text(expr.field("attribute")?);
+                if attr != "parent" {
+                    return None;
+                }
+                Some(parent(self.string(expr.field("object")?, env, d)?))
+            }
+            "call" => self.call_string(expr, env, d),
+            _ => None,
+        }
+    }
+
+    fn call_string(&self, call: Node<'_>, env: &[(&str, Str)], depth: usize) -> Option<Str> {
+        let func = call.field("function")?;
+        let args: Vec<Node<'_>> = named_children(call.field("arguments")?)
+            .filter(|a| a.kind() != "comment")
+            .collect();
+        let first = || args.first().copied();
+        if let Some(q) = self.m.qualified_name(func) {
+            match q.as_str() {
+                "os.path.join" | "posixpath.join" => {
+                    let mut acc: Option<Str> = None;
+                    for a in &args {
+                        if a.kind() == "keyword_argument" {
+                            return None;
+                        }
+                        let s = self.string(*a, env, depth)?;
+                        acc = Some(match acc {
+                            None => s,
+                            Some(l) => join(l, s),
+                        });
+                    }
+                    return acc;
+                }
+                "os.path.dirname" => return Some(parent(self.string(first()?, env, depth)?)),
+                "os.path.abspath" | "os.path.realpath" | "os.path.normpath" | "os.fspath"
+                | "pathlib.Path" | "pathlib.PurePath" | "pathlib.PosixPath" => {
+                    if args.len() != 1 {
+                        return None;
+                    }
+                    return self.string(first()?, env, depth);
+                }
+                q if q.ends_with("resource_loader.get_path_to_datafile") => {
+                    // TensorFlow: relative to the calling file's folder.
+                    let s = self.string(first()?, env, depth)?;
+                    let dir = parent(Str {
+                        value: self.file.to_string_lossy().into_owned(),
+                        anchored: true,
+                    });
+                    return Some(join(dir, s));
+                }
+                _ => return None,
+            }
+        }
+        match func.kind() {
+            "identifier" if self.text(func) == "str" && args.len() == 1 => {
+                self.string(first()?, env, depth)
+            }
+            "attribute" => {
+                let attr = self.text(func.field("attribute")?);
+                let obj = func.field("object")?;
+                match attr {
+                    "resolve" | "absolute" if args.is_empty() => self.string(obj, env, depth),
+                    "joinpath" => {
+                        let mut acc = self.string(obj, env, depth)?;
+                        for a in &args {
+                            acc = join(acc, self.string(*a, env, depth)?);
+                        }
+                        Some(acc)
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// A string literal or an f-string whose interpolations are plain constant expressions.
+    fn fstring(&self, node: Node<'_>, env: &[(&str, Str)], depth: usize) -> Option<Str> {
+        if node.kind() != "string" {
+            return None;
+        }
+        if let Some(value) = super::string_literal(node, self.m.source) {
+            return Some(Str {
+                value,
+                anchored: false,
+            });
+        }
+        let mut acc = Str {
+            value: String::new(),
+            anchored: false,
+        };
+        for part in named_children(node) {
+            match part.kind() {
+                "interpolation" => {
+                    if part.field("format_specifier").is_some()
+                        || part.field("type_conversion").is_some()
+                    {
+                        return None;
+                    }
+                    let s = self.string(part.field("expression")?, env, depth)?;
+                    acc.value.push_str(&s.value);
+                    acc.anchored |= s.anchored;
+                }
+                "string_content" => acc.value.push_str(self.text(part)),
+                _ => {}
+            }
+        }
+        Some(acc)
+    }
+}
+
+fn push_source(sources: &mut Vec<Source>, s: Source) {
+    if !sources.iter().any(|x| x.path == s.path) {
+        sources.push(s);
+    }
+}
+
+fn join(l: Str, r: Str) -> Str {
+    if Path::new(&r.value).is_absolute() {
+        return r;
+    }
+    Str {
+        value: Path::new(&l.value)
+            .join(&r.value)
+            .to_string_lossy()
+            .into_owned(),
+        anchored: l.anchored || r.anchored,
+    }
+}
+
+fn parent(s: Str) -> Str {
+    Str {
+        value: Path::new(&s.value)
+            .parent()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        anchored: s.anchored,
+    }
+}
+
+fn hidden(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with('.'))
+}
+
+/// The entries of a folder (empty path: the working directory), noted as a dependency.
+fn list(dir: &Path) -> Vec<(PathBuf, bool)> {
+    let d = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    crate::engine::note_dependency(d);
+    let Ok(entries) = std::fs::read_dir(d) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(PathBuf, bool)> = entries
+        .filter_map(|e| e.ok())
+        .take(MAX_GLOB_MATCHES)
+        .map(|e| {
+            let is_dir = std::fs::metadata(e.path()).is_ok_and(|m| m.is_dir());
+            (dir.join(e.file_name()), is_dir)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// `a/./b/../c` → `a/c`, lexically (no file system access).
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                let last = out.components().next_back();
+                if matches!(last, Some(Component::Normal(_))) {
+                    out.pop();
+                } else if !matches!(last, Some(Component::RootDir | Component::Prefix(_))) {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// The Python file's text with only the content of string `node` kept, at its own offsets, and
+/// everything else blanked to spaces (line breaks kept). Escapes become the character they stand
+/// for, padded to the escape's length. `None` for an f-string with interpolations.
+pub fn inline_text(node: Node<'_>, source: &str) -> Option<String> {
+    let mut out: Vec<u8> = source
+        .bytes()
+        .map(|b| if b == b'\n' || b == b'\r' { b } else { b' ' })
+        .collect();
+    let parts: Vec<Node<'_>> = if node.kind() == "concatenated_string" {
+        named_children(node).collect()
+    } else {
+        vec![node]
+    };
+    for s in parts {
+        if s.kind() != "string" {
+            return None;
+        }
+        let raw = s
+            .named_child(0)
+            .filter(|c| c.kind() == "string_start")
+            .and_then(|c| source.get(c.byte_range()))
+            .is_some_and(|t| t.contains(['r', 'R']));
+        for n in descendants(s) {
+            match n.kind() {
+                "interpolation" => return None,
+                "string_content" => {
+                    let r = n.byte_range();
+                    out[r.clone()].copy_from_slice(source.get(r)?.as_bytes());
+                }
+                _ => {}
+            }
+        }
+        if raw {
+            continue;
+        }
+        for n in descendants(s) {
+            if n.kind() != "escape_sequence" {
+                continue;
+            }
+            let r = n.byte_range();
+            let esc = source.get(r.clone())?;
+            let ch: &[u8] = match esc {
+                "\\n" => b"\n",
+                "\\t" => b"\t",
+                "\\\\" => b"\\",
+                "\\\"" => b"\"",
+                "\\'" => b"'",
+                "\\\n" => b"\n",
+                _ => continue,
+            };
+            // Pad before the character so a line break stays the last byte of the escape.
+            let pad = esc.len() - ch.len();
+            out[r.start..r.start + pad].fill(b' ');
+            out[r.start + pad..r.end].copy_from_slice(ch);
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::{parse, Lang};
+
+    fn builds(src: &str, file: &Path) -> Vec<ExtensionBuild> {
+        let tree = parse(Lang::Python, src).unwrap();
+        let m = super::super::build(&tree, src);
+        collect(&m, file)
+    }
+
+    #[test]
+    fn folds_source_lists() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        for f in [
+            "csrc/a.cu",
+            "csrc/b.cu",
+            "csrc/.hidden.cu",
+            "csrc/c.cpp",
+            "ops/x.cc",
+            "ops/x.cu.cc",
+        ] {
+            std::fs::create_dir_all(d.join(f).parent().unwrap()).unwrap();
+            std::fs::write(d.join(f), "").unwrap();
+        }
+        let setup = d.join("setup.py");
+        let src = r#"
+import os, glob
+from pathlib import Path
+from torch.utils.cpp_extension import CUDAExtension, load
+import torch.utils.cpp_extension as ext
+import tensorflow as tf
+HERE = os.path.dirname(os.path.abspath(__file__))
+COMMON = ["csrc/c.cpp"]
+def exts():
+    srcs = glob.glob("csrc/*.cu") + COMMON
+    srcs += [os.path.join(HERE, "missing.cu")]
+    return [CUDAExtension("fused", srcs)]
+load(name="jit", sources=[str(Path(__file__).parent / "csrc" / "a.cu"), unknown_path])
+ext.load("j2", [os.path.join(HERE, f) for f in ["csrc/a.cu", "csrc/b.cu"]])
+tf.load_op_library(os.path.join(HERE, "ops", "_x.so"))
+ext.load("rel", ["nowhere.cu"])
+ext.CUDAExtension(**kw)
+"#;
+        let b = builds(src, &setup);
+        assert_eq!(b.len(), 6);
+        let paths = |i: usize| -> Vec<String> {
+            b[i].sources
+                .iter()
+                .map(|s| s.path.strip_prefix(d).unwrap().display().to_string())
+                .collect()
+        };
+        assert_eq!(b[0].describe(), "CUDAExtension \"fused\"");
+        assert_eq!(
+            paths(0),
+            ["csrc/a.cu", "csrc/b.cu", "csrc/c.cpp", "missing.cu"]
+        );
+        assert!(!b[0].sources[3].exists && b[0].sources[0].exists);
+        assert_eq!(paths(1), ["csrc/a.cu"]);
+        assert_eq!(b[1].unresolved.len(), 1, "{:?}", b[1].unresolved);
+        assert_eq!(paths(2), ["csrc/a.cu", "csrc/b.cu"]);
+        assert_eq!(paths(3), ["ops/x.cc", "ops/x.cu.cc"]);
+        assert_eq!(b[3].describe(), "tf.load_op_library \"_x.so\"");
+        // setup.py: relative paths are relative to its folder, so a missing one is a source.
+        assert_eq!(paths(4), ["nowhere.cu"]);
+        assert!(b[5].sources.is_empty() && b[5].unresolved[0].reason.contains("kwargs"));
+        // Elsewhere, a relative path that is not next to the file is not guessed at.
+        let b = builds(src, &d.join("train.py"));
+        assert!(b[4].sources.is_empty() && b[4].unresolved.len() == 1);
+    }
+
+    #[test]
+    fn inline_sources_keep_offsets() {
+        let src = "from torch.utils.cpp_extension import load_inline\nK = '''\n__global__ void k(float* x) { x[threadIdx.x] = 0; }\n'''\nload_inline('k', cpp_sources='int f();\\nint g();', cuda_sources=[K])\n";
+        let b = builds(src, Path::new("t.py"));
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].inline.len(), 2);
+        for i in &b[0].inline {
+            assert_eq!(i.text.len(), src.len());
+        }
+        let k = &b[0].inline[0].text;
+        let at = src.find("__global__").unwrap();
+        assert_eq!(&k[at..at + 10], "__global__");
+        assert!(k[..at].trim().is_empty());
+        let cpp = &b[0].inline[1].text;
+        assert!(cpp.contains("int f(); \nint g();"), "{cpp:?}");
+        let b = builds(
+            "from torch.utils.cpp_extension import load_inline\nload_inline('k', cuda_sources=f'{X}')\n",
+            Path::new("t.py"),
+        );
+        assert!(b[0].inline.is_empty() && b[0].unresolved.len() == 1);
+    }
+
+    #[test]
+    fn normalizes_lexically() {
+        assert_eq!(normalize(Path::new("a/./b/../c")), PathBuf::from("a/c"));
+        assert_eq!(normalize(Path::new("../x")), PathBuf::from("../x"));
+        assert_eq!(normalize(Path::new("/a/../../x")), PathBuf::from("/x"));
+    }
+}
