@@ -278,7 +278,8 @@ impl Engine {
             });
             let what = b.describe();
             for s in b.sources.iter().filter(|s| !s.exists) {
-                let shown = crate::discover::display_path(&s.path, Path::new(""));
+                let cwd = std::env::current_dir().unwrap_or_default();
+                let shown = crate::discover::display_path(&s.path, &cwd);
                 diagnostics.push(
                     Diagnostic::new(
                         &GL002,

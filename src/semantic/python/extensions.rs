@@ -129,13 +129,70 @@ impl ExtensionBuild {
 /// The extension builds of the module `m`, which is the file at `file` (as the working directory
 /// sees it). Reads the file system (globs, existence of sources), never runs anything.
 pub fn collect(m: &PythonModel<'_>, file: &Path) -> Vec<ExtensionBuild> {
+    let folder = Folder {
+        m,
+        file,
+        absolute: absolute(file),
+    };
+    let aliases = builder_aliases(m);
     let mut out = Vec::new();
-    for &(call, _) in &m.calls {
-        let Some(kind) = m.call_name(call).as_deref().and_then(BuildKind::of) else {
+    for &(call, scope) in &m.calls {
+        let kind = match m.call_name(call) {
+            Some(q) => BuildKind::of(&q),
+            // `extension = CUDAExtension if with_cuda else CppExtension; extension(...)`
+            None => call
+                .field("function")
+                .filter(|f| f.kind() == "identifier")
+                .and_then(|f| {
+                    let name = m.text(f);
+                    let scope = scope.filter(|&s| m.function_binds(s, name));
+                    aliases.get(&(name, scope)).copied().flatten()
+                }),
+        };
+        if let Some(kind) = kind {
+            out.push(folder.build(call, kind));
+        }
+    }
+    out
+}
+
+/// Names bound to extension classes (`ext = CUDAExtension if cuda else CppExtension`), by
+/// scope: `Some(kind)` (CUDA when any of them is), `None` when something else is bound too.
+fn builder_aliases<'t>(
+    m: &PythonModel<'t>,
+) -> std::collections::HashMap<(&'t str, Option<usize>), Option<BuildKind>> {
+    let mut out = std::collections::HashMap::new();
+    for &a in &m.assignments {
+        let Some(left) = a.field("left").filter(|l| l.kind() == "identifier") else {
             continue;
         };
-        let folder = Folder { m, file };
-        out.push(folder.build(call, kind));
+        let name = m.text(left);
+        let key = (name, m.enclosing_function(a));
+        let right = a.field("right").filter(|_| a.kind() == "assignment");
+        let mut kinds = Vec::new();
+        let mut ok = right.is_some();
+        if let Some(r) = right {
+            let values: Vec<Node<'_>> = if r.kind() == "conditional_expression" {
+                named_children(r).step_by(2).collect()
+            } else {
+                vec![r]
+            };
+            for v in values {
+                match m.qualified_name(v).as_deref().and_then(BuildKind::of) {
+                    Some(k @ (BuildKind::CudaExtension | BuildKind::CppExtension)) => kinds.push(k),
+                    _ => ok = false,
+                }
+            }
+        }
+        let entry = out.entry(key).or_insert(Some(BuildKind::CppExtension));
+        *entry = match (*entry, ok) {
+            (Some(_), false) | (None, _) => None,
+            (Some(k), true) => Some(if kinds.contains(&BuildKind::CudaExtension) {
+                BuildKind::CudaExtension
+            } else {
+                k
+            }),
+        };
     }
     out
 }
@@ -150,9 +207,22 @@ struct Str {
 /// A folded source item: a path string and the expression it came from.
 type Item = Result<(Str, Span), Unresolved>;
 
+/// The value of a name while folding: a string, or a list of items.
+#[derive(Debug, Clone)]
+enum Val {
+    Str(Str),
+    List(Vec<Item>),
+}
+
+/// Names with known values (comprehension variables, a list being rebuilt from itself).
+type Env<'e> = [(&'e str, Val)];
+
 struct Folder<'a, 'm> {
     m: &'a PythonModel<'m>,
+    /// The file as given (for `is_setup_py`).
     file: &'a Path,
+    /// The file's absolute path (what `__file__` is).
+    absolute: PathBuf,
 }
 
 /// Positional or keyword argument of a call.
@@ -197,7 +267,7 @@ impl<'m> Folder<'_, 'm> {
     }
 
     fn dir(&self) -> PathBuf {
-        self.file
+        self.absolute
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default()
@@ -297,10 +367,19 @@ impl<'m> Folder<'_, 'm> {
     /// relative ones below the file's folder.
     fn resolve(&self, s: &Str) -> PathBuf {
         let p = Path::new(&s.value);
-        if s.anchored || p.is_absolute() {
+        if p.is_absolute() {
             normalize(p)
         } else {
             normalize(&self.dir().join(p))
+        }
+    }
+
+    /// `os.path.abspath(p)`: a relative path is taken from the file's folder (the working
+    /// directory of a setup.py).
+    fn absolutize(&self, s: Str) -> Str {
+        Str {
+            value: self.resolve(&s).to_string_lossy().into_owned(),
+            anchored: s.anchored,
         }
     }
 
@@ -394,7 +473,7 @@ impl<'m> Folder<'_, 'm> {
     }
 
     /// The items of a source list expression, in order.
-    fn items(&self, expr: Node<'_>, env: &[(&str, Str)], out: &mut Vec<Item>, depth: usize) {
+    fn items(&self, expr: Node<'_>, env: &Env<'_>, out: &mut Vec<Item>, depth: usize) {
         if depth > MAX_DEPTH {
             out.push(Err(unresolved(expr, "nested too deeply")));
             return;
@@ -426,11 +505,20 @@ impl<'m> Folder<'_, 'm> {
                 }
             }
             "list_comprehension" if self.comprehension(expr, env, out, d) => return,
-            "identifier"
-                if self.text(expr) != "__file__"
-                    && !env.iter().any(|(n, _)| *n == self.text(expr)) =>
-            {
-                self.name_items(expr, out, d);
+            "identifier" if self.text(expr) != "__file__" => {
+                let name = self.text(expr);
+                let value = match env.iter().rev().find(|(n, _)| *n == name) {
+                    Some((_, v)) => Some(v.clone()),
+                    None => self.name_value(expr, name, d),
+                };
+                match value {
+                    Some(Val::List(items)) => out.extend(items),
+                    Some(Val::Str(s)) => out.push(Ok((s, Span::of(&expr)))),
+                    None => out.push(Err(unresolved(
+                        expr,
+                        format!("`{name}` is not a constant (list)"),
+                    ))),
+                }
                 return;
             }
             "call" if self.call_items(expr, env, out, d) => return,
@@ -442,76 +530,126 @@ impl<'m> Folder<'_, 'm> {
         }
     }
 
-    /// A name's list: its one plain assignment in the scope that binds it, plus what `+=`,
-    /// `.append()` and `.extend()` add to it in that scope.
-    fn name_items(&self, at: Node<'_>, out: &mut Vec<Item>, depth: usize) {
-        let name = self.text(at);
-        let mut scope = self.m.enclosing_function(at);
-        if let Some(f) = scope {
-            if !self.m.function_binds(f, name) {
-                scope = None;
-            }
-        }
-        let in_scope = |n: Node<'_>| self.m.enclosing_function(n) == scope;
-        let target = |n: Node<'_>| {
-            n.field("left")
-                .is_some_and(|l| l.kind() == "identifier" && self.text(l) == name)
+    /// The statements that give `name` its value where `at` uses it, in document order: plain
+    /// assignments, `+=`, `.append()` and `.extend()` in the scope that binds it (in the same
+    /// scope as the use, only those before it). `None` when something else changes it.
+    fn binders(&self, at: Node<'_>, name: &str) -> Option<Vec<Node<'m>>> {
+        let use_scope = self.m.enclosing_function(at);
+        let scope = use_scope.filter(|&f| self.m.function_binds(f, name));
+        let limit = if scope == use_scope {
+            at.start_byte()
+        } else {
+            usize::MAX
         };
-        let mut base = None;
-        let mut count = 0;
-        let mut added = Vec::new();
+        let mut out = Vec::new();
         for &a in &self.m.assignments {
-            if !target(a) || !in_scope(a) {
+            if a.start_byte() >= limit {
+                break;
+            }
+            let is_target = a
+                .field("left")
+                .is_some_and(|l| l.kind() == "identifier" && self.text(l) == name);
+            if !is_target || a.end_byte() > limit || self.m.enclosing_function(a) != scope {
                 continue;
             }
-            if a.kind() == "assignment" {
-                count += 1;
-                base = a.field("right");
-            } else if a.field("operator").map(|o| self.text(o)) == Some("+=") {
-                added.extend(a.field("right"));
-            } else {
-                count += 2;
+            match a.kind() {
+                "assignment" => out.push(a),
+                _ if a.field("operator").map(|o| self.text(o)) == Some("+=") => out.push(a),
+                _ => return None,
             }
         }
         for &(call, _) in &self.m.calls {
+            if call.start_byte() >= limit {
+                break;
+            }
             let Some(func) = call.field("function").filter(|f| f.kind() == "attribute") else {
                 continue;
             };
             let (Some(obj), Some(attr)) = (func.field("object"), func.field("attribute")) else {
                 continue;
             };
-            if obj.kind() != "identifier" || self.text(obj) != name || !in_scope(call) {
+            if obj.kind() != "identifier"
+                || self.text(obj) != name
+                || call.end_byte() > limit
+                || self.m.enclosing_function(call) != scope
+            {
                 continue;
             }
             match self.text(attr) {
-                "append" | "extend" => {
-                    if let Some(arg) = argument(call, 0, "", self.m.source) {
-                        added.push(arg);
-                    }
-                }
-                "insert" | "remove" | "pop" | "clear" => count += 2,
+                "append" | "extend" => out.push(call),
+                "insert" | "remove" | "pop" | "clear" | "sort" | "reverse" => return None,
                 _ => {}
             }
         }
-        match (count, base) {
-            (1, Some(v)) => {
-                self.items(v, &[], out, depth);
-                for a in added {
-                    self.items(a, &[], out, depth);
+        out.sort_by_key(|n| n.start_byte());
+        (out.first()?.kind() == "assignment").then_some(out)
+    }
+
+    /// What a name holds where `at` uses it, following its bindings in order: a plain
+    /// assignment replaces the value (it may use the old one: `srcs = [join(d, s) for s in
+    /// srcs]`), except one in another branch of the same `if`, which adds its list; `+=`,
+    /// `.append()` and `.extend()` add to the list.
+    fn name_value(&self, at: Node<'_>, name: &str, depth: usize) -> Option<Val> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let d = depth + 1;
+        let mut current: Option<Val> = None;
+        let mut last_plain: Option<Node<'_>> = None;
+        for s in self.binders(at, name)? {
+            let env: Vec<(&str, Val)> = current.iter().map(|v| (name, v.clone())).collect();
+            match s.kind() {
+                "assignment" => {
+                    let rhs = s.field("right")?;
+                    let new = match self.string(rhs, &env, d) {
+                        Some(v) => Val::Str(v),
+                        None => {
+                            let mut items = Vec::new();
+                            self.items(rhs, &env, &mut items, d);
+                            Val::List(items)
+                        }
+                    };
+                    let alternative = last_plain.is_some_and(|p| exclusive(p, s));
+                    current = match (current, new) {
+                        (Some(Val::List(mut old)), Val::List(new)) if alternative => {
+                            old.extend(new);
+                            Some(Val::List(old))
+                        }
+                        (Some(_), _) if alternative => return None,
+                        (_, new) => Some(new),
+                    };
+                    last_plain = Some(s);
+                }
+                kind => {
+                    let Some(Val::List(mut list)) = current else {
+                        return None;
+                    };
+                    let arg = if kind == "call" {
+                        argument(s, 0, "", self.m.source)?
+                    } else {
+                        s.field("right")?
+                    };
+                    let append = kind == "call"
+                        && s.field("function")
+                            .and_then(|f| f.field("attribute"))
+                            .is_some_and(|a| self.text(a) == "append");
+                    match (append, self.string(arg, &env, d)) {
+                        (true, Some(v)) => list.push(Ok((v, Span::of(&arg)))),
+                        (true, None) => list.push(Err(unresolved(arg, "not a constant path"))),
+                        (false, _) => self.items(arg, &env, &mut list, d),
+                    }
+                    current = Some(Val::List(list));
                 }
             }
-            _ => out.push(Err(unresolved(
-                at,
-                format!("`{name}` is not bound once to a constant list"),
-            ))),
         }
+        current
     }
 
     /// `[os.path.join(d, f) for f in [...]]` with one `for` and no `if`.
     fn comprehension(
         &self,
         expr: Node<'_>,
-        env: &[(&str, Str)],
+        env: &Env<'_>,
         out: &mut Vec<Item>,
         depth: usize,
     ) -> bool {
@@ -533,8 +671,8 @@ impl<'m> Folder<'_, 'm> {
         for v in values {
             match v {
                 Ok((s, span)) => {
-                    let mut env2: Vec<(&str, Str)> = env.to_vec();
-                    env2.push((self.text(var), s));
+                    let mut env2: Vec<(&str, Val)> = env.to_vec();
+                    env2.push((self.text(var), Val::Str(s)));
                     match self.string(body, &env2, depth) {
                         Some(s) => out.push(Ok((s, span))),
                         None => out.push(Err(unresolved(body, "not a constant path"))),
@@ -547,13 +685,7 @@ impl<'m> Folder<'_, 'm> {
     }
 
     /// `glob.glob(p)`, `Path(d).glob(p)`, `sorted(x)`, `list(x)`: true when handled.
-    fn call_items(
-        &self,
-        call: Node<'_>,
-        env: &[(&str, Str)],
-        out: &mut Vec<Item>,
-        depth: usize,
-    ) -> bool {
+    fn call_items(&self, call: Node<'_>, env: &Env<'_>, out: &mut Vec<Item>, depth: usize) -> bool {
         let src = self.m.source;
         let Some(func) = call.field("function") else {
             return false;
@@ -674,11 +806,18 @@ impl<'m> Folder<'_, 'm> {
             .map(|p| normalize(&p))
             .collect();
         found.sort();
+        // Python's glob answers in the pattern's terms: relative for a relative pattern.
+        let relative = !s.anchored && !Path::new(&s.value).is_absolute();
+        let dir = self.dir();
         for p in found {
+            let value = match p.strip_prefix(&dir) {
+                Ok(rel) if relative => rel.to_string_lossy().into_owned(),
+                _ => p.to_string_lossy().into_owned(),
+            };
             out.push(Ok((
                 Str {
-                    value: p.to_string_lossy().into_owned(),
-                    anchored: true,
+                    value,
+                    anchored: !relative,
                 },
                 span,
             )));
@@ -686,7 +825,7 @@ impl<'m> Folder<'_, 'm> {
     }
 
     /// The constant string or path an expression stands for.
-    fn string(&self, expr: Node<'_>, env: &[(&str, Str)], depth: usize) -> Option<Str> {
+    fn string(&self, expr: Node<'_>, env: &Env<'_>, depth: usize) -> Option<Str> {
         if depth > MAX_DEPTH {
             return None;
         }
@@ -709,20 +848,20 @@ impl<'m> Folder<'_, 'm> {
             "parenthesized_expression" => self.string(expr.named_child(0)?, env, d),
             "identifier" => {
                 let name = self.text(expr);
-                if let Some((_, v)) = env.iter().rev().find(|(n, _)| *n == name) {
-                    return Some(v.clone());
+                let value = match env.iter().rev().find(|(n, _)| *n == name) {
+                    Some((_, v)) => Some(v.clone()),
+                    None if name == "__file__" => {
+                        return Some(Str {
+                            value: self.absolute.to_string_lossy().into_owned(),
+                            anchored: true,
+                        })
+                    }
+                    None => self.name_value(expr, name, d),
+                };
+                match value? {
+                    Val::Str(s) => Some(s),
+                    Val::List(_) => None,
                 }
-                if name == "__file__" {
-                    return Some(Str {
-                        value: self.file.to_string_lossy().into_owned(),
-                        anchored: true,
-                    });
-                }
-                let v = self.m.value_of_name(expr, name)?;
-                if v.kind() == "assignment" {
-                    return None;
-                }
-                self.string(v, &[], d)
             }
             "binary_operator" => {
                 let op = self.text(expr.field("operator")?);
@@ -738,6 +877,10 @@ impl<'m> Folder<'_, 'm> {
                 }
             }
             "attribute" => {
+                if let Some("os.curdir" | "os.path.curdir") = self.m.qualified_name(expr).as_deref()
+                {
+                    return Some(plain(".".into()));
+                }
                 // `Path(__file__).parent`, `p.parent.parent`
                 let attr = self.text(expr.field("attribute")?);
                 if attr != "parent" {
@@ -750,7 +893,7 @@ impl<'m> Folder<'_, 'm> {
         }
     }
 
-    fn call_string(&self, call: Node<'_>, env: &[(&str, Str)], depth: usize) -> Option<Str> {
+    fn call_string(&self, call: Node<'_>, env: &Env<'_>, depth: usize) -> Option<Str> {
         let func = call.field("function")?;
         let args: Vec<Node<'_>> = named_children(call.field("arguments")?)
             .filter(|a| a.kind() != "comment")
@@ -773,8 +916,12 @@ impl<'m> Folder<'_, 'm> {
                     return acc;
                 }
                 "os.path.dirname" => return Some(parent(self.string(first()?, env, depth)?)),
-                "os.path.abspath" | "os.path.realpath" | "os.path.normpath" | "os.fspath"
-                | "pathlib.Path" | "pathlib.PurePath" | "pathlib.PosixPath" => {
+                "os.path.abspath" | "os.path.realpath" => {
+                    let s = self.string(first()?, env, depth)?;
+                    return Some(self.absolutize(s));
+                }
+                "os.path.normpath" | "os.fspath" | "pathlib.Path" | "pathlib.PurePath"
+                | "pathlib.PosixPath" => {
                     if args.len() != 1 {
                         return None;
                     }
@@ -784,7 +931,7 @@ impl<'m> Folder<'_, 'm> {
                     // TensorFlow: relative to the calling file's folder.
                     let s = self.string(first()?, env, depth)?;
                     let dir = parent(Str {
-                        value: self.file.to_string_lossy().into_owned(),
+                        value: self.absolute.to_string_lossy().into_owned(),
                         anchored: true,
                     });
                     return Some(join(dir, s));
@@ -800,7 +947,9 @@ impl<'m> Folder<'_, 'm> {
                 let attr = self.text(func.field("attribute")?);
                 let obj = func.field("object")?;
                 match attr {
-                    "resolve" | "absolute" if args.is_empty() => self.string(obj, env, depth),
+                    "resolve" | "absolute" if args.is_empty() => {
+                        Some(self.absolutize(self.string(obj, env, depth)?))
+                    }
                     "joinpath" => {
                         let mut acc = self.string(obj, env, depth)?;
                         for a in &args {
@@ -816,7 +965,7 @@ impl<'m> Folder<'_, 'm> {
     }
 
     /// A string literal or an f-string whose interpolations are plain constant expressions.
-    fn fstring(&self, node: Node<'_>, env: &[(&str, Str)], depth: usize) -> Option<Str> {
+    fn fstring(&self, node: Node<'_>, env: &Env<'_>, depth: usize) -> Option<Str> {
         if node.kind() != "string" {
             return None;
         }
@@ -906,6 +1055,31 @@ fn list(dir: &Path) -> Vec<(PathBuf, bool)> {
         .collect();
     out.sort();
     out
+}
+
+/// The absolute, lexically normalized form of a path (from the working directory).
+fn absolute(p: &Path) -> PathBuf {
+    normalize(&std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+}
+
+/// Are `a` and `b` in different branches of the same `if` statement?
+fn exclusive(a: Node<'_>, b: Node<'_>) -> bool {
+    let within = |outer: Node<'_>, n: Node<'_>| {
+        outer.start_byte() <= n.start_byte() && n.end_byte() <= outer.end_byte()
+    };
+    let mut cur = b.parent();
+    for _ in 0..64 {
+        let Some(p) = cur else {
+            return false;
+        };
+        if p.kind() == "if_statement" && within(p, a) {
+            let region = |n: Node<'_>| named_children(p).position(|c| within(c, n));
+            let (ra, rb) = (region(a), region(b));
+            return ra.is_some() && rb.is_some() && ra != rb;
+        }
+        cur = p.parent();
+    }
+    false
 }
 
 /// `a/./b/../c` → `a/c`, lexically (no file system access).
@@ -1057,6 +1231,63 @@ ext.CUDAExtension(**kw)
         // Elsewhere, a relative path that is not next to the file is not guessed at.
         let b = builds(src, &d.join("train.py"));
         assert!(b[4].sources.is_empty() && b[4].unresolved.len() == 1);
+    }
+
+    #[test]
+    fn follows_rebinding_aliases_and_branches() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        for f in [
+            "pkg/csrc/main.cpp",
+            "pkg/csrc/cpu/a.cpp",
+            "pkg/csrc/cuda/k.cu",
+            "extra.cu",
+        ] {
+            std::fs::create_dir_all(d.join(f).parent().unwrap()).unwrap();
+            std::fs::write(d.join(f), "").unwrap();
+        }
+        let src = r#"
+import glob, os
+from torch.utils.cpp_extension import CUDAExtension, CppExtension
+def get_extensions(with_cuda):
+    this_dir = os.path.dirname(os.path.abspath(__file__))
+    this_dir = os.path.join(this_dir, "pkg")
+    src_dir = os.path.join(this_dir, "csrc")
+    main = glob.glob(os.path.join(src_dir, "*.cpp"))
+    sources = main + glob.glob(os.path.join(src_dir, "cpu", "*.cpp"))
+    extension = CUDAExtension if with_cuda else CppExtension
+    if with_cuda:
+        sources += glob.glob(os.path.join(src_dir, "cuda", "*.cu"))
+    sources = [os.path.join(src_dir, s) for s in sources]
+    if with_cuda:
+        more = ["extra.cu"]
+    else:
+        more = []
+    base = os.path.dirname(os.path.curdir)
+    return [extension("pkg._C", sources + more + [os.path.join(base, "extra.cu")])]
+"#;
+        let b = builds(src, &d.join("setup.py"));
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].describe(), "CUDAExtension \"pkg._C\"");
+        let paths: Vec<String> = b[0]
+            .sources
+            .iter()
+            .map(|s| s.path.strip_prefix(d).unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "pkg/csrc/main.cpp",
+                "pkg/csrc/cpu/a.cpp",
+                "pkg/csrc/cuda/k.cu",
+                "extra.cu"
+            ]
+        );
+        assert!(b[0].unresolved.is_empty(), "{:?}", b[0].unresolved);
+        // Two strings in two branches: not guessed.
+        let src = "from torch.utils.cpp_extension import load\nif X:\n    f = 'a.cu'\nelse:\n    f = 'b.cu'\nload('e', [f])\n";
+        let b = builds(src, &d.join("setup.py"));
+        assert!(b[0].sources.is_empty() && b[0].unresolved.len() == 1);
     }
 
     #[test]
