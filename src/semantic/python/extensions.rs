@@ -35,6 +35,8 @@ pub const NEEDLES: &[&str] = &["cpp_extension", "load_op_library"];
 
 /// How deep folding may go (names bound to names bound to lists …).
 const MAX_DEPTH: usize = 24;
+/// Folding steps per file.
+const MAX_STEPS: usize = 200_000;
 /// Paths one glob may expand to.
 const MAX_GLOB_MATCHES: usize = 2048;
 /// Folders one recursive `**` may descend.
@@ -137,6 +139,7 @@ pub fn collect(m: &PythonModel<'_>, file: &Path) -> Vec<ExtensionBuild> {
         m,
         file,
         absolute: absolute(file),
+        budget: std::cell::Cell::new(MAX_STEPS),
     };
     let aliases = builder_aliases(m);
     let mut out = Vec::new();
@@ -227,6 +230,8 @@ struct Folder<'a, 'm> {
     file: &'a Path,
     /// The file's absolute path (what `__file__` is).
     absolute: PathBuf,
+    /// Folding steps left for the whole file.
+    budget: std::cell::Cell<usize>,
 }
 
 /// Positional or keyword argument of a call.
@@ -669,6 +674,20 @@ def get_extensions(with_cuda):
         let src = "from torch.utils.cpp_extension import load\nif X:\n    f = 'a.cu'\nelse:\n    f = 'b.cu'\nload('e', [f])\n";
         let b = builds(src, &d.join("setup.py"));
         assert!(b[0].sources.is_empty() && b[0].unresolved.len() == 1);
+    }
+
+    #[test]
+    fn hostile_lists_stay_bounded() {
+        let mut src = String::from("from torch.utils.cpp_extension import load\na0 = ['x.cu']\n");
+        for i in 1..60 {
+            src.push_str(&format!("a{i} = a{} + a{}\n", i - 1, i - 1));
+        }
+        src.push_str("load('e', a59)\n");
+        let started = std::time::Instant::now();
+        let b = builds(&src, Path::new("/nonexistent/setup.py"));
+        assert_eq!(b.len(), 1);
+        assert!(started.elapsed().as_secs() < 20);
+        assert!(!b[0].unresolved.is_empty());
     }
 
     #[test]

@@ -12,9 +12,17 @@ use std::path::{Component, Path, PathBuf};
 use tree_sitter::Node;
 
 impl<'m> Folder<'_, 'm> {
+    /// Spends one step of the file's folding budget: false once it is spent (names that refer
+    /// to each other many times over could otherwise take exponential time).
+    fn step(&self) -> bool {
+        let left = self.budget.get();
+        self.budget.set(left.saturating_sub(1));
+        left > 0
+    }
+
     /// The items of a source list expression, in order.
     pub(super) fn items(&self, expr: Node<'_>, env: &Env<'_>, out: &mut Vec<Item>, depth: usize) {
-        if depth > MAX_DEPTH {
+        if depth > MAX_DEPTH || !self.step() {
             out.push(Err(unresolved(expr, "nested too deeply")));
             return;
         }
@@ -130,7 +138,7 @@ impl<'m> Folder<'_, 'm> {
     /// srcs]`), except one in another branch of the same `if`, which adds its list; `+=`,
     /// `.append()` and `.extend()` add to the list.
     fn name_value(&self, at: Node<'_>, name: &str, depth: usize) -> Option<Val> {
-        if depth > MAX_DEPTH {
+        if depth > MAX_DEPTH || !self.step() {
             return None;
         }
         let d = depth + 1;
@@ -373,7 +381,7 @@ impl<'m> Folder<'_, 'm> {
 
     /// The constant string or path an expression stands for.
     pub(super) fn string(&self, expr: Node<'_>, env: &Env<'_>, depth: usize) -> Option<Str> {
-        if depth > MAX_DEPTH {
+        if depth > MAX_DEPTH || !self.step() {
             return None;
         }
         let d = depth + 1;
