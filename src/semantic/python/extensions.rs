@@ -670,10 +670,18 @@ def get_extensions(with_cuda):
             ]
         );
         assert!(b[0].unresolved.is_empty(), "{:?}", b[0].unresolved);
-        // Two strings in two branches: not guessed.
-        let src = "from torch.utils.cpp_extension import load\nif X:\n    f = 'a.cu'\nelse:\n    f = 'b.cu'\nload('e', [f])\n";
+        // A name bound in two branches: both sources, but no single string to build on.
+        let src = "from torch.utils.cpp_extension import load\nif X:\n    f = 'a.cu'\nelse:\n    f = 'b.cu'\nload('e', [f, 'c.cu' if Y else []])\nload('g', [f + '.cu'])\n";
         let b = builds(src, &d.join("setup.py"));
-        assert!(b[0].sources.is_empty() && b[0].unresolved.len() == 1);
+        let names = |i: usize| -> Vec<String> {
+            b[i].sources
+                .iter()
+                .map(|s| s.path.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(names(0), ["a.cu", "b.cu", "c.cu"]);
+        assert!(b[0].unresolved.is_empty(), "{:?}", b[0].unresolved);
+        assert!(b[1].sources.is_empty() && b[1].unresolved.len() == 1);
     }
 
     #[test]

@@ -42,14 +42,24 @@ impl<'m> Folder<'_, 'm> {
                 }
                 return;
             }
+            // `cuda_srcs if with_cuda else []`: what the build may compile is both.
+            "conditional_expression" if self.string(expr, env, d).is_none() => {
+                for c in named_children(expr).step_by(2) {
+                    self.items(c, env, out, d);
+                }
+                return;
+            }
             "binary_operator"
                 if expr.field("operator").map(|o| self.text(o)) == Some("+")
                     && self.string(expr, env, d).is_none() =>
             {
+                // List concatenation, unless a side is a string (`name + ".cu"`).
                 if let (Some(l), Some(r)) = (expr.field("left"), expr.field("right")) {
-                    self.items(l, env, out, d);
-                    self.items(r, env, out, d);
-                    return;
+                    if self.string(l, env, d).is_none() && self.string(r, env, d).is_none() {
+                        self.items(l, env, out, d);
+                        self.items(r, env, out, d);
+                        return;
+                    }
                 }
             }
             "list_comprehension" if self.comprehension(expr, env, out, d) => return,
@@ -158,13 +168,20 @@ impl<'m> Folder<'_, 'm> {
                         }
                     };
                     let alternative = last_plain.is_some_and(|p| exclusive(p, s));
-                    current = match (current, new) {
-                        (Some(Val::List(mut old)), Val::List(new)) if alternative => {
-                            old.extend(new);
-                            Some(Val::List(old))
+                    current = match current {
+                        // Bound in two branches of an `if`: a list of what either gives (a
+                        // string there is no single string any more).
+                        Some(old) if alternative => {
+                            let as_list = |v: Val, at: Node<'_>| match v {
+                                Val::List(l) => l,
+                                Val::Str(s) => vec![Ok((s, Span::of(&at)))],
+                            };
+                            let old_rhs = last_plain.and_then(|p| p.field("right")).unwrap_or(rhs);
+                            let mut list = as_list(old, old_rhs);
+                            list.extend(as_list(new, rhs));
+                            Some(Val::List(list))
                         }
-                        (Some(_), _) if alternative => return None,
-                        (_, new) => Some(new),
+                        _ => Some(new),
                     };
                     last_plain = Some(s);
                 }
