@@ -7,7 +7,7 @@ use super::{
     MAX_GLOB_MATCHES,
 };
 use crate::diagnostic::Span;
-use crate::semantic::{named_children, NodeExt};
+use crate::semantic::{descendants, named_children, NodeExt};
 use std::path::{Component, Path, PathBuf};
 use tree_sitter::Node;
 
@@ -167,10 +167,13 @@ impl<'m> Folder<'_, 'm> {
                             Val::List(items)
                         }
                     };
-                    let alternative = last_plain.is_some_and(|p| exclusive(p, s));
+                    // Under its own condition, and not a rewrite of the old value: the build
+                    // may compile either.
+                    let rewrite =
+                        descendants(rhs).any(|n| n.kind() == "identifier" && self.text(n) == name);
+                    let alternative = !rewrite && last_plain.is_some_and(|p| conditional(p, s));
                     current = match current {
-                        // Bound in two branches of an `if`: a list of what either gives (a
-                        // string there is no single string any more).
+                        // A list of what either gives (a string is no single string any more).
                         Some(old) if alternative => {
                             let as_list = |v: Val, at: Node<'_>| match v {
                                 Val::List(l) => l,
@@ -628,24 +631,35 @@ pub(super) fn absolute(p: &Path) -> PathBuf {
     normalize(&std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
 }
 
-/// Are `a` and `b` in different branches of the same `if` statement?
-fn exclusive(a: Node<'_>, b: Node<'_>) -> bool {
+/// Does `later` run only under a condition that `earlier` does not share (another branch of
+/// an `if`, a loop, a `try`)? Then it may or may not replace what `earlier` bound.
+fn conditional(earlier: Node<'_>, later: Node<'_>) -> bool {
     let within = |outer: Node<'_>, n: Node<'_>| {
         outer.start_byte() <= n.start_byte() && n.end_byte() <= outer.end_byte()
     };
-    let mut cur = b.parent();
+    let mut cur = later.parent();
+    let mut guarded = false;
     for _ in 0..64 {
         let Some(p) = cur else {
-            return false;
+            return guarded;
         };
-        if p.kind() == "if_statement" && within(p, a) {
-            let region = |n: Node<'_>| named_children(p).position(|c| within(c, n));
-            let (ra, rb) = (region(a), region(b));
-            return ra.is_some() && rb.is_some() && ra != rb;
+        if within(p, earlier) {
+            return guarded;
         }
+        guarded |= matches!(
+            p.kind(),
+            "if_statement"
+                | "elif_clause"
+                | "else_clause"
+                | "for_statement"
+                | "while_statement"
+                | "try_statement"
+                | "except_clause"
+                | "case_clause"
+        );
         cur = p.parent();
     }
-    false
+    guarded
 }
 
 /// `a/./b/../c` → `a/c`, lexically (no file system access).
