@@ -812,6 +812,9 @@ fn summary(
         n(Severity::Info)
     );
     if verbose {
+        for line in crate::link::describe_all(results) {
+            let _ = writeln!(err, "{line}");
+        }
         for r in results.iter().filter(|r| r.partial) {
             let _ = writeln!(err, "partly parsed: {}", r.report.display_path);
         }

@@ -299,14 +299,19 @@ impl Engine {
                 .filter(|s| s.exists)
                 .map(|s| s.path.clone())
                 .collect();
-            if !sources.is_empty() {
-                links.push(crate::link::Link {
-                    line,
-                    cell,
-                    what,
-                    sources,
-                });
-            }
+            let unresolved = b
+                .unresolved
+                .iter()
+                .map(|u| (file.position(u.span.start).0, u.reason.clone()))
+                .collect();
+            links.push(crate::link::Link {
+                line,
+                cell,
+                what,
+                sources,
+                unresolved,
+                inline: b.inline.len(),
+            });
         }
         links
     }

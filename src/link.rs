@@ -31,11 +31,17 @@ pub struct Link {
     pub what: String,
     /// The existing sources it compiles, as paths from the working directory.
     pub sources: Vec<PathBuf>,
+    /// Parts of its source list that could not be read without running the file: line and why.
+    #[serde(default)]
+    pub unresolved: Vec<(usize, String)>,
+    /// Sources passed as text (`load_inline`), checked with the Python file.
+    #[serde(default)]
+    pub inline: usize,
 }
 
 impl Link {
     /// `setup.py:14 (CUDAExtension "fused_adam")`.
-    fn describe(&self, python: &str) -> String {
+    pub fn describe(&self, python: &str) -> String {
         match self.cell {
             Some(c) => format!("{python}:cell {c}:{} ({})", self.line, self.what),
             None => format!("{python}:{} ({})", self.line, self.what),
@@ -143,4 +149,28 @@ pub fn annotate(results: &mut [FileResult], cwd: &Path) {
                 }));
         }
     }
+}
+
+/// For `--verbose`: what each extension build links, and what of it could not be read (in
+/// the order of the files, then of the calls).
+pub fn describe_all(results: &[FileResult]) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in results {
+        for link in &r.links {
+            let n = link.sources.len();
+            let mut line = format!(
+                "linked {}: {n} source{}",
+                link.describe(&r.report.display_path),
+                if n == 1 { "" } else { "s" }
+            );
+            if link.inline > 0 {
+                line.push_str(&format!(", {} inline", link.inline));
+            }
+            for (l, why) in &link.unresolved {
+                line.push_str(&format!("; line {l} not resolved: {why}"));
+            }
+            out.push(line);
+        }
+    }
+    out
 }

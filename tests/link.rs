@@ -259,3 +259,21 @@ fn cache_follows_the_named_sources() {
         .iter()
         .any(|n| n.starts_with("built by setup.py:12")));
 }
+
+#[test]
+fn verbose_lists_each_build_and_what_was_not_resolved() {
+    let o = gpulint(
+        &fixtures(),
+        &["--isolated", "--no-cache", "--verbose", "jit"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("linked jit/jit_ops.py:8 (load \"scale_ext\"): 1 source\n"),
+        "{err}"
+    );
+    assert!(err.contains(
+        "linked jit/jit_ops.py:23 (load \"generated_ext\"): 0 sources; line 23 not resolved"
+    ));
+    assert!(err
+        .contains("linked jit/inline_ops.py:22 (load_inline \"square_ext\"): 0 sources, 2 inline"));
+}
