@@ -702,6 +702,9 @@ fn run_files(
         excluded,
     );
     if !extra.is_empty() {
+        if let Some(b) = &bar {
+            b.inc_length(extra.len() as u64);
+        }
         checked.extend(pool.install(|| extra.par_iter().map(check_one).collect::<Vec<_>>()));
     }
     if let Some(b) = bar {
