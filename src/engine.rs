@@ -78,14 +78,21 @@ impl Engine {
             extra.push("gpulint:");
             extra.extend(settings.enabled.iter().copied());
         }
-        let cuda = RuleTable::new(Lang::Cuda, &settings.enabled, &extra);
+        let mut cuda = RuleTable::new(Lang::Cuda, &settings.enabled, &extra);
         // A Python file that builds an extension is parsed to find the sources it names.
         let link = !cuda.rules().is_empty();
         if link {
             extra.extend_from_slice(crate::semantic::python::extensions::NEEDLES);
         }
+        let mut python = RuleTable::new(Lang::Python, &settings.enabled, &extra);
+        if settings.is_enabled("GL003") && settings.explicit.contains("GL003") {
+            // `--select GL003` asks which files parse badly: every file is read, not only those
+            // that could interest another rule.
+            python = python.parse_every_file();
+            cuda = cuda.parse_every_file();
+        }
         Engine {
-            python: RuleTable::new(Lang::Python, &settings.enabled, &extra),
+            python,
             cuda,
             manifest: crate::registry::manifest_rules(&settings),
             link,

@@ -157,6 +157,13 @@ impl RuleTable {
         }
     }
 
+    /// Parse every file of this language, whatever the needles say (GL003 selected by name:
+    /// the user asks about parsing itself).
+    pub fn parse_every_file(mut self) -> RuleTable {
+        self.parse_always = true;
+        self
+    }
+
     #[inline]
     pub fn wants(&self, kind_id: u16) -> bool {
         self.by_kind

@@ -593,3 +593,31 @@ fn unreadable_file_is_skipped_with_gl002() {
         "secret.py:1:1: GL002 [warning] file skipped: cannot read it: permission denied"
     ));
 }
+
+/// `--select GL003` reports every file that parses badly, also files no other rule would read.
+#[test]
+fn select_gl003_reads_every_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    // Nothing here interests a rule (no needle), and the second line does not parse.
+    write(d, "util.cc", "int f(int a) { return a; }\nint g( { ]\n");
+    write(d, "fine.cc", "int f(int a) { return a; }\n");
+    let o = gpulint(
+        d,
+        &[
+            "--select",
+            "GL003",
+            "--output-format",
+            "concise",
+            "--no-cache",
+        ],
+    );
+    let out = stdout(&o);
+    assert!(out.contains("util.cc:2:"), "{out}");
+    assert!(out.contains("GL003"), "{out}");
+    assert!(!out.contains("fine.cc"), "{out}");
+    // Selected among others, the cheap prefilter stays: no parse-error note for a file that
+    // nothing else reads.
+    let o = gpulint(d, &["--output-format", "concise", "--no-cache"]);
+    assert!(!stdout(&o).contains("GL003"), "{}", stdout(&o));
+}
