@@ -708,6 +708,38 @@ def get_extensions(with_cuda):
         assert!(b[1].sources.is_empty() && b[1].unresolved.len() == 1);
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn recursive_globs_skip_links_and_hidden_folders() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        for f in [
+            "csrc/top.cu",
+            "csrc/a/b/deep.cu",
+            "csrc/.git/x.cu",
+            "csrc/a/note.txt",
+        ] {
+            std::fs::create_dir_all(d.join(f).parent().unwrap()).unwrap();
+            std::fs::write(d.join(f), "").unwrap();
+        }
+        std::os::unix::fs::symlink(d.join("csrc"), d.join("csrc/a/loop")).unwrap();
+        let src = "import glob\nfrom pathlib import Path\nfrom torch.utils.cpp_extension import CUDAExtension\nCUDAExtension('r', glob.glob('csrc/**/*.cu', recursive=True))\nCUDAExtension('p', list(Path(__file__).parent.joinpath('csrc').rglob('*.cu')))\n";
+        let b = builds(src, &d.join("setup.py"));
+        for e in &b {
+            let paths: Vec<String> = e
+                .sources
+                .iter()
+                .map(|s| s.path.strip_prefix(d).unwrap().display().to_string())
+                .collect();
+            assert_eq!(
+                paths,
+                ["csrc/a/b/deep.cu", "csrc/top.cu"],
+                "{}",
+                e.describe()
+            );
+        }
+    }
+
     #[test]
     fn hostile_lists_stay_bounded() {
         let mut src = String::from("from torch.utils.cpp_extension import load\na0 = ['x.cu']\n");

@@ -333,15 +333,19 @@ impl<'m> Folder<'_, 'm> {
                     continue;
                 }
                 if part == "**" && recursive {
-                    // Zero or more folders.
+                    // Zero or more folders; links to folders are not followed (no loops).
                     let mut stack = vec![(base.clone(), 0)];
                     while let Some((d, depth)) = stack.pop() {
+                        if next.len() >= MAX_GLOB_MATCHES {
+                            break;
+                        }
                         next.push(d.clone());
                         if depth >= MAX_GLOB_DEPTH {
                             continue;
                         }
                         for (p, is_dir) in list(&d) {
-                            if is_dir && !hidden(&p) {
+                            let link = std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_symlink());
+                            if is_dir && !link && !hidden(&p) {
                                 stack.push((p, depth + 1));
                             }
                         }
