@@ -277,3 +277,23 @@ fn verbose_lists_each_build_and_what_was_not_resolved() {
     assert!(err
         .contains("linked jit/inline_ops.py:22 (load_inline \"square_ext\"): 0 sources, 2 inline"));
 }
+
+#[test]
+fn inline_findings_honour_both_kinds_of_suppression() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kernel = |name: &str, nolint: &str| {
+        format!(
+            "__global__ void {name}(float* x, int n) {{\\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\\n  x[i] = 0.f;{nolint}\\n}}\\n"
+        )
+    };
+    let src = format!(
+        "from torch.utils.cpp_extension import load_inline\na = load_inline('a', cpp_sources='', cuda_sources=\"{}\")\nb = load_inline('b', cpp_sources='', cuda_sources=\"{}\")  # noqa: CU001\nc = load_inline('c', cpp_sources='', cuda_sources=\"{}\")\n",
+        kernel("ka", ""),
+        kernel("kb", ""),
+        kernel("kc", "  // NOLINT(CU001)"),
+    );
+    std::fs::write(tmp.path().join("ops.py"), src).unwrap();
+    let v = json_in(tmp.path(), &["ops.py"], &["--select", "CU001"]);
+    assert_eq!(v.len(), 1, "{v:#?}");
+    assert_eq!(v[0]["line"], 2);
+}
