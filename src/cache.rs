@@ -66,6 +66,9 @@ pub struct Entry {
     parsed: bool,
     partial: bool,
     diagnostics: Vec<CachedDiagnostic>,
+    /// The extensions a Python file builds (see `link`).
+    #[serde(default)]
+    links: Vec<crate::link::Link>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -85,7 +88,13 @@ pub struct Cache {
 
 /// A cached result: findings, whether the file was parsed, whether partly, and what it
 /// depends on.
-pub type Cached = (Vec<Diagnostic>, bool, bool, Vec<PathBuf>);
+pub type Cached = (
+    Vec<Diagnostic>,
+    bool,
+    bool,
+    Vec<PathBuf>,
+    Vec<crate::link::Link>,
+);
 
 /// Hash of a file's content.
 pub fn content_hash(bytes: &[u8]) -> u64 {
@@ -124,7 +133,7 @@ impl Cache {
             out.push(restore(c, text_len)?);
         }
         let deps = e.dependencies.iter().map(|d| d.path.clone()).collect();
-        Some((out, e.parsed, e.partial, deps))
+        Some((out, e.parsed, e.partial, deps, e.links.clone()))
     }
 
     /// Makes an entry to store.
@@ -134,6 +143,7 @@ impl Cache {
         partial: bool,
         diagnostics: &[Diagnostic],
         dependencies: &[PathBuf],
+        links: &[crate::link::Link],
     ) -> Entry {
         Entry {
             hash,
@@ -147,6 +157,7 @@ impl Cache {
             parsed,
             partial,
             diagnostics: diagnostics.iter().map(store).collect(),
+            links: links.to_vec(),
         }
     }
 
@@ -254,7 +265,7 @@ mod tests {
             end_line: 1,
             end_column: 4,
         };
-        let mut e = Cache::entry(7, true, false, &[d], &[]);
+        let mut e = Cache::entry(7, true, false, &[d], &[], &[]);
         let c = Cache::open(tmp.path(), "settings");
         c.save(vec![("a.py".into(), e.clone())]).unwrap();
         let c = Cache::open(tmp.path(), "settings");
@@ -269,7 +280,7 @@ mod tests {
         // A dependency that changed invalidates the entry.
         let dep = tmp.path().join("run.sh");
         std::fs::write(&dep, "export X=1\n").unwrap();
-        let e = Cache::entry(9, true, false, &[], std::slice::from_ref(&dep));
+        let e = Cache::entry(9, true, false, &[], std::slice::from_ref(&dep), &[]);
         Cache::open(tmp.path(), "settings")
             .save(vec![("b.py".into(), e)])
             .unwrap();

@@ -131,6 +131,9 @@ pub struct ParseInfo {
     /// What a `setup.py` declares (`install_requires`, …), for the manifest rules; read from
     /// the Python model when those rules are enabled.
     pub manifest: Option<crate::manifest::Manifest>,
+    /// The native extensions a Python file builds (`CUDAExtension`, `load`, …), read from the
+    /// Python model when the file mentions one of [`extensions::NEEDLES`](crate::semantic::python::extensions::NEEDLES).
+    pub extensions: Vec<crate::semantic::python::extensions::ExtensionBuild>,
 }
 
 /// Runs the enabled rules of `table` over one parsed file: one tree, or one per notebook cell
@@ -156,6 +159,13 @@ pub fn check_tree(
             && !crate::registry::manifest_rules(settings).is_empty()
         {
             info.manifest = crate::manifest::setup_py::extract(python);
+        }
+        let needles = crate::semantic::python::extensions::NEEDLES;
+        if needles
+            .iter()
+            .any(|n| memchr::memmem::find(file.text.as_bytes(), n.as_bytes()).is_some())
+        {
+            info.extensions = crate::semantic::python::extensions::collect(python, &file.path);
         }
     }
     let tree = &trees[0];

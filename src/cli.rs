@@ -492,6 +492,9 @@ fn check(args: CheckArgs) -> ExitCode {
                 use_cache,
                 &cwd,
                 !args.quiet,
+                // Extension sources outside the checked paths are added, unless the
+                // configuration excludes them.
+                &|p: &Path| excludes.excludes_file(p, &engine.settings.root, &cwd),
             )
         }
     };
@@ -624,6 +627,7 @@ fn run_files(
     use_cache: bool,
     cwd: &Path,
     progress: bool,
+    excluded: &(dyn Fn(&Path) -> bool + Sync),
 ) -> Vec<FileResult> {
     let cache = use_cache.then(|| {
         crate::cache::Cache::open(
@@ -642,66 +646,72 @@ fn run_files(
         bar
     });
     let key = |c: &discover::Candidate| cwd.join(&c.path).display().to_string();
-    let checked: Vec<(FileResult, Option<(String, crate::cache::Entry)>)> = pool.install(|| {
-        files
-            .par_iter()
-            .map(|c| {
-                // A manifest's findings depend on the files it includes: never cached (they
-                // are cheap to check).
-                let out = match &cache {
-                    None => (engine.check_path(&c.path, c.display.clone(), c.lang), None),
-                    Some(_) if c.lang == crate::lang::Lang::Manifest => {
-                        (engine.check_path(&c.path, c.display.clone(), c.lang), None)
-                    }
-                    Some(cache) => {
-                        let bytes =
-                            match crate::engine::read_bytes(&c.path, engine.settings.max_file_size)
-                            {
-                                Ok(b) => b,
-                                Err(_) => {
-                                    return (
-                                        engine.check_path(&c.path, c.display.clone(), c.lang),
-                                        None,
-                                    )
-                                }
-                            };
-                        let hash = crate::cache::content_hash(&bytes);
-                        let k = key(c);
-                        let hit = cache
-                            .get(&k, hash, bytes.len().max(1) * 2)
-                            .and_then(|cached| {
-                                engine.restore(&c.path, c.display.clone(), bytes.clone(), cached)
-                            });
-                        let result = hit.unwrap_or_else(|| {
-                            engine.check_bytes(&c.path, c.display.clone(), bytes, c.lang)
-                        });
-                        let entry = matches!(result.status, Status::Checked | Status::Prefiltered)
-                            .then(|| {
-                                (
-                                    k,
-                                    crate::cache::Cache::entry(
-                                        hash,
-                                        result.status == Status::Checked,
-                                        result.partial,
-                                        &result.report.diagnostics,
-                                        &result.dependencies,
-                                    ),
-                                )
-                            });
-                        (result, entry)
-                    }
+    let check_one = |c: &discover::Candidate| {
+        // A manifest's findings depend on the files it includes: never cached (they are cheap
+        // to check).
+        let out = match &cache {
+            None => (engine.check_path(&c.path, c.display.clone(), c.lang), None),
+            Some(_) if c.lang == crate::lang::Lang::Manifest => {
+                (engine.check_path(&c.path, c.display.clone(), c.lang), None)
+            }
+            Some(cache) => {
+                let bytes = match crate::engine::read_bytes(&c.path, engine.settings.max_file_size)
+                {
+                    Ok(b) => b,
+                    Err(_) => return (engine.check_path(&c.path, c.display.clone(), c.lang), None),
                 };
-                if let Some(b) = &bar {
-                    b.inc(1);
-                }
-                out
-            })
-            .collect()
-    });
+                let hash = crate::cache::content_hash(&bytes);
+                let k = key(c);
+                let hit = cache
+                    .get(&k, hash, bytes.len().max(1) * 2)
+                    .and_then(|cached| {
+                        engine.restore(&c.path, c.display.clone(), bytes.clone(), cached)
+                    });
+                let result = hit.unwrap_or_else(|| {
+                    engine.check_bytes(&c.path, c.display.clone(), bytes, c.lang)
+                });
+                let entry =
+                    matches!(result.status, Status::Checked | Status::Prefiltered).then(|| {
+                        (
+                            k,
+                            crate::cache::Cache::entry(
+                                hash,
+                                result.status == Status::Checked,
+                                result.partial,
+                                &result.report.diagnostics,
+                                &result.dependencies,
+                                &result.links,
+                            ),
+                        )
+                    });
+                (result, entry)
+            }
+        };
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+        out
+    };
+    let mut checked: Vec<(FileResult, Option<(String, crate::cache::Entry)>)> =
+        pool.install(|| files.par_iter().map(check_one).collect());
+    // The C++/CUDA sources of the extensions that checked Python files build are checked too.
+    let extra = crate::link::extra_sources(
+        checked.iter().flat_map(|(r, _)| &r.links),
+        files,
+        cwd,
+        excluded,
+    );
+    if !extra.is_empty() {
+        if let Some(b) = &bar {
+            b.inc_length(extra.len() as u64);
+        }
+        checked.extend(pool.install(|| extra.par_iter().map(check_one).collect::<Vec<_>>()));
+    }
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let (results, entries): (Vec<FileResult>, Vec<_>) = checked.into_iter().unzip();
+    let (mut results, entries): (Vec<FileResult>, Vec<_>) = checked.into_iter().unzip();
+    crate::link::annotate(&mut results, cwd);
     if let Some(cache) = cache {
         // A cache that cannot be written only makes the next run slower.
         let _ = cache.save(entries.into_iter().flatten().collect());
@@ -805,6 +815,9 @@ fn summary(
         n(Severity::Info)
     );
     if verbose {
+        for line in crate::link::describe_all(results) {
+            let _ = writeln!(err, "{line}");
+        }
         for r in results.iter().filter(|r| r.partial) {
             let _ = writeln!(err, "partly parsed: {}", r.report.display_path);
         }

@@ -71,6 +71,16 @@ pub struct Label {
     pub message: String,
 }
 
+/// A related place in another file (the Python entry that builds a kernel's source).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Related {
+    /// The other file, as shown to the user.
+    pub path: String,
+    /// 1-based line.
+    pub line: usize,
+    pub message: String,
+}
+
 /// 1-based position of a finding, resolved against its file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
 pub struct Location {
@@ -94,6 +104,8 @@ pub struct Diagnostic {
     pub labels: Vec<Label>,
     pub notes: Vec<String>,
     pub help: Option<String>,
+    /// Places in other files (rendered as SARIF related locations; the notes say the same).
+    pub related: Vec<Related>,
     /// Filled in by the engine once the finding is tied to its file.
     pub location: Location,
     /// Notebook cell (1-based), when the file is a notebook.
@@ -119,6 +131,7 @@ impl Diagnostic {
             labels: Vec::new(),
             notes: Vec::new(),
             help: None,
+            related: Vec::new(),
             location: Location::default(),
             cell: None,
             fingerprint: String::new(),

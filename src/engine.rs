@@ -54,6 +54,8 @@ pub struct FileResult {
     pub partial: bool,
     /// Other files and folders its findings depend on.
     pub dependencies: Vec<std::path::PathBuf>,
+    /// The native extensions a Python file builds, with their sources.
+    pub links: Vec<crate::link::Link>,
 }
 
 /// The enabled rules of each language and the settings: everything needed to check a file.
@@ -63,6 +65,8 @@ pub struct Engine {
     cuda: RuleTable,
     /// The enabled manifest rules (they read no syntax tree).
     manifest: Vec<&'static dyn Rule>,
+    /// Python files are read for the extensions they build (some CUDA rule is enabled).
+    link: bool,
 }
 
 impl Engine {
@@ -74,8 +78,13 @@ impl Engine {
             extra.push("gpulint:");
             extra.extend(settings.enabled.iter().copied());
         }
-        let mut python = RuleTable::new(Lang::Python, &settings.enabled, &extra);
         let mut cuda = RuleTable::new(Lang::Cuda, &settings.enabled, &extra);
+        // A Python file that builds an extension is parsed to find the sources it names.
+        let link = !cuda.rules().is_empty();
+        if link {
+            extra.extend_from_slice(crate::semantic::python::extensions::NEEDLES);
+        }
+        let mut python = RuleTable::new(Lang::Python, &settings.enabled, &extra);
         if settings.is_enabled("GL003") && settings.explicit.contains("GL003") {
             // `--select GL003` asks which files parse badly: every file is read, not only those
             // that could interest another rule.
@@ -86,6 +95,7 @@ impl Engine {
             python,
             cuda,
             manifest: crate::registry::manifest_rules(&settings),
+            link,
             settings,
         }
     }
@@ -155,6 +165,7 @@ impl Engine {
                     reason: None,
                     partial,
                     dependencies,
+                    links: Vec::new(),
                 },
                 Ok(Err(reason)) => skipped(path, display, reason),
                 Err(payload) => internal_error(path, display, payload),
@@ -175,6 +186,7 @@ impl Engine {
                 reason: None,
                 partial: false,
                 dependencies: Vec::new(),
+                links: Vec::new(),
             };
         }
         DEPENDENCIES.with(|d| d.borrow_mut().clear());
@@ -185,7 +197,7 @@ impl Engine {
         dependencies.sort();
         dependencies.dedup();
         match outcome {
-            Ok(Some((diagnostics, partial))) => FileResult {
+            Ok(Some((diagnostics, partial, links))) => FileResult {
                 report: FileReport {
                     display_path: display,
                     source,
@@ -196,6 +208,7 @@ impl Engine {
                 reason: None,
                 partial,
                 dependencies,
+                links,
             },
             Ok(None) => skipped(path, display, "the parser gave up on it".into()),
             Err(payload) => internal_error(path, display, payload),
@@ -208,7 +221,7 @@ impl Engine {
         lang: Lang,
         table: &RuleTable,
         notebook: Option<&crate::notebook::Notebook>,
-    ) -> Option<(Vec<Diagnostic>, bool)> {
+    ) -> Option<(Vec<Diagnostic>, bool, Vec<crate::link::Link>)> {
         let trees: Vec<tree_sitter::Tree> = match notebook {
             Some(nb) => {
                 let mut trees = Vec::with_capacity(nb.cells.len());
@@ -216,7 +229,7 @@ impl Engine {
                     trees.push(lang::parse_range(lang, &file.text, cell.start, cell.end)?);
                 }
                 if trees.is_empty() {
-                    return Some((Vec::new(), false));
+                    return Some((Vec::new(), false, Vec::new()));
                 }
                 trees
             }
@@ -239,6 +252,11 @@ impl Engine {
                 &self.settings,
             ));
         }
+        let links = if self.link && !info.extensions.is_empty() {
+            self.link_extensions(file, &info.extensions, notebook, &mut diagnostics)
+        } else {
+            Vec::new()
+        };
         let suppressions = suppress::collect(&trees, file, lang, &info.comments);
         let diagnostics = self.finish_file(
             file,
@@ -249,7 +267,95 @@ impl Engine {
             lang,
             notebook,
         );
-        Some((diagnostics, !info.error_spans.is_empty()))
+        Some((diagnostics, !info.error_spans.is_empty(), links))
+    }
+
+    /// What a Python file's extension builds add to its check: the link to each build's
+    /// sources (checked by the run), a GL002 for each named source that does not exist, and
+    /// the findings of the CUDA rules in sources passed inline, at their place in the file.
+    fn link_extensions(
+        &self,
+        file: &SourceFile,
+        builds: &[crate::semantic::python::extensions::ExtensionBuild],
+        notebook: Option<&crate::notebook::Notebook>,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Vec<crate::link::Link> {
+        let mut links = Vec::new();
+        for b in builds {
+            let (mut line, _) = file.position(b.call.start);
+            let cell = notebook.and_then(|nb| nb.cell_at(b.call.start)).map(|c| {
+                line -= c.first_line;
+                c.number
+            });
+            let what = b.describe();
+            for s in b.sources.iter().filter(|s| !s.exists) {
+                let cwd = std::env::current_dir().unwrap_or_default();
+                let shown = crate::discover::display_path(&s.path, &cwd);
+                diagnostics.push(
+                    Diagnostic::new(
+                        &GL002,
+                        s.span,
+                        format!("extension source `{shown}` does not exist: it was not checked"),
+                    )
+                    .primary_label(format!("named by {what}"))
+                    .help("fix the path; gpulint checks the C++/CUDA sources an extension build names"),
+                );
+            }
+            for inline in &b.inline {
+                diagnostics.extend(self.check_inline(file, &inline.text, &what, line));
+            }
+            let sources: Vec<_> = b
+                .sources
+                .iter()
+                .filter(|s| s.exists)
+                .map(|s| s.path.clone())
+                .collect();
+            let unresolved = b
+                .unresolved
+                .iter()
+                .map(|u| (file.position(u.span.start).0, u.reason.clone()))
+                .collect();
+            links.push(crate::link::Link {
+                line,
+                cell,
+                what,
+                sources,
+                unresolved,
+                inline: b.inline.len(),
+            });
+        }
+        links
+    }
+
+    /// Runs the CUDA rules over C++/CUDA source text held in a Python string (`text` is laid
+    /// out at the string's offsets in `file`), honouring `// NOLINT`-style suppressions in it.
+    fn check_inline(
+        &self,
+        file: &SourceFile,
+        text: &str,
+        what: &str,
+        line: usize,
+    ) -> Vec<Diagnostic> {
+        if !self.cuda.may_match(text) {
+            return Vec::new();
+        }
+        let mut path = file.path.clone().into_os_string();
+        path.push(".inline.cu");
+        let inline = SourceFile::new(path.into(), file.display_path.clone(), text.to_string());
+        let Some(tree) = lang::parse(Lang::Cuda, &inline.text) else {
+            return Vec::new();
+        };
+        let trees = [lang::cuda_retry::reparse(&inline.text, tree)];
+        let (mut found, info) =
+            checker::check_tree(&inline, &trees, Lang::Cuda, &self.cuda, &self.settings);
+        let mut suppressions = suppress::collect(&trees, &inline, Lang::Cuda, &info.comments);
+        suppress::apply(&mut found, &mut suppressions, &inline);
+        for d in &mut found {
+            d.notes.push(format!(
+                "in the C++/CUDA source passed to {what} (line {line})"
+            ));
+        }
+        found
     }
 
     /// Reads a manifest (and, lazily, the files it includes) and runs the manifest rules.
@@ -450,7 +556,7 @@ impl Engine {
         bytes: Vec<u8>,
         cached: crate::cache::Cached,
     ) -> Option<FileResult> {
-        let (diagnostics, parsed, partial, dependencies) = cached;
+        let (diagnostics, parsed, partial, dependencies, links) = cached;
         let text = decode(bytes).ok()?;
         let (text, notebook) = if lang::is_notebook(path) {
             let mut nb = crate::notebook::parse(&text).ok()?;
@@ -477,6 +583,7 @@ impl Engine {
             reason: None,
             partial,
             dependencies,
+            links,
         })
     }
 }
@@ -510,6 +617,7 @@ fn skipped(path: &Path, display: String, reason: String) -> FileResult {
         reason: Some(reason),
         partial: false,
         dependencies: Vec::new(),
+        links: Vec::new(),
     }
 }
 

@@ -2,7 +2,9 @@
 //! their op glue and dependency manifests, before anything runs.
 //!
 //! The flow of one run: discover files → read → prefilter → parse once → one walk (semantic
-//! model + rule dispatch by node kind) → suppressions → sort → render → exit code.
+//! model + rule dispatch by node kind) → suppressions → the C++/CUDA sources that checked
+//! Python files build into extensions, checked in a second pass ([`link`]) → sort → render →
+//! exit code.
 
 pub mod baseline;
 pub mod cache;
@@ -15,6 +17,7 @@ pub mod discover;
 pub mod docs;
 pub mod engine;
 pub mod lang;
+pub mod link;
 pub mod manifest;
 pub mod memory;
 pub mod noqa_writer;

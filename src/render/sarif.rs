@@ -106,6 +106,16 @@ pub fn render(reports: &[&FileReport]) -> String {
                         }
                     })
                 })
+                .chain(d.related.iter().enumerate().map(|(i, rel)| {
+                    json!({
+                        "id": d.labels.len() + i,
+                        "message": { "text": rel.message },
+                        "physicalLocation": {
+                            "artifactLocation": { "uri": slash_path(&rel.path), "uriBaseId": "%SRCROOT%" },
+                            "region": { "startLine": rel.line }
+                        }
+                    })
+                }))
                 .collect();
             let mut result = json!({
                 "ruleId": d.code,

@@ -6,6 +6,7 @@
 //! and memory configuration), [`PythonModel::env_writes`] and [`PythonModel::recursion`].
 
 pub mod env;
+pub mod extensions;
 pub mod jit;
 pub mod mixed_precision;
 pub mod order;

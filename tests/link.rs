@@ -1,0 +1,299 @@
+//! Python files that build native extensions tie the C++/CUDA sources they name to the run:
+//! `gpulint setup.py` checks the kernels, findings there name the Python entry, sources that do
+//! not exist are reported at the Python line that names them, and inline sources are checked in
+//! place. Fixture trees: `fixtures/link/`.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/link")
+}
+
+fn gpulint(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpulint"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("gpulint runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The findings of a run over the fixture tree, as JSON, read-only (no cache, no config).
+fn json_in(dir: &Path, paths: &[&str], extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["--isolated", "--no-cache", "--output-format", "json"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(paths);
+    let o = gpulint(dir, &args);
+    serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)))
+}
+
+fn json(paths: &[&str]) -> Vec<Value> {
+    json_in(&fixtures(), paths, &[])
+}
+
+fn findings(v: &[Value], path: &str, code: &str) -> Vec<Value> {
+    v.iter()
+        .filter(|f| f["path"] == path && f["code"] == code)
+        .cloned()
+        .collect()
+}
+
+fn notes(f: &Value) -> Vec<String> {
+    f["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Copies the fixture tree into a fresh folder (for runs that write a cache or a config).
+fn copy_tree() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut stack = vec![fixtures()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(fixtures()).unwrap();
+            if p.is_dir() {
+                std::fs::create_dir_all(tmp.path().join(rel)).unwrap();
+                stack.push(p);
+            } else {
+                std::fs::copy(&p, tmp.path().join(rel)).unwrap();
+            }
+        }
+    }
+    tmp
+}
+
+#[test]
+fn setup_py_alone_checks_the_kernels_it_builds() {
+    let v = json(&["setup.py"]);
+    let cu = findings(&v, "csrc/kernel.cu", "CU001");
+    assert_eq!(cu.len(), 1, "{v:#?}");
+    assert_eq!(cu[0]["line"], 5);
+    assert!(
+        notes(&cu[0]).contains(&"built by setup.py:8 (CUDAExtension \"fused_adam\")".to_string()),
+        "{:?}",
+        notes(&cu[0])
+    );
+    // The missing source: one finding at the string that names it, not a crash or exit 2.
+    let missing = findings(&v, "setup.py", "GL002");
+    assert_eq!(missing.len(), 1, "{v:#?}");
+    assert_eq!(
+        (missing[0]["line"].as_u64(), missing[0]["column"].as_u64()),
+        (Some(12), Some(38))
+    );
+    assert!(missing[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("csrc/missing_norm.cu"));
+    let o = gpulint(&fixtures(), &["--isolated", "--no-cache", "setup.py"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("Checked 3 files"));
+}
+
+#[test]
+fn load_with_file_relative_paths_and_globs() {
+    let v = json(&["jit/jit_ops.py"]);
+    let scale = findings(&v, "jit/kernels/scale.cu", "CU001");
+    assert_eq!(scale.len(), 1, "{v:#?}");
+    assert!(notes(&scale[0]).contains(&"built by jit/jit_ops.py:8 (load \"scale_ext\")".into()));
+    // From the glob: the unguarded one fires, the guarded one stays silent.
+    let mul = findings(&v, "jit/kernels/pw_mul.cu", "CU001");
+    assert_eq!(mul.len(), 1, "{v:#?}");
+    assert!(notes(&mul[0]).contains(&"built by jit/jit_ops.py:13 (load \"pointwise_ext\")".into()));
+    assert!(v.iter().all(|f| f["path"] != "jit/kernels/pw_add.cu"));
+    // The near-miss (sources from a function call) links nothing and reports nothing.
+    assert!(v.iter().all(|f| f["path"] != "jit/jit_ops.py"), "{v:#?}");
+}
+
+#[test]
+fn inline_cuda_source_reports_at_the_python_line() {
+    let v = json(&["jit/inline_ops.py"]);
+    let cu = findings(&v, "jit/inline_ops.py", "CU001");
+    assert_eq!(cu.len(), 1, "{v:#?}");
+    // `    y[i] = x[i] * x[i];` is line 11 of the Python file, column 5.
+    assert_eq!(
+        (cu[0]["line"].as_u64(), cu[0]["column"].as_u64()),
+        (Some(11), Some(5))
+    );
+    assert!(notes(&cu[0])
+        .iter()
+        .any(|n| n == "in the C++/CUDA source passed to load_inline \"square_ext\" (line 22)"));
+    // Without CUDA rules, nothing of it is checked.
+    let v = json_in(&fixtures(), &["jit/inline_ops.py"], &["--select", "PT"]);
+    assert!(v.is_empty(), "{v:#?}");
+}
+
+#[test]
+fn tf_load_op_library_maps_to_sources_with_the_same_stem() {
+    let v = json(&["tf_ops/zero_out.py"]);
+    let cu = findings(&v, "tf_ops/zero_out.cu.cc", "CU001");
+    assert_eq!(cu.len(), 1, "{v:#?}");
+    assert!(notes(&cu[0])
+        .contains(&"built by tf_ops/zero_out.py:5 (tf.load_op_library \"zero_out.so\")".into()));
+}
+
+#[test]
+fn sources_in_the_set_are_checked_once_and_noted() {
+    let all = json(&["."]);
+    assert_eq!(findings(&all, "csrc/kernel.cu", "CU001").len(), 1);
+    let f = &findings(&all, "csrc/kernel.cu", "CU001")[0];
+    assert_eq!(
+        notes(f)
+            .iter()
+            .filter(|n| n.starts_with("built by"))
+            .count(),
+        1
+    );
+    // Named twice (the file and its folder): still once.
+    let v = json(&["setup.py", "csrc", "csrc/kernel.cu"]);
+    assert_eq!(findings(&v, "csrc/kernel.cu", "CU001").len(), 1);
+    // The same whatever the thread count, in every format.
+    for format in ["json", "sarif", "full", "concise"] {
+        let run = |threads: &str| {
+            stdout(&gpulint(
+                &fixtures(),
+                &[
+                    "--isolated",
+                    "--no-cache",
+                    "--threads",
+                    threads,
+                    "--output-format",
+                    format,
+                    "setup.py",
+                    "jit",
+                    "tf_ops/zero_out.py",
+                ],
+            ))
+        };
+        assert_eq!(run("1"), run("4"), "{format}");
+    }
+}
+
+#[test]
+fn sarif_names_the_python_entry_as_a_related_location() {
+    let o = gpulint(
+        &fixtures(),
+        &[
+            "--isolated",
+            "--no-cache",
+            "--output-format",
+            "sarif",
+            "setup.py",
+        ],
+    );
+    let sarif: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let cu = results
+        .iter()
+        .find(|r| r["ruleId"] == "CU001")
+        .expect("CU001 in the kernel");
+    let related = cu["relatedLocations"].as_array().unwrap();
+    let entry = related
+        .iter()
+        .find(|r| r["physicalLocation"]["artifactLocation"]["uri"] == "setup.py")
+        .expect("the setup.py entry");
+    assert_eq!(entry["physicalLocation"]["region"]["startLine"], 8);
+}
+
+#[test]
+fn excluded_sources_stay_excluded() {
+    let tmp = copy_tree();
+    std::fs::write(
+        tmp.path().join("gpulint.toml"),
+        "extend-exclude = [\"csrc\"]\n",
+    )
+    .unwrap();
+    let o = gpulint(
+        tmp.path(),
+        &["--no-cache", "--output-format", "json", "setup.py"],
+    );
+    let v: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v.iter().all(|f| f["path"] != "csrc/kernel.cu"), "{v:#?}");
+}
+
+#[test]
+fn cache_follows_the_named_sources() {
+    let tmp = copy_tree();
+    let d = tmp.path();
+    let run = || {
+        let o = gpulint(d, &["--isolated", "--output-format", "json", "setup.py"]);
+        serde_json::from_str::<Vec<Value>>(&stdout(&o)).unwrap()
+    };
+    let first = run();
+    assert_eq!(run(), first, "a cached run gives the same findings");
+    assert_eq!(findings(&first, "setup.py", "GL002").len(), 1);
+    assert_eq!(findings(&first, "csrc/kernel.cu", "CU001").len(), 1);
+    // The missing source appears: the setup.py's cached result is dropped.
+    std::fs::write(
+        d.join("csrc/missing_norm.cu"),
+        "__global__ void norm(float* x, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    x[i] = 0.f;\n}\n",
+    )
+    .unwrap();
+    let v = run();
+    assert!(findings(&v, "setup.py", "GL002").is_empty(), "{v:#?}");
+    let norm = findings(&v, "csrc/missing_norm.cu", "CU001");
+    assert_eq!(norm.len(), 1, "{v:#?}");
+    assert!(notes(&norm[0]).contains(&"built by setup.py:12 (CUDAExtension \"fused_norm\")".into()));
+    // The kernel is fixed: its own cached result is dropped.
+    let fixed = std::fs::read_to_string(d.join("csrc/kernel.cu"))
+        .unwrap()
+        .replace(
+            "    param[i] -=",
+            "    if (i >= n) return;\n    param[i] -=",
+        );
+    std::fs::write(d.join("csrc/kernel.cu"), fixed).unwrap();
+    let v = run();
+    assert!(findings(&v, "csrc/kernel.cu", "CU001").is_empty(), "{v:#?}");
+    // The notes survive a fully cached run.
+    let again = run();
+    assert_eq!(again, v);
+    assert!(notes(&findings(&again, "csrc/missing_norm.cu", "CU001")[0])
+        .iter()
+        .any(|n| n.starts_with("built by setup.py:12")));
+}
+
+#[test]
+fn verbose_lists_each_build_and_what_was_not_resolved() {
+    let o = gpulint(
+        &fixtures(),
+        &["--isolated", "--no-cache", "--verbose", "jit"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("linked jit/jit_ops.py:8 (load \"scale_ext\"): 1 source\n"),
+        "{err}"
+    );
+    assert!(err.contains(
+        "linked jit/jit_ops.py:23 (load \"generated_ext\"): 0 sources; line 23 not resolved"
+    ));
+    assert!(err
+        .contains("linked jit/inline_ops.py:22 (load_inline \"square_ext\"): 0 sources, 2 inline"));
+}
+
+#[test]
+fn inline_findings_honour_both_kinds_of_suppression() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kernel = |name: &str, nolint: &str| {
+        format!(
+            "__global__ void {name}(float* x, int n) {{\\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\\n  x[i] = 0.f;{nolint}\\n}}\\n"
+        )
+    };
+    let src = format!(
+        "from torch.utils.cpp_extension import load_inline\na = load_inline('a', cpp_sources='', cuda_sources=\"{}\")\nb = load_inline('b', cpp_sources='', cuda_sources=\"{}\")  # noqa: CU001\nc = load_inline('c', cpp_sources='', cuda_sources=\"{}\")\n",
+        kernel("ka", ""),
+        kernel("kb", ""),
+        kernel("kc", "  // NOLINT(CU001)"),
+    );
+    std::fs::write(tmp.path().join("ops.py"), src).unwrap();
+    let v = json_in(tmp.path(), &["ops.py"], &["--select", "CU001"]);
+    assert_eq!(v.len(), 1, "{v:#?}");
+    assert_eq!(v[0]["line"], 2);
+}
