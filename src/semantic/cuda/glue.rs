@@ -1,0 +1,1024 @@
+//! Torch op glue: what host functions taking `at::Tensor` / `torch::Tensor` parameters do with
+//! them. Raw pointers taken from tensors (`data_ptr`, accessors), where each tensor comes from
+//! (a parameter, its `.contiguous()` copy, a fresh allocation), the checks that validate a
+//! parameter's device, dtype, shape or contiguity (also through `#define`d check macros of the
+//! file), `AT_DISPATCH_*` regions, CUDA device guards, bindings to Python (`m.def`, `.impl`) and
+//! the calls between functions, so a check in a caller covers its callee.
+//!
+//! The nodes are collected by [`super::CudaBuilder`] during the checker's one walk; `build`
+//! turns them into facts once. The owned part ([`FileFacts`]) is what callers in other files
+//! need (see `glue_project`).
+
+use super::{last_name, CudaModel};
+use crate::semantic::{named_children, text, NodeExt};
+use std::collections::{HashMap, HashSet};
+use tree_sitter::Node;
+
+/// Properties of a tensor a check can validate (a bit set).
+pub type Props = u8;
+pub const DEVICE: Props = 1;
+pub const DTYPE: Props = 2;
+pub const SHAPE: Props = 4;
+pub const CONTIG: Props = 8;
+pub const ALL: Props = 15;
+
+/// The words for the properties in `p`.
+pub fn prop_names(p: Props) -> Vec<&'static str> {
+    [
+        (DEVICE, "device"),
+        (DTYPE, "dtype"),
+        (SHAPE, "shape"),
+        (CONTIG, "contiguity"),
+    ]
+    .iter()
+    .filter(|(b, _)| p & b != 0)
+    .map(|(_, n)| *n)
+    .collect()
+}
+
+/// Check calls whose condition says what they validate.
+const CHECK_CALLS: &[&str] = &[
+    "TORCH_CHECK",
+    "STD_TORCH_CHECK",
+    "TORCH_INTERNAL_ASSERT",
+    "TORCH_INTERNAL_ASSERT_DEBUG_ONLY",
+    "AT_ASSERTM",
+    "AT_ASSERT",
+    "TORCH_CHECK_VALUE",
+    "TORCH_CHECK_TYPE",
+    "TORCH_CHECK_INDEX",
+    "TORCH_CHECK_EQ",
+    "TORCH_CHECK_NE",
+    "TORCH_CHECK_LE",
+    "TORCH_CHECK_LT",
+    "TORCH_CHECK_GE",
+    "TORCH_CHECK_GT",
+];
+
+/// ATen's `TensorArg` checks and what each validates.
+const ATEN_CHECKS: &[(&str, Props)] = &[
+    ("checkAllSameGPU", DEVICE),
+    ("checkSameGPU", DEVICE),
+    ("checkDeviceType", DEVICE),
+    ("checkBackend", DEVICE),
+    ("checkAllSameType", DTYPE),
+    ("checkSameType", DTYPE),
+    ("checkScalarType", DTYPE),
+    ("checkScalarTypes", DTYPE),
+    ("checkContiguous", CONTIG),
+    ("checkAllContiguous", CONTIG),
+    ("checkDim", SHAPE),
+    ("checkDimRange", SHAPE),
+    ("checkSize", SHAPE),
+    ("checkNumel", SHAPE),
+    ("checkSameSize", SHAPE),
+    ("checkAllSameNumel", SHAPE),
+    ("checkSameNumel", SHAPE),
+    ("checkSameDim", SHAPE),
+];
+
+/// Dispatch macros known out of the box (extended by OP003's `dispatch-macros`); a trailing
+/// `*` matches by prefix.
+pub const DISPATCH_MACROS: &[&str] = &[
+    "AT_DISPATCH_*",
+    "DISPATCH_FLOAT_AND_HALF",
+    "DISPATCH_DOUBLE_FLOAT_AND_HALF",
+    "DISPATCH_FLOAT_HALF_AND_BFLOAT",
+    "DISPATCH_HALF_AND_BFLOAT",
+    "DISPATCH_DOUBLE_AND_FLOAT",
+];
+
+/// Methods that take a raw pointer or an accessor from a tensor.
+const POINTER_METHODS: &[&str] = &[
+    "data_ptr",
+    "mutable_data_ptr",
+    "const_data_ptr",
+    "data",
+    "packed_accessor32",
+    "packed_accessor64",
+    "packed_accessor",
+    "generic_packed_accessor",
+    "accessor",
+];
+
+/// Functions that allocate a fresh (contiguous) tensor.
+const ALLOC_FUNCTIONS: &[&str] = &[
+    "empty",
+    "empty_like",
+    "zeros",
+    "zeros_like",
+    "ones",
+    "ones_like",
+    "full",
+    "full_like",
+    "rand",
+    "randn",
+    "arange",
+    "new_empty",
+    "new_zeros",
+    "new_ones",
+    "new_full",
+];
+
+/// Where a tensor expression comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Parameter `index` of the function, made contiguous on the way or not.
+    Param { index: usize, contiguous: bool },
+    /// A fresh allocation.
+    Fresh,
+    /// Anything else (a view, an op's result, a member).
+    Other,
+}
+
+/// A raw pointer or accessor taken from a tensor: `x.data_ptr<float>()`, `x.packed_accessor32<…>()`.
+#[derive(Debug, Clone)]
+pub struct PtrUse<'t> {
+    pub node: Node<'t>,
+    /// The receiver expression (`x`, `x.contiguous()`).
+    pub receiver: Node<'t>,
+    pub origin: Origin,
+    pub method: &'t str,
+    /// The template argument (`float`, `scalar_t`), if any.
+    pub type_arg: Option<&'t str>,
+    pub accessor: bool,
+    /// A pointer cast around the call: the cast node and the pointer type.
+    pub cast: Option<(Node<'t>, &'t str)>,
+    /// The innermost dispatch region (index into [`Glue::dispatches`]) it lies in.
+    pub dispatch: Option<usize>,
+    /// The variable (or member) it is stored in.
+    pub var: Option<&'t str>,
+}
+
+/// An `AT_DISPATCH_*` (or configured) dispatch call.
+#[derive(Debug, Clone)]
+pub struct Dispatch<'t> {
+    pub node: Node<'t>,
+    pub name: &'t str,
+    /// The tensor whose dtype is dispatched on (`x` in `x.scalar_type()`).
+    pub tensor: Option<&'t str>,
+    /// The body of its lambda.
+    pub body: Option<Node<'t>>,
+}
+
+/// A host function with at least one tensor parameter.
+#[derive(Debug, Clone)]
+pub struct GlueFn<'t> {
+    /// Index into [`CudaModel::functions`].
+    pub func: usize,
+    /// Index into [`FileFacts::fns`].
+    pub facts: usize,
+    /// Every parameter in order: its name and whether it is a tensor.
+    pub params: Vec<(&'t str, bool)>,
+    pub uses: Vec<PtrUse<'t>>,
+    /// Launches in its body (indices into [`CudaModel::launches`]).
+    pub launches: Vec<usize>,
+    /// It calls a function of this file that launches a kernel.
+    pub calls_launcher: bool,
+    pub guard: Option<Node<'t>>,
+    /// `TensorIterator` does the indexing: strides are honoured.
+    pub tensor_iterator: bool,
+    /// Local definitions: name → values.
+    locals: HashMap<&'t str, Vec<Node<'t>>>,
+}
+
+/// A call from one function to another, with the caller's parameter behind each argument.
+#[derive(Debug, Clone, Default)]
+pub struct CallFacts {
+    pub callee: String,
+    /// Per argument: the caller's parameter it is (and what the argument itself guarantees,
+    /// e.g. `x.contiguous()`), or `None` for anything else.
+    pub args: Vec<Option<(usize, Props)>>,
+}
+
+/// What callers in other files need to know about one function.
+#[derive(Debug, Clone, Default)]
+pub struct FnFacts {
+    pub name: String,
+    /// Per parameter: its checked properties (in its own body), or 0 when not a tensor.
+    pub covered: Vec<Props>,
+    pub tensor: Vec<bool>,
+    pub guarded: bool,
+    pub calls: Vec<CallFacts>,
+}
+
+/// The owned facts of one file.
+#[derive(Debug, Clone, Default)]
+pub struct FileFacts {
+    pub fns: Vec<FnFacts>,
+    /// Functions bound to Python or registered as torch ops (`m.def`, `m.impl`, `.op`).
+    pub bound: HashSet<String>,
+    /// Identifiers that occur other than as a call or a definition (a function pointer handed
+    /// to a registration macro): their callers cannot be seen.
+    pub referenced: HashSet<String>,
+}
+
+/// Nodes the builder collects for the glue facts.
+#[derive(Default)]
+pub struct GlueNodes<'t> {
+    /// Calls, with the host function they are in.
+    pub calls: Vec<(Option<usize>, Node<'t>)>,
+    /// Declarations and assignments in host functions.
+    pub defs: Vec<(usize, Node<'t>)>,
+    /// Conditions of `if` / `switch` / `while` / `?:` in host functions.
+    pub conds: Vec<(usize, Node<'t>)>,
+    /// `#define NAME(params) value`.
+    pub macros: Vec<Node<'t>>,
+}
+
+/// The glue facts of a file.
+#[derive(Default)]
+pub struct Glue<'t> {
+    pub fns: Vec<GlueFn<'t>>,
+    pub dispatches: Vec<Dispatch<'t>>,
+    pub facts: FileFacts,
+}
+
+/// A function-like macro of the file.
+struct Macro<'t> {
+    params: Vec<&'t str>,
+    body: &'t str,
+}
+
+fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Byte offsets where `name` occurs in `s` as a whole identifier (not a member `.name`).
+fn occurrences<'a>(s: &'a str, name: &'a str) -> impl Iterator<Item = usize> + 'a {
+    let b = s.as_bytes();
+    s.match_indices(name).map(|(i, _)| i).filter(move |&i| {
+        let before_ok = i == 0 || (!is_ident(b[i - 1]) && b[i - 1] != b'.' && b[i - 1] != b'>');
+        let after = i + name.len();
+        before_ok && (after >= b.len() || !is_ident(b[after]))
+    })
+}
+
+/// What checks in `s` validate about tensor `name`: `name.is_cuda()` → device, `name.sizes()` →
+/// shape, …; with `bare`, a bare argument (`CHECK_INPUT(name)`) validates everything.
+pub fn classify(s: &str, name: &str, bare: bool) -> Props {
+    let b = s.as_bytes();
+    let mut props = 0;
+    for i in occurrences(s, name) {
+        let mut j = i + name.len();
+        while j < b.len() && b[j] == b' ' {
+            j += 1;
+        }
+        let rest = &s[j..];
+        let method_at = if rest.starts_with("->") {
+            Some(j + 2)
+        } else if rest.starts_with('.') {
+            Some(j + 1)
+        } else {
+            None
+        };
+        let Some(m) = method_at else {
+            if bare && (rest.starts_with(',') || rest.starts_with(')')) {
+                props |= ALL;
+            }
+            continue;
+        };
+        let end = s[m..]
+            .bytes()
+            .position(|c| !is_ident(c))
+            .map_or(s.len(), |p| m + p);
+        let method = &s[m..end];
+        props |= match method {
+            "device" | "is_cuda" | "get_device" | "is_cpu" | "device_type" | "is_hip"
+            | "is_xpu" => DEVICE,
+            "type" if s[end..].starts_with("().is_cuda") => DEVICE,
+            "type" | "scalar_type" | "dtype" | "is_floating_point" | "element_size"
+            | "itemsize" | "is_complex" => DTYPE,
+            "sizes" | "size" | "dim" | "numel" | "ndimension" | "shape" | "sym_sizes"
+            | "sym_size" | "sym_numel" | "ndim" | "stride" | "strides" => SHAPE,
+            "is_contiguous" | "is_non_overlapping_and_dense" => CONTIG,
+            "options" => DEVICE | DTYPE,
+            _ => 0,
+        };
+    }
+    props
+}
+
+/// Is `name` one of the dispatch macros (`AT_DISPATCH_*`, configured names)?
+pub fn is_dispatch(name: &str, macros: &[String]) -> bool {
+    macros.iter().any(|m| match m.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == m,
+    })
+}
+
+/// Is the declared type a tensor (`at::Tensor`, `const torch::Tensor&`, `Tensor`)?
+fn is_tensor_type(t: &str) -> bool {
+    let t = t.trim_start_matches("const ").trim();
+    last_name(t) == "Tensor"
+}
+
+/// The name a declarator declares (`x`, `&x`, `*x`, `x[4]`).
+fn declarator_name<'t>(mut d: Node<'t>, source: &'t str) -> Option<&'t str> {
+    for _ in 0..6 {
+        match d.kind() {
+            "identifier" | "field_identifier" => return Some(text(d, source)),
+            "init_declarator"
+            | "pointer_declarator"
+            | "reference_declarator"
+            | "array_declarator" => d = d.field("declarator").or_else(|| d.named_child(0))?,
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Splits a macro argument list `(a, f(b, c), d)` at its top-level commas.
+fn split_args(s: &str) -> Vec<&str> {
+    let inner = s
+        .trim()
+        .strip_prefix('(')
+        .and_then(|x| x.strip_suffix(')'))
+        .unwrap_or(s);
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(inner[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !inner[start..].trim().is_empty() {
+        out.push(inner[start..].trim());
+    }
+    out
+}
+
+/// Expands the file's function-like macros in `s` (a bounded number of rounds).
+fn expand(s: &str, macros: &HashMap<&str, Macro<'_>>) -> String {
+    let mut cur = s.to_string();
+    for _ in 0..4 {
+        let mut out = String::new();
+        let mut changed = false;
+        let b = cur.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if is_ident(b[i]) && (i == 0 || !is_ident(b[i - 1])) {
+                let end = cur[i..]
+                    .bytes()
+                    .position(|c| !is_ident(c))
+                    .map_or(cur.len(), |p| i + p);
+                let word = &cur[i..end];
+                if let (Some(m), true) = (macros.get(word), cur[end..].starts_with('(')) {
+                    if let Some(close) = matching_paren(&cur[end..]) {
+                        let args = split_args(&cur[end..end + close + 1]);
+                        out.push_str(&substitute(m, &args));
+                        out.push(';');
+                        i = end + close + 1;
+                        changed = true;
+                        continue;
+                    }
+                }
+                out.push_str(word);
+                i = end;
+                continue;
+            }
+            out.push(b[i] as char);
+            i += 1;
+        }
+        cur = out;
+        if !changed || cur.len() > 20_000 {
+            break;
+        }
+    }
+    cur
+}
+
+/// The offset of the `)` closing the `(` that starts `s`.
+fn matching_paren(s: &str) -> Option<usize> {
+    let mut depth = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn substitute(m: &Macro<'_>, args: &[&str]) -> String {
+    let mut out = m.body.replace("\\\n", " ");
+    for (p, a) in m.params.iter().zip(args) {
+        let positions: Vec<usize> = occurrences(&out, p).collect();
+        for pos in positions.into_iter().rev() {
+            out.replace_range(pos..pos + p.len(), a);
+        }
+    }
+    out
+}
+
+/// The receiver and method of a call `recv.method<T>(…)`.
+fn method_call<'t>(
+    call: Node<'t>,
+    source: &'t str,
+) -> Option<(Node<'t>, &'t str, Option<&'t str>)> {
+    let f = call.field("function")?;
+    if f.kind() != "field_expression" {
+        return None;
+    }
+    let recv = f.field("argument")?;
+    let field = f.field("field")?;
+    match field.kind() {
+        "template_method" => {
+            let name = text(field.field("name")?, source);
+            let targ = field.field("arguments").map(|a| {
+                text(a, source)
+                    .trim_start_matches('<')
+                    .trim_end_matches('>')
+                    .trim()
+            });
+            Some((recv, name, targ))
+        }
+        _ => Some((recv, text(field, source), None)),
+    }
+}
+
+/// The callee's name of a plain call (`foo(…)`, `ns::foo<T>(…)`); `None` for a method call.
+fn callee<'t>(call: Node<'t>, source: &'t str) -> Option<&'t str> {
+    let f = call.field("function")?;
+    let f = match f.kind() {
+        "template_function" => f.field("name")?,
+        "identifier" | "qualified_identifier" => f,
+        _ => return None,
+    };
+    Some(last_name(text(f, source)))
+}
+
+fn peel(mut n: Node<'_>) -> Node<'_> {
+    for _ in 0..8 {
+        match n.kind() {
+            "parenthesized_expression" | "pointer_expression" => match n.named_child(0) {
+                Some(c) => n = c,
+                None => break,
+            },
+            _ => break,
+        }
+    }
+    n
+}
+
+struct Ctx<'a, 't> {
+    source: &'t str,
+    params: &'a [(&'t str, bool)],
+    locals: &'a HashMap<&'t str, Vec<Node<'t>>>,
+}
+
+impl<'t> Ctx<'_, 't> {
+    /// Where the tensor expression `e` comes from.
+    fn origin(&self, e: Node<'t>, depth: usize) -> Origin {
+        let e = peel(e);
+        if depth > 4 {
+            return Origin::Other;
+        }
+        match e.kind() {
+            "identifier" => {
+                let name = text(e, self.source);
+                if let Some(index) = self.params.iter().position(|p| p.0 == name && p.1) {
+                    let contiguous = self.locals.get(name).is_some_and(|defs| {
+                        defs.iter()
+                            .any(|d| text(*d, self.source).contains(".contiguous()"))
+                    });
+                    return Origin::Param { index, contiguous };
+                }
+                match self.locals.get(name).map(Vec::as_slice) {
+                    Some([only]) => self.origin(*only, depth + 1),
+                    _ => Origin::Other,
+                }
+            }
+            "call_expression" => {
+                if let Some((recv, method, _)) = method_call(e, self.source) {
+                    if method == "contiguous" {
+                        return match self.origin(recv, depth + 1) {
+                            Origin::Param { index, .. } => Origin::Param {
+                                index,
+                                contiguous: true,
+                            },
+                            o => o,
+                        };
+                    }
+                    if ALLOC_FUNCTIONS.contains(&method) {
+                        return Origin::Fresh;
+                    }
+                    return Origin::Other;
+                }
+                match callee(e, self.source) {
+                    Some(name) if ALLOC_FUNCTIONS.contains(&name) => Origin::Fresh,
+                    _ => Origin::Other,
+                }
+            }
+            _ => Origin::Other,
+        }
+    }
+}
+
+/// Builds the glue facts from the collected nodes.
+pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String]) -> Glue<'t> {
+    let source = model.source;
+    let mut glue = Glue::default();
+    let macros: HashMap<&str, Macro<'_>> = nodes
+        .macros
+        .iter()
+        .filter_map(|m| {
+            let name = text(m.field("name")?, source);
+            let params = named_children(m.field("parameters")?)
+                .map(|p| text(p, source))
+                .collect();
+            let body = m.field("value").map_or("", |v| text(v, source));
+            Some((name, Macro { params, body }))
+        })
+        .collect();
+    // Dispatch regions and bindings.
+    for (_, call) in &nodes.calls {
+        if let Some(name) = callee(*call, source) {
+            if is_dispatch(name, dispatch) {
+                let args: Vec<Node<'t>> = call
+                    .field("arguments")
+                    .map(|a| named_children(a).collect())
+                    .unwrap_or_default();
+                let tensor = args.first().and_then(|a| {
+                    let t = text(*a, source);
+                    let end = t.find(['.', '-'])?;
+                    Some(t[..end].trim()).filter(|s| s.bytes().all(is_ident))
+                });
+                // The lambda, also inside `AT_WRAP([&] { … })` (AT_DISPATCH_V2).
+                let body = args
+                    .iter()
+                    .find_map(|a| match a.kind() {
+                        "lambda_expression" => Some(*a),
+                        "call_expression" => a.field("arguments").and_then(|x| {
+                            named_children(x).find(|l| l.kind() == "lambda_expression")
+                        }),
+                        _ => None,
+                    })
+                    .and_then(|l| l.field("body"));
+                glue.dispatches.push(Dispatch {
+                    node: *call,
+                    name,
+                    tensor,
+                    body,
+                });
+            }
+        }
+        if let Some(f) = call.field("function") {
+            let binder = match f.kind() {
+                "field_expression" => f.field("field").is_some_and(|n| {
+                    matches!(text(n, source), "def" | "impl" | "op" | "def_static")
+                }),
+                _ => false,
+            };
+            if binder {
+                for a in call.field("arguments").into_iter().flat_map(named_children) {
+                    if let Some(n) = bound_name(a, source) {
+                        glue.facts.bound.insert(n.to_string());
+                    }
+                }
+            }
+        }
+    }
+    glue.facts.referenced = referenced_names(source);
+
+    // Per host function.
+    type Nodes<'t> = Vec<Node<'t>>;
+    let mut by_fn: HashMap<usize, (Nodes<'t>, Nodes<'t>, Nodes<'t>)> = HashMap::new();
+    for (f, c) in &nodes.calls {
+        if let Some(f) = f {
+            by_fn.entry(*f).or_default().0.push(*c);
+        }
+    }
+    for (f, d) in &nodes.defs {
+        by_fn.entry(*f).or_default().1.push(*d);
+    }
+    for (f, c) in &nodes.conds {
+        by_fn.entry(*f).or_default().2.push(*c);
+    }
+    let launcher_fns: HashSet<usize> = model
+        .launches
+        .iter()
+        .filter_map(|l| model.enclosing_function(l.node).map(|f| f.node.id()))
+        .collect();
+    let launcher_names: HashSet<&str> = model
+        .functions
+        .iter()
+        .filter(|f| launcher_fns.contains(&f.node.id()))
+        .map(|f| f.name.as_str())
+        .collect();
+    for (fi, func) in model.functions.iter().enumerate() {
+        if (func.space.global || func.space.device) && !func.space.host {
+            continue;
+        }
+        let Some(body) = func.node.field("body") else {
+            continue;
+        };
+        let params = parameters(func.node, source);
+        let (calls, defs, conds) = by_fn.remove(&fi).unwrap_or_default();
+        let mut locals: HashMap<&str, Vec<Node<'t>>> = HashMap::new();
+        let mut tensor_args: HashMap<&str, &str> = HashMap::new();
+        for d in &defs {
+            match d.kind() {
+                "declaration" => {
+                    let ty = d.field("type").map_or("", |t| text(t, source));
+                    for decl in named_children(*d) {
+                        let value = match decl.kind() {
+                            "init_declarator" => decl.field("value"),
+                            _ => None,
+                        };
+                        let (Some(name), Some(value)) = (declarator_name(decl, source), value)
+                        else {
+                            continue;
+                        };
+                        if ty.contains("TensorArg") {
+                            let v = text(value, source);
+                            if let Some(p) =
+                                params.iter().find(|p| occurrences(v, p.0).next().is_some())
+                            {
+                                tensor_args.insert(name, p.0);
+                            }
+                        }
+                        let value = if value.kind() == "initializer_list"
+                            || value.kind() == "argument_list"
+                        {
+                            match value.named_child(0) {
+                                Some(v) if value.named_child_count() == 1 => v,
+                                _ => continue,
+                            }
+                        } else {
+                            value
+                        };
+                        locals.entry(name).or_default().push(value);
+                    }
+                }
+                "assignment_expression" => {
+                    if let (Some(l), Some(r)) = (d.field("left"), d.field("right")) {
+                        if l.kind() == "identifier" {
+                            locals.entry(text(l, source)).or_default().push(r);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let cx = Ctx {
+            source,
+            params: &params,
+            locals: &locals,
+        };
+        // Checks.
+        let mut covered: Vec<Props> = vec![0; params.len()];
+        let mut guard = None;
+        let mut tensor_iterator = false;
+        let mut fn_calls = Vec::new();
+        let mut uses = Vec::new();
+        let mut calls_launcher = false;
+        let cover = |covered: &mut Vec<Props>, s: &str, bare: bool| {
+            for (i, (p, is_t)) in params.iter().enumerate() {
+                if *is_t {
+                    covered[i] |= classify(s, p, bare);
+                }
+            }
+            for (alias, p) in &tensor_args {
+                if let Some(i) = params.iter().position(|q| q.0 == *p) {
+                    covered[i] |= classify(s, alias, bare);
+                }
+            }
+        };
+        for c in &conds {
+            cover(&mut covered, text(*c, source), false);
+        }
+        for d in &defs {
+            if d.kind() == "declaration" {
+                let ty = d.field("type").map_or("", |t| text(t, source));
+                if is_guard_type(ty) {
+                    guard.get_or_insert(*d);
+                }
+                if ty.contains("TensorIterator") {
+                    tensor_iterator = true;
+                }
+            }
+        }
+        for c in &calls {
+            let ctext = text(*c, source);
+            if let Some((recv, method, targ)) = method_call(*c, source) {
+                if POINTER_METHODS.contains(&method) && (method != "data" || targ.is_some()) {
+                    uses.push(pointer_use(*c, recv, method, targ, &cx, &glue.dispatches));
+                }
+                continue;
+            }
+            let Some(name) = callee(*c, source) else {
+                continue;
+            };
+            if launcher_names.contains(name) && name != func.name {
+                calls_launcher = true;
+            }
+            if matches!(name, "cudaSetDevice" | "set_device" | "hipSetDevice")
+                || name.contains("GUARD")
+            {
+                guard.get_or_insert(*c);
+            }
+            if name.contains("TensorIterator") {
+                tensor_iterator = true;
+            }
+            if let Some((_, p)) = ATEN_CHECKS.iter().find(|(n, _)| *n == name) {
+                let args = c.field("arguments").map_or("", |a| text(a, source));
+                let mut tmp = vec![0; params.len()];
+                cover(&mut tmp, args, true);
+                for (i, t) in tmp.iter().enumerate() {
+                    if *t != 0 {
+                        covered[i] |= p;
+                    }
+                }
+                continue;
+            }
+            if let Some(m) = macros.get(name) {
+                let args = c.field("arguments").map_or("", |a| text(a, source));
+                let expanded = expand(&substitute(m, &split_args(args)), &macros);
+                cover(&mut covered, &expanded, true);
+                continue;
+            }
+            if CHECK_CALLS.contains(&name) {
+                cover(&mut covered, ctext, true);
+                continue;
+            }
+            let upper = name.to_ascii_uppercase();
+            let defined_here = model.functions.iter().any(|f| f.name == name);
+            if !defined_here && (upper.contains("CHECK") || upper.contains("ASSERT")) {
+                cover(&mut covered, ctext, true);
+                continue;
+            }
+            let args = c
+                .field("arguments")
+                .map(|a| {
+                    named_children(a)
+                        .filter(|a| a.kind() != "comment")
+                        .map(|a| match cx.origin(a, 0) {
+                            Origin::Param { index, contiguous } => {
+                                Some((index, if contiguous { CONTIG } else { 0 }))
+                            }
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            fn_calls.push(CallFacts {
+                callee: name.to_string(),
+                args,
+            });
+        }
+        if !params.iter().any(|p| p.1) && guard.is_none() && fn_calls.is_empty() {
+            glue.facts.fns.push(FnFacts {
+                name: func.name.clone(),
+                covered,
+                tensor: params.iter().map(|p| p.1).collect(),
+                guarded: false,
+                calls: Vec::new(),
+            });
+            continue;
+        }
+        let launches = model
+            .launches
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| {
+                l.node.start_byte() >= body.start_byte() && l.node.end_byte() <= body.end_byte()
+            })
+            .map(|(i, _)| i)
+            .collect();
+        glue.facts.fns.push(FnFacts {
+            name: func.name.clone(),
+            covered,
+            tensor: params.iter().map(|p| p.1).collect(),
+            guarded: guard.is_some(),
+            calls: fn_calls,
+        });
+        if params.iter().any(|p| p.1) {
+            glue.fns.push(GlueFn {
+                func: fi,
+                facts: glue.facts.fns.len() - 1,
+                params,
+                uses,
+                launches,
+                calls_launcher,
+                guard,
+                tensor_iterator,
+                locals,
+            });
+        }
+    }
+    // Checks done by a same-file helper (`check_inputs(a, b)`) cover the caller's tensors.
+    let own: HashMap<String, Vec<Props>> = glue
+        .facts
+        .fns
+        .iter()
+        .map(|f| (f.name.clone(), f.covered.clone()))
+        .collect();
+    for f in glue.facts.fns.iter_mut() {
+        for c in &f.calls {
+            let Some(callee_cov) = own.get(&c.callee) else {
+                continue;
+            };
+            for (j, a) in c.args.iter().enumerate() {
+                if let (Some((i, _)), Some(p)) = (a, callee_cov.get(j)) {
+                    if let Some(slot) = f.covered.get_mut(*i) {
+                        *slot |= p;
+                    }
+                }
+            }
+        }
+    }
+    glue
+}
+
+/// The function a binding argument names: `&foo`, `foo`, `&ns::foo`, `TORCH_FN(foo)`,
+/// `py::overload_cast<…>(&foo)`.
+fn bound_name<'t>(a: Node<'t>, source: &'t str) -> Option<&'t str> {
+    let mut a = peel(a);
+    for _ in 0..3 {
+        match a.kind() {
+            "identifier" | "qualified_identifier" => return Some(last_name(text(a, source))),
+            "call_expression" => {
+                a = peel(a.field("arguments").and_then(|x| x.named_child(0))?);
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Identifiers that occur somewhere not followed by `(` or `<` (not a call or a definition).
+fn referenced_names(source: &str) -> HashSet<String> {
+    let b = source.as_bytes();
+    let mut out = HashSet::new();
+    let mut i = 0;
+    while i < b.len() {
+        if is_ident(b[i]) && !b[i].is_ascii_digit() && (i == 0 || !is_ident(b[i - 1])) {
+            let start = i;
+            while i < b.len() && is_ident(b[i]) {
+                i += 1;
+            }
+            let mut j = i;
+            while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
+                j += 1;
+            }
+            if j >= b.len() || (b[j] != b'(' && b[j] != b'<') {
+                out.insert(source[start..i].to_string());
+            }
+            continue;
+        }
+        i += 1;
+    }
+    out
+}
+
+fn is_guard_type(ty: &str) -> bool {
+    ["DeviceGuard", "CUDAGuard", "HIPGuard", "StreamGuard"]
+        .iter()
+        .any(|g| ty.contains(g))
+}
+
+/// The parameters of a function: names and whether each is a tensor.
+fn parameters<'t>(func: Node<'t>, source: &'t str) -> Vec<(&'t str, bool)> {
+    let mut decl = func.field("declarator");
+    for _ in 0..8 {
+        match decl {
+            Some(d) if d.kind() == "function_declarator" => break,
+            Some(d) => decl = d.field("declarator").or_else(|| d.named_child(0)),
+            None => break,
+        }
+    }
+    let Some(list) = decl.and_then(|d| d.field("parameters")) else {
+        return Vec::new();
+    };
+    named_children(list)
+        .filter(|p| p.kind().ends_with("parameter_declaration"))
+        .map(|p| {
+            let ty = p.field("type").map_or("", |t| text(t, source));
+            let name = p
+                .field("declarator")
+                .and_then(|d| declarator_name(d, source))
+                .unwrap_or("");
+            (name, !name.is_empty() && is_tensor_type(ty))
+        })
+        .collect()
+}
+
+fn pointer_use<'t>(
+    call: Node<'t>,
+    recv: Node<'t>,
+    method: &'t str,
+    type_arg: Option<&'t str>,
+    cx: &Ctx<'_, 't>,
+    dispatches: &[Dispatch<'t>],
+) -> PtrUse<'t> {
+    let source = cx.source;
+    // A cast around it: `(float*)x.data_ptr()`, `reinterpret_cast<half*>(x.data_ptr())`.
+    let mut up = call;
+    let mut cast = None;
+    let mut var = None;
+    for _ in 0..6 {
+        let Some(p) = up.parent() else { break };
+        match p.kind() {
+            "parenthesized_expression" => up = p,
+            "cast_expression" => {
+                let ty = p.field("type").map_or("", |t| text(t, source));
+                cast = Some((p, ty));
+                up = p;
+            }
+            "argument_list" => {
+                let Some(c) = p.parent() else { break };
+                let f = c.field("function");
+                match f.filter(|f| f.kind() == "template_function") {
+                    Some(tf)
+                        if matches!(
+                            last_name(tf.field("name").map_or("", |n| text(n, source))),
+                            "reinterpret_cast" | "static_cast"
+                        ) =>
+                    {
+                        let ty = tf.field("arguments").map_or("", |a| {
+                            text(a, source)
+                                .trim_start_matches('<')
+                                .trim_end_matches('>')
+                        });
+                        cast = Some((c, ty));
+                        up = c;
+                    }
+                    _ => break,
+                }
+            }
+            "init_declarator" => {
+                var = p
+                    .field("declarator")
+                    .and_then(|d| declarator_name(d, source));
+                break;
+            }
+            "assignment_expression" => {
+                var = p.field("left").map(|l| text(l, source));
+                break;
+            }
+            _ => break,
+        }
+    }
+    let dispatch = dispatches
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| {
+            d.node.start_byte() <= call.start_byte() && call.end_byte() <= d.node.end_byte()
+        })
+        .min_by_key(|(_, d)| d.node.end_byte() - d.node.start_byte())
+        .map(|(i, _)| i);
+    PtrUse {
+        node: call,
+        receiver: recv,
+        origin: cx.origin(recv, 0),
+        method,
+        type_arg,
+        accessor: method.contains("accessor"),
+        cast,
+        dispatch,
+        var,
+    }
+}
+
+impl<'t> GlueFn<'t> {
+    /// Does the launch's argument list take this use (directly, or through its variable)?
+    pub fn use_reaches(&self, model: &CudaModel<'t>, u: &PtrUse<'t>, launch: usize) -> bool {
+        let Some(l) = model.launches.get(launch) else {
+            return false;
+        };
+        l.args.iter().any(|a| {
+            (a.start_byte() <= u.node.start_byte() && u.node.end_byte() <= a.end_byte())
+                || u.var.is_some_and(|v| {
+                    v.bytes().all(is_ident) && occurrences(model.text(*a), v).next().is_some()
+                })
+        })
+    }
+
+    /// The tensor parameter a local name is derived from, through `.contiguous()` copies.
+    pub fn param_of(&self, source: &'t str, e: Node<'t>) -> Origin {
+        Ctx {
+            source,
+            params: &self.params,
+            locals: &self.locals,
+        }
+        .origin(e, 0)
+    }
+
+    /// The values a local name was given.
+    pub fn local_values(&self, name: &str) -> &[Node<'t>] {
+        self.locals.get(name).map_or(&[], Vec::as_slice)
+    }
+}
