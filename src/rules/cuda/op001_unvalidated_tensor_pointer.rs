@@ -314,7 +314,11 @@ fn sized_by_other<'t>(
 
 /// Does the kernel access `ptr` under a guard that mentions `count`?
 fn bounded_by(m: &CudaModel<'_>, k: &Kernel<'_>, ptr: &str, count: &str) -> bool {
-    k.accesses.iter().filter(|a| a.base == ptr).any(|a| {
+    // `p[0]` reads one element whatever the count.
+    let indexed = |a: &&crate::semantic::cuda::Access<'_>| {
+        a.base == ptr && a.index.is_some_and(|i| m.eval(i).is_none())
+    };
+    k.accesses.iter().filter(indexed).any(|a| {
         m.guard_chain(a.guard).any(|g| {
             m.text(g.cond)
                 .split(|c: char| !(c.is_alphanumeric() || c == '_'))

@@ -131,13 +131,27 @@ impl<'a> Resolver<'a> {
         self.trusted.iter().any(|t| t == "*" || t == name)
     }
 
-    fn bound(&self, name: &str) -> bool {
-        self.files.iter().any(|(_, f)| f.bound.contains(name))
+    /// The files whose mentions of `name` may refer to the definition in file `home`: that
+    /// file, and the others that do not define a function of that name themselves.
+    fn sees(&self, home: usize, name: &str) -> impl Iterator<Item = (usize, &FileFacts)> + '_ {
+        let name = name.to_string();
+        self.files
+            .iter()
+            .enumerate()
+            .filter(move |(i, (_, f))| *i == home || !f.fns.iter().any(|g| g.name == name))
+            .map(|(i, (_, f))| (i, f.as_ref()))
+    }
+
+    fn bound(&self, home: usize, name: &str) -> bool {
+        self.sees(home, name).any(|(_, f)| f.bound.contains(name))
     }
 
     /// Is it handed around as a pointer (a registration macro) where its callers cannot be seen?
-    fn opaque(&self, name: &str) -> bool {
-        !self.bound(name) && self.files.iter().any(|(_, f)| f.referenced.contains(name))
+    fn opaque(&self, home: usize, name: &str) -> bool {
+        !self.bound(home, name)
+            && self
+                .sees(home, name)
+                .any(|(_, f)| f.referenced.contains(name))
     }
 
     /// What is validated about parameter `param` of function `func` of this file, on every
@@ -160,18 +174,19 @@ impl<'a> Resolver<'a> {
             return ALL;
         };
         let own = f.covered.get(param).copied().unwrap_or(ALL);
-        if own == ALL || depth > MAX_DEPTH || self.opaque(&f.name) {
+        if own == ALL || depth > MAX_DEPTH || self.opaque(file, &f.name) {
             return ALL;
         }
         let mut any = false;
         let mut result = ALL;
-        if self.bound(&f.name) {
+        if self.bound(file, &f.name) {
             any = true;
             if !self.trusted(&f.name) {
                 result &= own;
             }
         }
-        for (ci, (cpath, cf)) in self.files.iter().enumerate() {
+        for (ci, cf) in self.sees(file, &f.name) {
+            let cpath = &self.files[ci].0;
             for (gi, g) in cf.fns.iter().enumerate() {
                 if g.name == f.name {
                     continue;
@@ -211,16 +226,17 @@ impl<'a> Resolver<'a> {
         let Some(f) = self.files.get(file).and_then(|(_, f)| f.fns.get(func)) else {
             return true;
         };
-        if f.guarded || depth > MAX_DEPTH || self.opaque(&f.name) {
+        if f.guarded || depth > MAX_DEPTH || self.opaque(file, &f.name) {
             return true;
         }
         let mut any = false;
         let mut all = true;
-        if self.bound(&f.name) {
+        if self.bound(file, &f.name) {
             any = true;
             all &= self.trusted(&f.name);
         }
-        for (ci, (cpath, cf)) in self.files.iter().enumerate() {
+        for (ci, cf) in self.sees(file, &f.name) {
+            let cpath = &self.files[ci].0;
             for (gi, g) in cf.fns.iter().enumerate() {
                 if g.name == f.name || !g.calls.iter().any(|c| c.callee == f.name) {
                     continue;
