@@ -1017,6 +1017,21 @@ impl<'t> GlueFn<'t> {
         .origin(e, 0)
     }
 
+    /// Where the tensor called `name` (a parameter or a local) comes from.
+    pub fn origin_of_name(&self, source: &'t str, name: &str) -> Origin {
+        if let Some(index) = self.params.iter().position(|p| p.0 == name && p.1) {
+            let contiguous = self
+                .local_values(name)
+                .iter()
+                .any(|d| text(*d, source).contains(".contiguous()"));
+            return Origin::Param { index, contiguous };
+        }
+        match self.local_values(name) {
+            [only] => self.param_of(source, *only),
+            _ => Origin::Other,
+        }
+    }
+
     /// The values a local name was given.
     pub fn local_values(&self, name: &str) -> &[Node<'t>] {
         self.locals.get(name).map_or(&[], Vec::as_slice)
