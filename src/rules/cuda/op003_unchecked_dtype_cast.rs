@@ -126,9 +126,18 @@ impl Rule for UncheckedDtypeCast {
                 if r.props & DTYPE != 0 {
                     continue;
                 }
+                let elem = ty.trim().trim_end_matches('*').trim();
+                let elem = elem.trim_start_matches("const ").trim();
+                // `(T*)x.data_ptr()` in a template: the binding picks T (`&op<float>`).
+                if m.functions[gf.func]
+                    .template_params
+                    .iter()
+                    .any(|(p, _)| *p == elem)
+                {
+                    continue;
+                }
                 seen.push(index);
                 let name = gf.params[index].0;
-                let elem = ty.trim().trim_end_matches('*').trim();
                 let mut d = ctx
                     .diagnostic(
                         cast,

@@ -618,6 +618,7 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
         .filter(|f| launcher_fns.contains(&f.node.id()))
         .map(|f| f.name.as_str())
         .collect();
+    let defined: HashSet<&str> = model.functions.iter().map(|f| f.name.as_str()).collect();
     for (fi, func) in model.functions.iter().enumerate() {
         if (func.space.global || func.space.device) && !func.space.host {
             continue;
@@ -725,13 +726,25 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
             if launcher_names.contains(name) && name != func.name {
                 calls_launcher = true;
             }
-            if matches!(name, "cudaSetDevice" | "set_device" | "hipSetDevice")
-                || name.contains("GUARD")
-            {
+            // `cudaSetDevice`, `c10::cuda::MaybeSetDevice`, `c10::cuda::set_device`, …
+            if name.ends_with("SetDevice") || name == "set_device" || name.contains("GUARD") {
                 guard.get_or_insert(*c);
             }
             if name.contains("TensorIterator") {
                 tensor_iterator = true;
+            }
+            if is_dispatch(name, dispatch) {
+                // `AT_DISPATCH_…(x.scalar_type(), …)`: the dtype of `x` is handled.
+                let first = c
+                    .field("arguments")
+                    .and_then(|a| a.named_child(0))
+                    .map_or("", |a| text(a, source));
+                let mut tmp = vec![0; params.len()];
+                cover(&mut tmp, first, false);
+                for (i, t) in tmp.iter().enumerate() {
+                    covered[i] |= t & DTYPE;
+                }
+                continue;
             }
             if let Some((_, p)) = ATEN_CHECKS.iter().find(|(n, _)| *n == name) {
                 let args = c.field("arguments").map_or("", |a| text(a, source));
@@ -755,7 +768,7 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
                 continue;
             }
             let upper = name.to_ascii_uppercase();
-            let defined_here = model.functions.iter().any(|f| f.name == name);
+            let defined_here = defined.contains(name);
             if !defined_here && (upper.contains("CHECK") || upper.contains("ASSERT")) {
                 cover(&mut covered, ctext, true);
                 continue;
@@ -850,6 +863,8 @@ fn bound_name<'t>(a: Node<'t>, source: &'t str) -> Option<&'t str> {
     for _ in 0..3 {
         match a.kind() {
             "identifier" | "qualified_identifier" => return Some(last_name(text(a, source))),
+            // `&foo<float>`: the template's name.
+            "template_function" => return a.field("name").map(|n| last_name(text(n, source))),
             "call_expression" => {
                 a = peel(a.field("arguments").and_then(|x| x.named_child(0))?);
             }

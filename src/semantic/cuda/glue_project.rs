@@ -97,7 +97,12 @@ pub struct Resolver<'a> {
     files: Vec<(Option<PathBuf>, Arc<FileFacts>)>,
     /// Functions whose Python callers validate their inputs (`*`: all).
     trusted: &'a [String],
+    /// Functions visited in the current question; past `MAX_VISITS` the answer is "unknown".
+    visits: std::cell::Cell<usize>,
 }
+
+/// Caller visits per question (a call graph with much fan-in is not explored exhaustively).
+const MAX_VISITS: usize = 2_000;
 
 impl<'a> Resolver<'a> {
     /// The facts of this file and, when `path` is a real file, the C/C++ files of its directory
@@ -124,7 +129,11 @@ impl<'a> Resolver<'a> {
                 }
             }
         }
-        Resolver { files, trusted }
+        Resolver {
+            files,
+            trusted,
+            visits: std::cell::Cell::new(0),
+        }
     }
 
     fn trusted(&self, name: &str) -> bool {
@@ -158,6 +167,7 @@ impl<'a> Resolver<'a> {
     /// path from a binding: its own checks and those of its callers.
     pub fn coverage(&self, func: usize, param: usize) -> Reach {
         let mut reach = Reach::default();
+        self.visits.set(0);
         reach.props = self.cover(0, func, param, 0, &mut reach.callers);
         reach
     }
@@ -174,7 +184,12 @@ impl<'a> Resolver<'a> {
             return ALL;
         };
         let own = f.covered.get(param).copied().unwrap_or(ALL);
-        if own == ALL || depth > MAX_DEPTH || self.opaque(file, &f.name) {
+        self.visits.set(self.visits.get() + 1);
+        if own == ALL
+            || self.visits.get() > MAX_VISITS
+            || depth > MAX_DEPTH
+            || self.opaque(file, &f.name)
+        {
             return ALL;
         }
         let mut any = false;
@@ -213,6 +228,7 @@ impl<'a> Resolver<'a> {
     /// unknown); `Some(callers)`: no guard on some path from a binding.
     pub fn unguarded(&self, func: usize) -> Option<Vec<(String, Option<PathBuf>)>> {
         let mut callers = Vec::new();
+        self.visits.set(0);
         (!self.guarded(0, func, 0, &mut callers)).then_some(callers)
     }
 
@@ -226,7 +242,12 @@ impl<'a> Resolver<'a> {
         let Some(f) = self.files.get(file).and_then(|(_, f)| f.fns.get(func)) else {
             return true;
         };
-        if f.guarded || depth > MAX_DEPTH || self.opaque(file, &f.name) {
+        self.visits.set(self.visits.get() + 1);
+        if f.guarded
+            || self.visits.get() > MAX_VISITS
+            || depth > MAX_DEPTH
+            || self.opaque(file, &f.name)
+        {
             return true;
         }
         let mut any = false;
