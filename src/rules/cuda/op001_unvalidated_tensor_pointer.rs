@@ -182,14 +182,15 @@ impl Rule for UnvalidatedTensorPointer {
                     .collect()
             };
             let no_device = names(DEVICE);
+            let reached = launch.is_some_and(|l| gf.use_reaches(m, first, l));
             let target = match launch.and_then(|l| m.launches.get(l)) {
-                Some(l) => format!("kernel `{}`", l.kernel),
-                None => "a kernel".to_string(),
+                Some(l) if reached => format!("kernel `{}`", l.kernel),
+                _ => format!("`{fname}`'s kernels"),
             };
             let mut parts = Vec::new();
             if !no_device.is_empty() {
                 parts.push(format!(
-                    "{} {} {target} as raw {} without a device check",
+                    "{} {} {target} as {} without a device check",
                     no_device.join(", "),
                     if no_device.len() == 1 {
                         "reaches"
@@ -197,23 +198,23 @@ impl Rule for UnvalidatedTensorPointer {
                         "reach"
                     },
                     if no_device.len() == 1 {
-                        "pointer"
+                        "a raw pointer"
                     } else {
-                        "pointers"
+                        "raw pointers"
                     },
                 ));
             }
             for (i, _, _, s, _) in &findings {
                 if let Some((other, _)) = s {
                     parts.push(format!(
-                        "`{}` has no shape check against `{other}`, whose size bounds the launch",
+                        "`{}` is indexed up to `{other}.numel()` by {target} with no shape check against `{other}`",
                         gf.params[*i].0
                     ));
                 }
             }
             let error = findings.iter().any(|f| f.3.is_some_and(|s| s.1));
             let mut d = ctx
-                .diagnostic(first.node, format!("in `{fname}`, {}", parts.join("; ")))
+                .diagnostic(first.node, format!("in `{fname}`: {}", parts.join("; ")))
                 .primary_label(format!("raw pointer from `{}`", gf.params[findings[0].0].0));
             for (i, u, _, _, _) in findings.iter().skip(1) {
                 d = d.with_label(

@@ -148,7 +148,7 @@ impl Rule for UncheckedDtypeCast {
                     )
                     .primary_label(format!("assumes `{name}` holds `{elem}`"))
                     .note(format!(
-                        "a cast does not convert: if `{name}` is fp16/bf16 (or any dtype narrower than `{elem}`), the kernel reads and writes past the end of its storage"
+                        "a cast does not convert: `{name}` of any other dtype is misread, and one with narrower elements than `{elem}` (fp16/bf16 read as fp32) is read and written past the end of its storage"
                     ));
                 if !r.callers.is_empty() {
                     d = d.note(format!(
@@ -157,7 +157,8 @@ impl Rule for UncheckedDtypeCast {
                     ));
                 }
                 d = d.help(format!(
-                    "check the dtype first (`TORCH_CHECK({name}.scalar_type() == at::kFloat, \"{name} must be float32\");`) or dispatch with `AT_DISPATCH_FLOATING_TYPES_AND_HALF({name}.scalar_type(), …, [&] {{ … {name}.data_ptr<scalar_t>() … }})`; confirm at run time with `compute-sanitizer --tool memcheck python train.py`"
+                    "check the dtype first (`TORCH_CHECK({name}.scalar_type() == {}, \"{name} must be {elem}\");`) or dispatch with `AT_DISPATCH_FLOATING_TYPES_AND_HALF({name}.scalar_type(), …, [&] {{ … {name}.data_ptr<scalar_t>() … }})`; confirm at run time with `compute-sanitizer --tool memcheck python train.py`",
+                    scalar_type_of(elem)
                 ));
                 ctx.report(d);
             }
@@ -200,6 +201,21 @@ fn in_dtype_branch(m: &CudaModel<'_>, node: tree_sitter::Node<'_>) -> bool {
         cur = p;
     }
     false
+}
+
+/// The `at::ScalarType` constant for a C++ element type.
+fn scalar_type_of(elem: &str) -> &'static str {
+    match crate::semantic::cuda::last_name(elem) {
+        "float" | "float2" | "float4" => "at::kFloat",
+        "double" => "at::kDouble",
+        "half" | "__half" | "half2" | "__half2" | "Half" => "at::kHalf",
+        "__nv_bfloat16" | "nv_bfloat16" | "BFloat16" | "__nv_bfloat162" => "at::kBFloat16",
+        "int" | "int32_t" => "at::kInt",
+        "int64_t" | "long" | "long long" => "at::kLong",
+        "int16_t" | "short" => "at::kShort",
+        "bool" => "at::kBool",
+        _ => "at::k…",
+    }
 }
 
 /// `uint8_t*`, `char*`, `void*`, …: byte-level access, sized by `nbytes()`.
