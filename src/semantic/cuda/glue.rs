@@ -531,6 +531,10 @@ impl<'t> Ctx<'_, 't> {
 pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String]) -> Glue<'t> {
     let source = model.source;
     let mut glue = Glue::default();
+    // No tensor type anywhere: not op glue.
+    if !source.contains("Tensor") {
+        return glue;
+    }
     let macros: HashMap<&str, Macro<'_>> = nodes
         .macros
         .iter()
