@@ -150,6 +150,13 @@ impl Rule for UncheckedDtypeCast {
                     .note(format!(
                         "a cast does not convert: `{name}` of any other dtype is misread, and one with narrower elements than `{elem}` (fp16/bf16 read as fp32) is read and written past the end of its storage"
                     ));
+                if let Some(l) = gf.launches.iter().find(|l| gf.use_reaches(m, u, **l)) {
+                    let l = &m.launches[*l];
+                    d = d.with_label(
+                        Span::of(&l.node),
+                        format!("`{}` reads it as `{elem}`", l.kernel),
+                    );
+                }
                 if !r.callers.is_empty() {
                     d = d.note(format!(
                         "its callers {} do not check its dtype either",
