@@ -473,6 +473,29 @@ fn peel(mut n: Node<'_>) -> Node<'_> {
     n
 }
 
+/// Parameter `index` (called `name`), given the values it is reassigned in the body:
+/// `x = x.contiguous()` keeps it the parameter, made contiguous; any other reassignment
+/// (`x = x.cuda().contiguous()`, `x = x.transpose(0, 1)`) makes it something else.
+fn reassigned_param(index: usize, name: &str, defs: &[Node<'_>], source: &str) -> Origin {
+    let same_contiguous = format!("{name}.contiguous()");
+    if defs.is_empty() {
+        Origin::Param {
+            index,
+            contiguous: false,
+        }
+    } else if defs.iter().all(|d| {
+        let t: String = text(*d, source).split_whitespace().collect();
+        t == same_contiguous
+    }) {
+        Origin::Param {
+            index,
+            contiguous: true,
+        }
+    } else {
+        Origin::Other
+    }
+}
+
 struct Ctx<'a, 't> {
     source: &'t str,
     params: &'a [(&'t str, bool)],
@@ -490,11 +513,8 @@ impl<'t> Ctx<'_, 't> {
             "identifier" => {
                 let name = text(e, self.source);
                 if let Some(index) = self.params.iter().position(|p| p.0 == name && p.1) {
-                    let contiguous = self.locals.get(name).is_some_and(|defs| {
-                        defs.iter()
-                            .any(|d| text(*d, self.source).contains(".contiguous()"))
-                    });
-                    return Origin::Param { index, contiguous };
+                    let defs = self.locals.get(name).map_or(&[][..], Vec::as_slice);
+                    return reassigned_param(index, name, defs, self.source);
                 }
                 match self.locals.get(name).map(Vec::as_slice) {
                     Some([only]) => self.origin(*only, depth + 1),
@@ -1039,11 +1059,7 @@ impl<'t> GlueFn<'t> {
     /// Where the tensor called `name` (a parameter or a local) comes from.
     pub fn origin_of_name(&self, source: &'t str, name: &str) -> Origin {
         if let Some(index) = self.params.iter().position(|p| p.0 == name && p.1) {
-            let contiguous = self
-                .local_values(name)
-                .iter()
-                .any(|d| text(*d, source).contains(".contiguous()"));
-            return Origin::Param { index, contiguous };
+            return reassigned_param(index, name, self.local_values(name), source);
         }
         match self.local_values(name) {
             [only] => self.param_of(source, *only),
