@@ -21,7 +21,9 @@ declare_rule! {
     /// - inside an `AT_DISPATCH_*` lambda, the dispatched tensor read as `float`
     ///   (`x.data_ptr<float>()`, `(float*)x.data_ptr()`) instead of `scalar_t`.
     ///
-    /// Byte-level casts (`uint8_t*`, `char*`, `void*`) are not reported, nor are typed
+    /// Only casts to arithmetic element types count: byte-level casts (`uint8_t*`, `char*`,
+    /// `void*`), casts to a struct (a metadata buffer), to `scalar_t*` (a dispatch supplies it)
+    /// or to a template parameter of the function are not reported, nor are typed
     /// `data_ptr<T>()` calls outside a dispatch: PyTorch checks their dtype at run time. The
     /// dispatch macros are `AT_DISPATCH_*` (with `AT_DISPATCH_V2`) and apex's `DISPATCH_*`;
     /// add your own with the `dispatch-macros` option (a trailing `*` matches a prefix).
@@ -112,7 +114,7 @@ impl Rule for UncheckedDtypeCast {
                 else {
                     continue;
                 };
-                if is_byte_pointer(ty) || seen.contains(&index) || in_dtype_branch(m, cast) {
+                if !is_element_pointer(ty) || seen.contains(&index) || in_dtype_branch(m, cast) {
                     continue;
                 }
                 if facts.covered.get(index).is_some_and(|p| p & DTYPE != 0) {
@@ -225,25 +227,46 @@ fn scalar_type_of(elem: &str) -> &'static str {
     }
 }
 
-/// `uint8_t*`, `char*`, `void*`, …: byte-level access, sized by `nbytes()`.
-fn is_byte_pointer(ty: &str) -> bool {
-    let t = ty
-        .replace("const", " ")
-        .replace("volatile", " ")
-        .replace('*', " ");
+/// A pointer to an arithmetic element type the tensor's dtype must match (`float*`,
+/// `const __half*`, `int64_t*`). Not: byte pointers (`uint8_t*`, `char*`, `void*`: byte-level
+/// access sized by `nbytes()`), `scalar_t*` (the type comes from a dispatch), structs
+/// (a metadata buffer read as its layout), pointers to pointers.
+fn is_element_pointer(ty: &str) -> bool {
+    let t = ty.replace("const", " ").replace("volatile", " ");
+    if t.matches('*').count() != 1 {
+        return false;
+    }
+    let t = t.replace('*', " ");
     let t = t.split_whitespace().collect::<Vec<_>>().join(" ");
     matches!(
         crate::semantic::cuda::last_name(&t),
-        "uint8_t"
-            | "int8_t"
-            | "char"
-            | "unsigned char"
-            | "signed char"
-            | "byte"
-            | "void"
-            | "uint8"
-            | "Byte"
-            | "uchar"
+        "float"
+            | "double"
+            | "half"
+            | "__half"
+            | "half2"
+            | "__half2"
+            | "Half"
+            | "BFloat16"
+            | "__nv_bfloat16"
+            | "__nv_bfloat162"
+            | "nv_bfloat16"
+            | "float2"
+            | "float4"
+            | "double2"
+            | "int"
+            | "unsigned"
+            | "unsigned int"
+            | "long"
+            | "long long"
+            | "short"
+            | "int16_t"
+            | "int32_t"
+            | "int64_t"
+            | "uint16_t"
+            | "uint32_t"
+            | "uint64_t"
+            | "bool"
     )
 }
 

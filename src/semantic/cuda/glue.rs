@@ -254,12 +254,21 @@ impl<'t> Ctx<'_, 't> {
     }
 }
 
+/// Can the text hold op glue: tensors, or bindings of functions defined elsewhere
+/// (`m.def("op", &op_cuda)` in a file that never names a tensor type)?
+pub fn is_glue_text(source: &str) -> bool {
+    source.contains("Tensor")
+        || source.contains(".def(")
+        || source.contains(".impl(")
+        || source.contains(".op(")
+}
+
 /// Builds the glue facts from the collected nodes.
 pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String]) -> Glue<'t> {
     let source = model.source;
     let mut glue = Glue::default();
-    // No tensor type anywhere: not op glue.
-    if !source.contains("Tensor") {
+    // No tensor type and no binding anywhere: not op glue.
+    if !is_glue_text(source) {
         return glue;
     }
     let macros: HashMap<&str, Macro<'_>> = nodes

@@ -62,7 +62,7 @@ fn file_facts(path: &Path, settings: &Settings) -> Option<Arc<FileFacts>> {
             return None;
         }
         let text = crate::engine::decode(std::fs::read(path).ok()?).ok()?;
-        if !text.contains("Tensor") {
+        if !super::glue::is_glue_text(&text) {
             return Some(Arc::new(FileFacts::default()));
         }
         let tree = parse(Lang::Cuda, &text)?;
@@ -123,7 +123,7 @@ impl<'a> Resolver<'a> {
                 }
                 crate::engine::note_dependency(f);
                 if let Some(facts) = file_facts(f, settings) {
-                    if !facts.fns.is_empty() {
+                    if !facts.fns.is_empty() || !facts.bound.is_empty() {
                         files.push((Some(f.clone()), facts));
                     }
                 }
