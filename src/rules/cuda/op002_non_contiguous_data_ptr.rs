@@ -22,8 +22,9 @@ declare_rule! {
     /// - not a fresh allocation (`at::empty*`, `empty_like`, `zeros`).
     ///
     /// Accessors (`packed_accessor32/64`, `accessor`), `TensorIterator`, and launches that
-    /// pass strides are not reported. A launcher whose callers cannot be seen (no binding in
-    /// its file, no caller in the same directory or its parent) is not reported. Set
+    /// pass strides or a layout flag (`is_channels_last`) are not reported. A launcher whose
+    /// callers cannot be seen (no binding in its file, no caller in the same directory or its
+    /// parent) is not reported. Set
     /// `python-validated` to the bound functions whose Python wrappers pass contiguous
     /// tensors, or `["*"]`.
     ///
@@ -194,6 +195,13 @@ impl Rule for NonContiguousDataPtr {
     }
 }
 
+/// Does a launch argument or kernel parameter carry the memory layout (strides, a
+/// channels-last flag)? Then the kernel does not assume a contiguous tensor.
+fn layout_aware(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.contains("stride") || lower.contains("channels_last") || lower.contains("layout")
+}
+
 /// The launch that takes this pointer and the kernel's first indexed access through the
 /// matching parameter, when the launch passes no strides.
 fn linear_access<'a, 't>(
@@ -206,14 +214,14 @@ fn linear_access<'a, 't>(
             continue;
         }
         let l = &m.launches[li];
-        if l.args.iter().any(|a| m.text(*a).contains("stride")) {
+        if l.args.iter().any(|a| layout_aware(m.text(*a))) {
             return None;
         }
         let kernel = m
             .kernels
             .iter()
             .find(|k| m.functions[k.function].name == l.kernel)?;
-        if kernel.params.iter().any(|p| p.name.contains("stride")) {
+        if kernel.params.iter().any(|p| layout_aware(p.name)) {
             return None;
         }
         let pos = l.args.iter().position(|a| {
