@@ -8,6 +8,8 @@
 mod arrays;
 mod builder;
 mod consts;
+pub mod glue;
+pub mod glue_project;
 pub mod guards;
 pub mod kernel;
 pub mod launch;
@@ -112,6 +114,8 @@ pub struct CudaModel<'t> {
     loop_macros: Vec<String>,
     /// Definitions in host functions: (function, name) → values (`None`: declared without one).
     host_defs: HashMap<(usize, &'t str), Vec<HostDef<'t>>>,
+    /// Torch op glue: tensor parameters, raw pointers, checks, dispatches, guards, bindings.
+    pub glue: glue::Glue<'t>,
 }
 
 /// A definition in host code: `dim3 grid(…)`, `grid.x = …`, or `dim3 grid;` (no value).

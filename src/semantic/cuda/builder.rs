@@ -4,6 +4,7 @@
 
 use super::arrays::{self, ArrayDecl, DeviceCall};
 use super::consts::{self, ConstDef};
+use super::glue::{self, GlueNodes, DISPATCH_MACROS};
 use super::guards::{self, Guard, GuardKind};
 use super::kernel;
 use super::LOOP_MACROS;
@@ -98,6 +99,8 @@ pub struct CudaBuilder<'t> {
     device_calls: Vec<DeviceCall<'t>>,
     subscripts: Vec<(usize, Node<'t>)>,
     barriers: Vec<super::Barrier<'t>>,
+    glue: GlueNodes<'t>,
+    dispatch_macros: Vec<String>,
 }
 
 impl<'t> CudaBuilder<'t> {
@@ -108,6 +111,14 @@ impl<'t> CudaBuilder<'t> {
             .and_then(|v| v.as_array())
         {
             loop_macros.extend(list.iter().filter_map(|v| v.as_str().map(str::to_owned)));
+        }
+        let mut dispatch_macros: Vec<String> =
+            DISPATCH_MACROS.iter().map(|s| s.to_string()).collect();
+        if let Some(list) = settings
+            .rule_option("OP003", "dispatch-macros")
+            .and_then(|v| v.as_array())
+        {
+            dispatch_macros.extend(list.iter().filter_map(|v| v.as_str().map(str::to_owned)));
         }
         CudaBuilder {
             source,
@@ -129,6 +140,8 @@ impl<'t> CudaBuilder<'t> {
             device_calls: Vec::new(),
             subscripts: Vec::new(),
             barriers: Vec::new(),
+            glue: GlueNodes::default(),
+            dispatch_macros,
         }
     }
 
@@ -378,8 +391,26 @@ impl<'t> CudaBuilder<'t> {
             }
             "declaration" => self.record_constant_declaration(node),
             "enumerator_list" => consts::record_enumerators(node, self.source, &mut self.constants),
-            "call_expression" => self.record_call(node),
+            "call_expression" => {
+                self.glue.calls.push((self.current_host_function(), node));
+                self.record_call(node)
+            }
+            "preproc_function_def" => self.glue.macros.push(node),
             _ => {}
+        }
+        if let Some(f) = self.current_host_function() {
+            match node.kind() {
+                "declaration" | "assignment_expression" => self.glue.defs.push((f, node)),
+                "if_statement"
+                | "switch_statement"
+                | "while_statement"
+                | "conditional_expression" => {
+                    if let Some(c) = node.field("condition") {
+                        self.glue.conds.push((f, c));
+                    }
+                }
+                _ => {}
+            }
         }
         if let Some(f) = self.current_function {
             let space = self.functions[f].space;
@@ -413,6 +444,13 @@ impl<'t> CudaBuilder<'t> {
         } else if let Some(f) = self.current_function {
             self.record_host_def(f, node);
         }
+    }
+
+    /// The host function being walked, if any.
+    fn current_host_function(&self) -> Option<usize> {
+        let f = self.current_function?;
+        let space = self.functions[f].space;
+        (space.host || !(space.global || space.device)).then_some(f)
     }
 
     /// Definitions in host code, for the launch configuration (`dim3 grid(…)`, `grid.x = …`).
@@ -500,9 +538,14 @@ impl<'t> CudaBuilder<'t> {
                 kernel,
                 template_args,
                 config: named_children(config).collect(),
+                // Comments between arguments are named nodes too: not arguments.
                 args: node
                     .field("arguments")
-                    .map(|a| named_children(a).collect())
+                    .map(|a| {
+                        named_children(a)
+                            .filter(|c| c.kind() != "comment")
+                            .collect()
+                    })
                     .unwrap_or_default(),
             });
             return;
@@ -557,6 +600,7 @@ impl<'t> CudaBuilder<'t> {
             constant_cache: RefCell::new(HashMap::new()),
             loop_macros: self.loop_macros,
             host_defs: self.host_defs,
+            glue: Default::default(),
         };
         model.resolve_template_values();
         for g in model.guards.iter_mut() {
@@ -564,6 +608,7 @@ impl<'t> CudaBuilder<'t> {
         }
         let kernels = self.kernels.into_iter().map(|k| k.finish(&model)).collect();
         model.kernels = kernels;
+        model.glue = glue::build(&model, self.glue, &self.dispatch_macros);
         model
     }
 }

@@ -406,3 +406,100 @@ fn barrier_conditions_per_thread_or_uniform() {
         assert_eq!(conds, vec![false, true]);
     });
 }
+
+#[test]
+fn glue_facts_of_a_torch_op() {
+    let src = r#"#include <torch/extension.h>
+#define CHECK_CUDA(x) TORCH_CHECK(x.is_cuda(), #x " must be a CUDA tensor")
+#define CHECK_INPUT(x) \
+  CHECK_CUDA(x);       \
+  TORCH_CHECK(x.is_contiguous(), #x " must be contiguous")
+__global__ void k(const float* a, float* b, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) b[i] = a[i];
+}
+void launch(const at::Tensor& a, at::Tensor& b) {
+  int64_t n = a.numel();
+  AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "k", [&] {
+    k<<<1, 256>>>(a.data_ptr<float>(), b.data_ptr<float>(), n);
+  });
+}
+at::Tensor op(at::Tensor x, at::Tensor w, int64_t dim) {
+  CHECK_INPUT(x);
+  TORCH_CHECK(w.size(0) == x.size(dim), "shapes");
+  const at::cuda::OptionalCUDAGuard guard(device_of(x));
+  auto xc = x.contiguous();
+  auto out = at::empty_like(xc);
+  launch(xc, out);
+  return out;
+}
+PYBIND11_MODULE(ext, m) { m.def("op", &op); }
+"#;
+    model(src, |m| {
+        use super::glue::*;
+        let g = &m.glue;
+        assert!(g.facts.bound.contains("op"));
+        assert!(!g.facts.bound.contains("launch"));
+        let op = g
+            .fns
+            .iter()
+            .find(|f| m.functions[f.func].name == "op")
+            .unwrap();
+        let facts = &g.facts.fns[op.facts];
+        assert_eq!(
+            facts.covered[0], ALL,
+            "x: macro expansion, size, and dtype by the callee's dispatch"
+        );
+        assert_eq!(facts.covered[1], SHAPE, "w: size only");
+        assert_eq!(facts.covered[2], 0, "not a tensor");
+        assert!(facts.guarded);
+        let call = facts.calls.iter().find(|c| c.callee == "launch").unwrap();
+        assert_eq!(
+            call.args,
+            vec![Some((0, CONTIG)), None],
+            "xc is x made contiguous; out is fresh"
+        );
+        let launch = g
+            .fns
+            .iter()
+            .find(|f| m.functions[f.func].name == "launch")
+            .unwrap();
+        assert_eq!(launch.uses.len(), 2);
+        assert!(launch.uses.iter().all(|u| u.dispatch.is_some()));
+        assert_eq!(g.dispatches[0].tensor, Some("a"));
+        assert_eq!(launch.launches.len(), 1);
+        assert!(
+            g.facts.fns[launch.facts].covered[0] & DTYPE != 0,
+            "dispatched on a"
+        );
+    });
+}
+
+#[test]
+fn glue_check_classification() {
+    use super::glue::*;
+    assert_eq!(
+        classify("TORCH_CHECK(x.device().is_cuda())", "x", true),
+        DEVICE
+    );
+    assert_eq!(
+        classify("TORCH_CHECK(x.type().is_cuda())", "x", true),
+        DEVICE
+    );
+    assert_eq!(
+        classify("TORCH_CHECK(x.type() == y.type())", "y", true),
+        DTYPE
+    );
+    assert_eq!(classify("MY_CHECK(x, y)", "y", true), ALL);
+    assert_eq!(classify("MY_CHECK(x, y)", "y", false), 0);
+    assert_eq!(
+        classify("TORCH_CHECK(p.x.is_cuda())", "x", true),
+        0,
+        "a member"
+    );
+    assert!(is_dispatch(
+        "AT_DISPATCH_V2",
+        &["AT_DISPATCH_*".to_string()]
+    ));
+    assert!(!is_dispatch("DISPATCH_X", &["AT_DISPATCH_*".to_string()]));
+}

@@ -1,0 +1,286 @@
+//! Torch op glue across files: the callers of a launcher in the files next to it.
+//!
+//! Extensions split their glue: a `.cpp` wrapper, bound to Python, checks its inputs and calls
+//! `foo_cuda(…)`, which a `.cu` file defines and launches from. Whether `foo_cuda`'s tensors
+//! are validated is decided by its callers: in this file, or in a C/C++ file of the same
+//! directory or its parent. A function whose callers cannot be seen is never reported. Sibling
+//! files are read only when a rule is about to report, and cached for the whole run.
+
+use super::glue::{FileFacts, ALL};
+use super::CudaBuilder;
+use crate::lang::{parse, Lang};
+use crate::settings::Settings;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+
+/// Sibling files larger than this are not read.
+const MAX_FILE_SIZE: u64 = 1 << 20;
+/// Directory entries looked at per directory.
+const MAX_DIR_ENTRIES: usize = 400;
+/// Call-chain depth followed upwards.
+const MAX_DEPTH: usize = 5;
+
+const EXTENSIONS: &[&str] = &["cpp", "cc", "cxx", "cu", "cuh", "h", "hpp", "c"];
+
+static FILES: LazyLock<Mutex<HashMap<PathBuf, Option<Arc<FileFacts>>>>> =
+    LazyLock::new(Default::default);
+static DIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<Vec<PathBuf>>>>> = LazyLock::new(Default::default);
+
+fn dir_files(dir: &Path) -> Arc<Vec<PathBuf>> {
+    if let Some(v) = DIRS.lock().ok().and_then(|m| m.get(dir).cloned()) {
+        return v;
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .take(MAX_DIR_ENTRIES)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.is_file()
+                        && p.extension()
+                            .and_then(|e| e.to_str())
+                            .is_some_and(|e| EXTENSIONS.contains(&e))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let files = Arc::new(files);
+    if let Ok(mut m) = DIRS.lock() {
+        m.insert(dir.to_path_buf(), files.clone());
+    }
+    files
+}
+
+fn file_facts(path: &Path, settings: &Settings) -> Option<Arc<FileFacts>> {
+    if let Some(f) = FILES.lock().ok().and_then(|m| m.get(path).cloned()) {
+        return f;
+    }
+    let facts = (|| {
+        if std::fs::metadata(path).ok()?.len() > MAX_FILE_SIZE {
+            return None;
+        }
+        let text = crate::engine::decode(std::fs::read(path).ok()?).ok()?;
+        if !super::glue::is_glue_text(&text) {
+            return Some(Arc::new(FileFacts::default()));
+        }
+        let tree = parse(Lang::Cuda, &text)?;
+        let mut b = CudaBuilder::new(&text, settings);
+        crate::semantic::walk(&tree, |node, entering| {
+            if entering {
+                b.enter(node)
+            } else {
+                b.leave(node)
+            }
+        });
+        let model = b.finish(&tree);
+        Some(Arc::new(model.glue.facts.clone()))
+    })();
+    if let Ok(mut m) = FILES.lock() {
+        m.insert(path.to_path_buf(), facts.clone());
+    }
+    facts
+}
+
+/// Where a check or guard was looked for.
+#[derive(Debug, Default, Clone)]
+pub struct Reach {
+    /// What is validated on every path from an entry point (`ALL` when a path is unknown).
+    pub props: u8,
+    /// Callers seen on the way (name and, for another file, its path).
+    pub callers: Vec<(String, Option<PathBuf>)>,
+}
+
+/// Resolves checks and guards through the callers of a function.
+pub struct Resolver<'a> {
+    files: Vec<(Option<PathBuf>, Arc<FileFacts>)>,
+    /// Functions whose Python callers validate their inputs (`*`: all).
+    trusted: &'a [String],
+    /// Functions visited in the current question; past `MAX_VISITS` the answer is "unknown".
+    visits: std::cell::Cell<usize>,
+}
+
+/// Caller visits per question (a call graph with much fan-in is not explored exhaustively).
+const MAX_VISITS: usize = 2_000;
+
+impl<'a> Resolver<'a> {
+    /// The facts of this file and, when `path` is a real file, the C/C++ files of its directory
+    /// and its parent (recorded as dependencies of this file's findings).
+    pub fn new(here: &FileFacts, path: &Path, settings: &Settings, trusted: &'a [String]) -> Self {
+        let mut files = vec![(None, Arc::new(here.clone()))];
+        let me = std::path::absolute(path).ok();
+        let dir = me.as_deref().and_then(Path::parent);
+        let dirs: Vec<&Path> = dir.into_iter().chain(dir.and_then(Path::parent)).collect();
+        for d in dirs {
+            if !d.is_dir() {
+                continue;
+            }
+            crate::engine::note_dependency(d);
+            for f in dir_files(d).iter() {
+                if Some(f) == me.as_ref() {
+                    continue;
+                }
+                crate::engine::note_dependency(f);
+                if let Some(facts) = file_facts(f, settings) {
+                    if !facts.fns.is_empty() || !facts.bound.is_empty() {
+                        files.push((Some(f.clone()), facts));
+                    }
+                }
+            }
+        }
+        Resolver {
+            files,
+            trusted,
+            visits: std::cell::Cell::new(0),
+        }
+    }
+
+    fn trusted(&self, name: &str) -> bool {
+        self.trusted.iter().any(|t| t == "*" || t == name)
+    }
+
+    /// The files whose mentions of `name` may refer to the definition in file `home`: that
+    /// file, and the others that do not define a function of that name themselves.
+    fn sees(&self, home: usize, name: &str) -> impl Iterator<Item = (usize, &FileFacts)> + '_ {
+        let name = name.to_string();
+        self.files
+            .iter()
+            .enumerate()
+            .filter(move |(i, (_, f))| *i == home || !f.fns.iter().any(|g| g.name == name))
+            .map(|(i, (_, f))| (i, f.as_ref()))
+    }
+
+    fn bound(&self, home: usize, name: &str) -> bool {
+        self.sees(home, name).any(|(_, f)| f.bound.contains(name))
+    }
+
+    /// Is it handed around as a pointer (a registration macro) where its callers cannot be seen?
+    fn opaque(&self, home: usize, name: &str) -> bool {
+        !self.bound(home, name)
+            && self
+                .sees(home, name)
+                .any(|(_, f)| f.referenced.contains(name))
+    }
+
+    /// What is validated about parameter `param` of function `func` of this file, on every
+    /// path from a binding: its own checks and those of its callers.
+    pub fn coverage(&self, func: usize, param: usize) -> Reach {
+        let mut reach = Reach::default();
+        self.visits.set(0);
+        reach.props = self.cover(0, func, param, 0, &mut reach.callers);
+        reach
+    }
+
+    fn cover(
+        &self,
+        file: usize,
+        func: usize,
+        param: usize,
+        depth: usize,
+        callers: &mut Vec<(String, Option<PathBuf>)>,
+    ) -> u8 {
+        let Some(f) = self.files.get(file).and_then(|(_, f)| f.fns.get(func)) else {
+            return ALL;
+        };
+        let own = f.covered.get(param).copied().unwrap_or(ALL);
+        self.visits.set(self.visits.get() + 1);
+        if own == ALL
+            || self.visits.get() > MAX_VISITS
+            || depth > MAX_DEPTH
+            || self.opaque(file, &f.name)
+        {
+            return ALL;
+        }
+        let mut any = false;
+        let mut result = ALL;
+        if self.bound(file, &f.name) {
+            any = true;
+            if !self.trusted(&f.name) {
+                result &= own;
+            }
+        }
+        for (ci, cf) in self.sees(file, &f.name) {
+            let cpath = &self.files[ci].0;
+            for (gi, g) in cf.fns.iter().enumerate() {
+                if g.name == f.name {
+                    continue;
+                }
+                for call in g.calls.iter().filter(|c| c.callee == f.name) {
+                    any = true;
+                    if callers.len() < 8 && !callers.iter().any(|c| c.0 == g.name) {
+                        callers.push((g.name.clone(), cpath.clone()));
+                    }
+                    if let Some(Some((j, granted))) = call.args.get(param) {
+                        result &= own | granted | self.cover(ci, gi, *j, depth + 1, callers);
+                    }
+                }
+            }
+        }
+        if any {
+            result
+        } else {
+            ALL
+        }
+    }
+
+    /// Does a device guard hold whenever function `func` of this file runs? `None`: yes (or
+    /// unknown); `Some(callers)`: no guard on some path from a binding.
+    pub fn unguarded(&self, func: usize) -> Option<Vec<(String, Option<PathBuf>)>> {
+        let mut callers = Vec::new();
+        self.visits.set(0);
+        (!self.guarded(0, func, 0, &mut callers)).then_some(callers)
+    }
+
+    fn guarded(
+        &self,
+        file: usize,
+        func: usize,
+        depth: usize,
+        callers: &mut Vec<(String, Option<PathBuf>)>,
+    ) -> bool {
+        let Some(f) = self.files.get(file).and_then(|(_, f)| f.fns.get(func)) else {
+            return true;
+        };
+        self.visits.set(self.visits.get() + 1);
+        if f.guarded
+            || self.visits.get() > MAX_VISITS
+            || depth > MAX_DEPTH
+            || self.opaque(file, &f.name)
+        {
+            return true;
+        }
+        let mut any = false;
+        let mut all = true;
+        if self.bound(file, &f.name) {
+            any = true;
+            all &= self.trusted(&f.name);
+        }
+        for (ci, cf) in self.sees(file, &f.name) {
+            let cpath = &self.files[ci].0;
+            for (gi, g) in cf.fns.iter().enumerate() {
+                if g.name == f.name || !g.calls.iter().any(|c| c.callee == f.name) {
+                    continue;
+                }
+                any = true;
+                if callers.len() < 8 && !callers.iter().any(|c| c.0 == g.name) {
+                    callers.push((g.name.clone(), cpath.clone()));
+                }
+                all &= self.guarded(ci, gi, depth + 1, callers);
+            }
+        }
+        !any || all
+    }
+}
+
+/// `name` (`file.cpp`) for a message.
+pub fn describe_callers(callers: &[(String, Option<PathBuf>)]) -> String {
+    callers
+        .iter()
+        .map(|(n, p)| match p.as_ref().and_then(|p| p.file_name()) {
+            Some(f) => format!("`{n}` ({})", f.to_string_lossy()),
+            None => format!("`{n}`"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
