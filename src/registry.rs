@@ -20,6 +20,7 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::cuda::cu010_unchecked_runtime_call::UncheckedRuntimeCall,
     &rules::cuda::cu011_default_stream_in_op::DefaultStreamInOp,
     &rules::cuda::cu012_array_index_out_of_extent::ArrayIndexOutOfExtent,
+    &rules::cuda::op005_tf_op_missing_validation::TfOpMissingValidation,
     &rules::python::jx001_jax_preallocation_conflict::JaxPreallocationConflict,
     &rules::python::jx002_late_jax_allocator_env::LateJaxAllocatorEnv,
     &rules::python::jx003_jit_in_loop::JitInLoop,

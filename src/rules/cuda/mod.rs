@@ -12,3 +12,4 @@ pub mod cu009_unchecked_launch;
 pub mod cu010_unchecked_runtime_call;
 pub mod cu011_default_stream_in_op;
 pub mod cu012_array_index_out_of_extent;
+pub mod op005_tf_op_missing_validation;
