@@ -11,6 +11,7 @@ mod consts;
 pub mod guards;
 pub mod kernel;
 pub mod launch;
+pub mod narrow;
 pub mod tf_op;
 
 pub use arrays::{ArrayDecl, ArraySpace, DeviceCall};

@@ -7,10 +7,9 @@ use crate::declare_rule;
 use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
+use crate::semantic::cuda::narrow::{narrowing_of, INT32_LIMITS};
 use crate::semantic::cuda::tf_op::{callee_name, method_object, TfCompute};
 use crate::semantic::cuda::CudaModel;
-use crate::semantic::NodeExt;
-use tree_sitter::Node;
 
 declare_rule! {
     /// ## What it does
@@ -107,29 +106,6 @@ const ALLOCATIONS: &[&str] = &[
     "allocate_temp",
     "forward_input_or_allocate_output",
     "allocate_persistent",
-];
-
-/// Spellings of the 32-bit limit in a size check.
-const INT32_LIMITS: &[&str] = &[
-    "kint32max",
-    "INT_MAX",
-    "INT32_MAX",
-    "numeric_limits<int>",
-    "numeric_limits<int32>",
-    "numeric_limits<int32_t>",
-    "std::numeric_limits<int",
-];
-
-/// 32-bit integer types.
-pub const NARROW_TYPES: &[&str] = &[
-    "int",
-    "int32",
-    "int32_t",
-    "unsigned",
-    "unsigned int",
-    "uint32",
-    "uint32_t",
-    "uint",
 ];
 
 pub struct TfOpMissingValidation;
@@ -229,50 +205,6 @@ fn check_narrowing<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, c: &TfCompute<'
         ctx.report(d);
         return;
     }
-}
-
-/// The cast or declaration that narrows the value of `call` to a 32-bit type, and the type.
-pub fn narrowing_of<'t>(call: Node<'t>, source: &'t str) -> Option<(Node<'t>, &'t str)> {
-    let mut cur = call;
-    for _ in 0..8 {
-        let p = cur.parent()?;
-        match p.kind() {
-            "parenthesized_expression" | "binary_expression" | "argument_list" => {}
-            "cast_expression" => {
-                let ty = crate::semantic::text(p.field("type")?, source).trim();
-                return NARROW_TYPES.contains(&ty).then_some((p, ty));
-            }
-            "call_expression" => {
-                // `static_cast<int>(…)`
-                let f = p.field("function")?;
-                if f.kind() != "template_function"
-                    || crate::semantic::text(f.field("name")?, source) != "static_cast"
-                {
-                    return None;
-                }
-                let ty = f.field("arguments")?.named_child(0)?;
-                let ty = crate::semantic::text(ty, source).trim();
-                return NARROW_TYPES.contains(&ty).then_some((p, ty));
-            }
-            "init_declarator" => {
-                let decl = p.parent().filter(|d| d.kind() == "declaration")?;
-                let ty = crate::semantic::text(decl.field("type")?, source).trim();
-                return NARROW_TYPES.contains(&ty).then_some((p, ty));
-            }
-            _ => return None,
-        }
-        // Only arithmetic and a cast's own arguments pass the value through.
-        if p.kind() == "argument_list"
-            && !p.parent().is_some_and(|g| {
-                g.field("function")
-                    .is_some_and(|f| crate::semantic::text(f, source).starts_with("static_cast"))
-            })
-        {
-            return None;
-        }
-        cur = p;
-    }
-    None
 }
 
 fn check_allocations<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, c: &TfCompute<'t>) {

@@ -257,3 +257,26 @@ impl<'t> CudaModel<'t> {
         }
     }
 }
+
+impl<'t> CudaModel<'t> {
+    /// The values assigned to `name` in the host function around `launch`, in definitions
+    /// visible at the launch and made before it (`int n = x.numel();`, `blocks = …`).
+    pub fn host_values_at(&self, launch: &Launch<'t>, name: &str) -> Vec<Node<'t>> {
+        let at = launch.node.start_byte();
+        let Some(func) = self
+            .functions
+            .iter()
+            .position(|f| f.node.start_byte() <= at && launch.node.end_byte() <= f.node.end_byte())
+        else {
+            return Vec::new();
+        };
+        let Some(defs) = self.host_defs.get(&(func, name)) else {
+            return Vec::new();
+        };
+        defs.iter()
+            .filter(|d| d.scope.start <= at && at < d.scope.end)
+            .filter_map(|d| d.value)
+            .filter(|v| v.start_byte() < at)
+            .collect()
+    }
+}
