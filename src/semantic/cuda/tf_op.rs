@@ -290,6 +290,10 @@ impl<'t> CudaModel<'t> {
             return false;
         };
         let args = call.field("arguments").map(|a| text(a, src)).unwrap_or("");
+        // `Functor<CPUDevice, T>()(…)`: host work.
+        if text(f, src).contains("CPUDevice") || args.contains("CPUDevice") {
+            return false;
+        }
         let on_device = args.contains("eigen_device")
             || args.contains("eigen_gpu_device")
             || args.contains("stream")
