@@ -159,7 +159,7 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
     }
     let grid_kind = grid.map(|(g, _)| g);
     // Unguarded accesses, grouped by the index variable they go through.
-    let mut groups: Vec<(String, Option<usize>, Vec<&Access<'t>>)> = Vec::new();
+    let mut groups: Vec<Group<'_, 't>> = Vec::new();
     for a in k.accesses.iter().filter(|a| a.global) {
         let mut parts = a.alias_offsets.clone();
         parts.extend(a.index);
@@ -202,10 +202,10 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
         };
         match groups.iter_mut().find(|g| g.0 == key) {
             Some(g) => g.2.push(a),
-            None => groups.push((key, var, vec![a])),
+            None => groups.push((key, var, vec![a], kind)),
         }
     }
-    for (key, var, accesses) in groups {
+    for (key, var, accesses, kind) in groups {
         let first = accesses[0];
         let access = short(m.text(first.node));
         let index = match var {
@@ -241,7 +241,7 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
             None => "i".to_string(),
         };
         match grid {
-            Some((GridKind::CeilDiv, launch)) => {
+            Some((GridKind::CeilDiv, launch)) if kind == Some(GridKind::CeilDiv) => {
                 let g = launch
                     .config
                     .first()
@@ -275,6 +275,10 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
         ctx.report(d);
     }
 }
+
+/// Unguarded accesses through one index variable: its name, its local, the accesses, and how
+/// the grid axes the index reads are computed.
+type Group<'a, 't> = (String, Option<usize>, Vec<&'a Access<'t>>, Option<GridKind>);
 
 /// 1-based line of a byte offset.
 fn line_of(source: &str, byte: usize) -> (usize, usize) {
