@@ -78,7 +78,25 @@ impl Engine {
             extra.push("gpulint:");
             extra.extend(settings.enabled.iter().copied());
         }
-        let mut cuda = RuleTable::new(Lang::Cuda, &settings.enabled, &extra);
+        // CU010's extra runtime calls make a file worth parsing like its built-in names.
+        let runtime_calls: Vec<String> = if settings.is_enabled("CU010") {
+            settings
+                .rule_option("CU010", "runtime-calls")
+                .and_then(|v| v.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str())
+                        .map(|c| c.trim_end_matches('*').to_string())
+                        .filter(|c| !c.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let mut cuda_extra = extra.clone();
+        cuda_extra.extend(runtime_calls.iter().map(String::as_str));
+        let mut cuda = RuleTable::new(Lang::Cuda, &settings.enabled, &cuda_extra);
         // A Python file that builds an extension is parsed to find the sources it names.
         let link = !cuda.rules().is_empty();
         if link {

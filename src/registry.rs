@@ -24,6 +24,7 @@ pub static RULES: &[&dyn Rule] = &[
     &rules::cuda::op002_non_contiguous_data_ptr::NonContiguousDataPtr,
     &rules::cuda::op003_unchecked_dtype_cast::UncheckedDtypeCast,
     &rules::cuda::op004_missing_device_guard::MissingDeviceGuard,
+    &rules::cuda::op005_tf_op_missing_validation::TfOpMissingValidation,
     &rules::python::jx001_jax_preallocation_conflict::JaxPreallocationConflict,
     &rules::python::jx002_late_jax_allocator_env::LateJaxAllocatorEnv,
     &rules::python::jx003_jit_in_loop::JitInLoop,

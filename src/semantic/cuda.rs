@@ -13,6 +13,8 @@ pub mod glue_project;
 pub mod guards;
 pub mod kernel;
 pub mod launch;
+pub mod narrow;
+pub mod tf_op;
 
 pub use arrays::{ArrayDecl, ArraySpace, DeviceCall};
 pub use builder::CudaBuilder;

@@ -27,6 +27,10 @@ declare_rule! {
     /// block (`TORCH_CHECK(n % 256 == 0)`), where the grid is exact. One finding is reported per
     /// kernel and index, at the first unguarded access.
     ///
+    /// Grids are judged per axis: with `dim3 grid((w + 15) / 16, h)` launched in the same file,
+    /// x is rounded up and y is exact, so an index built only from `blockIdx.y` is trusted while
+    /// one that also reads `blockIdx.x` needs a guard.
+    ///
     /// ## Why is this risky?
     /// The grid is rounded up to whole blocks, so the last block has threads whose index is past
     /// the end of the data. Without a guard they read or write out of bounds: the kernel fails with
@@ -141,8 +145,21 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
     if !matches!(grid, Some((GridKind::CeilDiv, _))) && !k.params.iter().any(|p| p.size_like) {
         return;
     }
+    // Per grid axis, the worst kind over the launches here: an index built only from exact
+    // axes (`dim3 grid((w + 15) / 16, h)` indexed by `blockIdx.y`) covers its data exactly.
+    let mut axis_kinds: Option<[GridKind; 3]> = None;
+    for l in m.launches_of(&m.function(k).name) {
+        let Some(kinds) = m.grid_axis_kinds(l) else {
+            continue;
+        };
+        let acc = axis_kinds.get_or_insert(kinds);
+        for (a, kind) in kinds.iter().enumerate() {
+            acc[a] = acc[a].max(*kind);
+        }
+    }
+    let grid_kind = grid.map(|(g, _)| g);
     // Unguarded accesses, grouped by the index variable they go through.
-    let mut groups: Vec<(String, Option<usize>, Vec<&Access<'t>>)> = Vec::new();
+    let mut groups: Vec<Group<'_, 't>> = Vec::new();
     for a in k.accesses.iter().filter(|a| a.global) {
         let mut parts = a.alias_offsets.clone();
         parts.extend(a.index);
@@ -153,10 +170,24 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
         if !target.flags.is_global_index() {
             continue;
         }
+        let kind = match axis_kinds {
+            Some(kinds) => {
+                let axes = k.block_axes(&parts, m.source);
+                (0..3)
+                    .filter(|a| axes[*a])
+                    .map(|a| kinds[a])
+                    .max()
+                    .or(grid_kind)
+            }
+            None => grid_kind,
+        };
+        if kind == Some(GridKind::Plain) {
+            continue;
+        }
         // Without a launch here that rounds the grid up, only the canonical
         // `blockIdx * blockDim + threadIdx` counts: indices built from a fixed tile size
         // (`by * BLOCK_SIZE + ty`) belong to kernels tiled exactly by design.
-        if !matches!(grid, Some((GridKind::CeilDiv, _))) && !target.flags.has(Flags::CANONICAL) {
+        if kind != Some(GridKind::CeilDiv) && !target.flags.has(Flags::CANONICAL) {
             continue;
         }
         let chain: Vec<_> = m.guard_chain(a.guard).take(MAX_CHAIN + 1).collect();
@@ -171,10 +202,10 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
         };
         match groups.iter_mut().find(|g| g.0 == key) {
             Some(g) => g.2.push(a),
-            None => groups.push((key, var, vec![a])),
+            None => groups.push((key, var, vec![a], kind)),
         }
     }
-    for (key, var, accesses) in groups {
+    for (key, var, accesses, kind) in groups {
         let first = accesses[0];
         let access = short(m.text(first.node));
         let index = match var {
@@ -210,7 +241,7 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
             None => "i".to_string(),
         };
         match grid {
-            Some((GridKind::CeilDiv, launch)) => {
+            Some((GridKind::CeilDiv, launch)) if kind == Some(GridKind::CeilDiv) => {
                 let g = launch
                     .config
                     .first()
@@ -244,6 +275,10 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
         ctx.report(d);
     }
 }
+
+/// Unguarded accesses through one index variable: its name, its local, the accesses, and how
+/// the grid axes the index reads are computed.
+type Group<'a, 't> = (String, Option<usize>, Vec<&'a Access<'t>>, Option<GridKind>);
 
 /// 1-based line of a byte offset.
 fn line_of(source: &str, byte: usize) -> (usize, usize) {

@@ -1,4 +1,5 @@
-//! CU003: a 32-bit global thread index compared against a 64-bit size.
+//! CU003: a 32-bit global thread index compared against a 64-bit size, and element counts
+//! narrowed to 32 bits in host glue before a launch.
 
 use super::cu001_unguarded_thread_index::SANITIZER;
 use crate::checker::Context;
@@ -6,8 +7,11 @@ use crate::declare_rule;
 use crate::diagnostic::{Severity, Span};
 use crate::lang::Lang;
 use crate::rule::{Rule, RuleLang, RuleMeta};
+use crate::semantic::cuda::narrow::{method_name, narrowing_of, COUNT_CALLS, INT32_LIMITS};
 use crate::semantic::cuda::{Flags, GuardKind};
+use crate::semantic::descendants;
 use crate::semantic::NodeExt;
+use tree_sitter::Node;
 
 declare_rule! {
     /// ## What it does
@@ -17,9 +21,18 @@ declare_rule! {
     /// `long long`): the kernel is written for tensors with more than 2³¹ − 1 elements, but its
     /// index cannot reach them.
     ///
-    /// Kernels whose size parameter is itself 32-bit are not reported: they are consistently
-    /// limited to small tensors (the glue must check the size). The narrowing in the glue
-    /// (`int n = x.numel()`) is not checked yet.
+    /// Kernels whose size parameter is itself 32-bit are not reported here: they are
+    /// consistently limited to small tensors, and the glue must check the size. So in host
+    /// glue, the rule also finds element counts narrowed to 32 bits that reach a kernel launch in
+    /// the same file as an argument, directly or through a local: `int n = x.numel();`,
+    /// `static_cast<int>(x.numel())`, `int size = t.NumElements()` (outside TensorFlow op
+    /// kernels, where OP005 reports it), and `const int total = x.size(0) * x.size(1) *
+    /// x.size(2)` (a warning). It stays silent when the function checks the 32-bit limit
+    /// before the launch (`TORCH_CHECK(x.numel() <= std::numeric_limits<int>::max())`,
+    /// `INT_MAX`, `canUse32BitIndexMath(x)`, `kint32max`), for 64-bit counts (`int64_t n`), for
+    /// single dimensions (`int channels = x.size(1)`), for block counts
+    /// (`int blocks = (x.numel() + 255) / 256`) and for counts that only size the grid. A
+    /// narrowed element count is an error.
     ///
     /// ## Why is this risky?
     /// The product `blockIdx.x * blockDim.x` is evaluated in 32-bit unsigned arithmetic and the
@@ -58,9 +71,9 @@ declare_rule! {
         name: "int32-thread-index",
         lang: RuleLang::Source(Lang::Cuda),
         severity: Severity::Warning,
-        summary: "32-bit global thread index bounded by a 64-bit size: it overflows on large tensors",
+        summary: "32-bit thread index or element count on tensor-sized buffers: it overflows on large tensors",
         kinds: &[],
-        needles: &["__global__", "GLOBAL"],
+        needles: &["__global__", "GLOBAL", "<<<"],
         options: &[],
     };
 }
@@ -93,6 +106,7 @@ impl Rule for Int32ThreadIndex {
     }
 
     fn check_file(&self, ctx: &mut Context<'_>) {
+        check_glue(ctx);
         let m = ctx.cuda();
         for k in &m.kernels {
             if k.too_large || k.node.has_error() {
@@ -173,5 +187,143 @@ impl Rule for Int32ThreadIndex {
                 ctx.report(d);
             }
         }
+    }
+}
+
+/// Host glue that narrows a 64-bit element count to 32 bits and passes it to a launch in this
+/// file, with no check against the 32-bit limit before the launch.
+fn check_glue(ctx: &mut Context<'_>) {
+    let m = ctx.cuda();
+    let src = m.source;
+    let computes = m.tf_computes();
+    let mut seen: Vec<usize> = Vec::new();
+    for l in &m.launches {
+        if l.node.has_error() {
+            continue;
+        }
+        let Some(func) = m.enclosing_function(l.node) else {
+            continue;
+        };
+        if func.space.global || func.space.device {
+            continue;
+        }
+        // `TORCH_CHECK(n <= INT_MAX)`, `canUse32BitIndexMath(x)`, … before the launch.
+        let before = &src[func.node.start_byte()..l.node.start_byte()];
+        if INT32_LIMITS.iter().any(|t| before.contains(t)) {
+            continue;
+        }
+        // TF op kernels: OP005 reports the narrowed `NumElements()`.
+        let in_tf_op = computes
+            .iter()
+            .any(|c| m.functions[c.function].node.id() == func.node.id());
+        // The expressions that reach the kernel: its arguments, and one step back through
+        // the locals they name (`int n = x.numel(); int count = n * 2;`). A count that only
+        // sizes the grid is not an index the kernel uses.
+        let exprs: Vec<Node<'_>> = l.args.clone();
+        let mut values: Vec<(Node<'_>, Option<Node<'_>>)> =
+            exprs.iter().map(|e| (*e, None)).collect();
+        for e in &exprs {
+            for id in descendants(*e)
+                .take(256)
+                .filter(|n| n.kind() == "identifier")
+            {
+                for v in m.host_values_at(l, m.text(id)) {
+                    values.push((v, Some(id)));
+                    for id2 in descendants(v)
+                        .take(256)
+                        .filter(|n| n.kind() == "identifier")
+                    {
+                        for v2 in m.host_values_at(l, m.text(id2)) {
+                            values.push((v2, Some(id)));
+                        }
+                    }
+                }
+            }
+        }
+        for (v, via) in values {
+            let Some((narrow, ty, what, count)) = narrowed_count(v, src, in_tf_op) else {
+                continue;
+            };
+            if seen.contains(&narrow.id()) {
+                continue;
+            }
+            seen.push(narrow.id());
+            let mut d = ctx
+                .diagnostic(
+                    narrow,
+                    format!(
+                        "`{}` narrows {what} to a 32-bit `{ty}` that reaches the launch of `{}`, with no check against the 32-bit limit: past 2³¹ − 1 elements it wraps and the kernel indexes out of range",
+                        short(m.text(narrow)),
+                        l.kernel
+                    ),
+                )
+                .primary_label(format!("narrowed to `{ty}`"))
+                .with_label(
+                    via.map(|n| Span::of(&n)).unwrap_or(Span::of(&l.node)),
+                    "passed to the kernel launch here",
+                );
+            if !count {
+                d = d.severity(Severity::Warning);
+            } else {
+                d = d.severity(Severity::Error);
+            }
+            d = d.help(format!(
+                "keep sizes in `int64_t`, or check first: `TORCH_CHECK({} <= std::numeric_limits<int>::max(), \"tensor too large for 32-bit indexing\");`; confirm at run time with `{SANITIZER}`",
+                short(m.text(v))
+            ));
+            ctx.report(d);
+        }
+    }
+}
+
+/// If `v` narrows an element count (`x.numel()`, `t.NumElements()`) or a product of three or
+/// more sizes (`x.size(0) * x.size(1) * x.size(2)`) to 32 bits: the narrowing node, the type,
+/// what was narrowed, and whether it is a full element count.
+fn narrowed_count<'t>(
+    v: Node<'t>,
+    src: &'t str,
+    in_tf_op: bool,
+) -> Option<(Node<'t>, &'t str, &'static str, bool)> {
+    let calls: Vec<Node<'t>> = std::iter::once(v)
+        .chain(descendants(v).take(256))
+        .filter(|n| n.kind() == "call_expression")
+        .collect();
+    for c in &calls {
+        let Some(name) = method_name(*c, src) else {
+            continue;
+        };
+        if !COUNT_CALLS.contains(&name) || (in_tf_op && name == "NumElements") {
+            continue;
+        }
+        if let Some((n, ty)) = narrowing_of(*c, src) {
+            return Some((n, ty, "the element count", true));
+        }
+    }
+    let sizes: Vec<&Node<'t>> = calls
+        .iter()
+        .filter(|c| matches!(method_name(**c, src), Some("size" | "dim_size")))
+        .collect();
+    if sizes.len() >= 3 {
+        if let Some((n, ty)) = narrowing_of(*sizes[0], src) {
+            // The whole product is narrowed, not one factor used as an argument.
+            let product = descendants(n)
+                .filter(|x| x.kind() == "call_expression")
+                .filter(|x| matches!(method_name(*x, src), Some("size" | "dim_size")))
+                .count();
+            if product >= 3 {
+                return Some((n, ty, "a product of tensor sizes", false));
+            }
+        }
+    }
+    None
+}
+
+/// An expression on one line, shortened.
+fn short(s: &str) -> String {
+    let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() > 60 {
+        format!("{}…", one.chars().take(59).collect::<String>())
+    } else {
+        one
     }
 }

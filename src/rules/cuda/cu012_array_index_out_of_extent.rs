@@ -17,9 +17,19 @@ declare_rule! {
     /// `float acc[8]` read at `acc[k]` in `for (int k = 0; k <= 8; ++k)`, or `tile[k + 1]` in
     /// `for (int k = 0; k < 32; ++k)` with `float tile[32]`.
     ///
-    /// Indices built from `threadIdx`, `blockDim` or run-time values, counters changed inside
-    /// their loop, and uses under a condition that mentions the counter (`if (k < 8)`) are not
-    /// reported: their range is not known.
+    /// `threadIdx.x` ranges over the block, and `blockDim.x` is the block size, when the block
+    /// size is known: from every launch of the kernel in the same file (`kernel<<<g, 512>>>`,
+    /// `dim3 block(16, 16)`, constant template arguments), or else from
+    /// `__launch_bounds__(N)`, an upper bound only, which makes the finding a warning. Locals
+    /// defined once from them (`const int tid = threadIdx.x;`) carry the same range, and `%`,
+    /// `/`, `>>` and `&` by constants narrow it. So `__shared__ float s[256]` written at
+    /// `s[threadIdx.x]` in a kernel launched with 512 threads is reported.
+    ///
+    /// Indices from run-time values, block sizes not known (`<<<g, threads>>>` with `threads` a
+    /// parameter), counters changed inside their loop, uses under a condition that mentions the
+    /// counter (`if (k < 8)`), and thread indices under a guard or early exit on the thread
+    /// index (`if (threadIdx.x < 256)`, `if (tid >= 256) return;`) are not reported: their
+    /// range is not known.
     ///
     /// ## Why is this risky?
     /// An out-of-range shared-memory access silently overwrites another array of the block (or
@@ -83,10 +93,12 @@ impl Rule for ArrayIndexOutOfExtent {
             };
             // `a[i][j]`: the dimension is the number of subscripts below this one.
             let mut dim = 0;
+            let mut innermost = sub;
             while base.kind() == "subscript_expression" && dim < 8 {
                 let Some(inner) = base.field("argument") else {
                     break;
                 };
+                innermost = base;
                 base = inner;
                 dim += 1;
             }
@@ -124,6 +136,17 @@ impl Rule for ArrayIndexOutOfExtent {
             if lo >= 0 && hi < extent {
                 continue;
             }
+            // A range from the block size: silent under a guard on the thread coordinates,
+            // a warning when the size is only the `__launch_bounds__` maximum.
+            let threads = m.thread_names(func, index);
+            let block = if !threads.is_empty() {
+                if m.thread_index_guarded(func, innermost, &threads) {
+                    continue;
+                }
+                m.block_range(func)
+            } else {
+                None
+            };
             let (what, bad) = if hi >= extent {
                 ("reaches", hi)
             } else {
@@ -134,7 +157,7 @@ impl Rule for ArrayIndexOutOfExtent {
             } else {
                 "per-thread"
             };
-            let d = ctx
+            let mut d = ctx
                 .diagnostic(
                     index,
                     format!(
@@ -145,8 +168,17 @@ impl Rule for ArrayIndexOutOfExtent {
                 )
                 .primary_label(format!("ranges over {lo}..={hi}"))
                 .with_label(Span::of(&array.declarator), format!("`{name}` has {extent} elements in this dimension"))
-                .note("out-of-range shared or local accesses silently overwrite neighbouring data or fault with an out-of-range address")
-                .help("fix the loop bound or the array extent (`k < N`, not `k <= N`); confirm at run time with `compute-sanitizer --tool memcheck ./your_app`");
+                .note("out-of-range shared or local accesses silently overwrite neighbouring data or fault with an out-of-range address");
+            d = match block {
+                Some(b) if b.from_launch => d
+                    .note(format!("`{}` runs with blocks of up to {} × {} × {} threads (its launches in this file)", func.name, b.hi[0], b.hi[1], b.hi[2]))
+                    .help("size the array by the block size, launch with smaller blocks, or guard the access (`if (threadIdx.x < N)`); confirm at run time with `compute-sanitizer --tool memcheck ./your_app`"),
+                Some(b) => d
+                    .severity(Severity::Warning)
+                    .note(format!("`__launch_bounds__({})` allows blocks of up to {} threads; no launch in this file shows the actual size", b.hi[0], b.hi[0]))
+                    .help("size the array by the block size, lower `__launch_bounds__`, or guard the access (`if (threadIdx.x < N)`); confirm at run time with `compute-sanitizer --tool memcheck ./your_app`"),
+                None => d.help("fix the loop bound or the array extent (`k < N`, not `k <= N`); confirm at run time with `compute-sanitizer --tool memcheck ./your_app`"),
+            };
             ctx.report(d);
         }
     }

@@ -16,3 +16,4 @@ pub mod op001_unvalidated_tensor_pointer;
 pub mod op002_non_contiguous_data_ptr;
 pub mod op003_unchecked_dtype_cast;
 pub mod op004_missing_device_guard;
+pub mod op005_tf_op_missing_validation;

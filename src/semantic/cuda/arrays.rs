@@ -229,6 +229,22 @@ impl<'t> CudaModel<'t> {
                     return Some((v, v));
                 }
                 self.counter_range(func, e)
+                    .or_else(|| self.thread_local_range(func, e, depth))
+            }
+            // `threadIdx.x` and `blockDim.x`, from the block sizes of the launches.
+            "field_expression" => {
+                let axis = match self.text(field("field")?) {
+                    "x" => 0,
+                    "y" => 1,
+                    "z" => 2,
+                    _ => return None,
+                };
+                let block = self.block_range(func)?;
+                match self.text(field("argument")?) {
+                    "threadIdx" => Some((0, block.hi[axis] - 1)),
+                    "blockDim" => Some((block.lo[axis], block.hi[axis])),
+                    _ => None,
+                }
             }
             "binary_expression" => {
                 let op = self.text(field("operator")?);
@@ -238,6 +254,12 @@ impl<'t> CudaModel<'t> {
                     "+" => Some((l0.checked_add(r0)?, l1.checked_add(r1)?)),
                     "-" => Some((l0.checked_sub(r1)?, l1.checked_sub(r0)?)),
                     "*" if l0 >= 0 && r0 >= 0 => Some((l0.checked_mul(r0)?, l1.checked_mul(r1)?)),
+                    "/" if l0 >= 0 && r0 > 0 => Some((l0 / r1, l1 / r0)),
+                    "%" if l0 >= 0 && r0 > 0 => Some((0, l1.min(r1 - 1))),
+                    ">>" if l0 >= 0 && r0 == r1 && (0..64).contains(&r0) => {
+                        Some((l0 >> r0, l1 >> r0))
+                    }
+                    "&" if l0 >= 0 && r0 == r1 && r0 >= 0 => Some((0, l1.min(r0))),
                     _ => None,
                 }
             }
@@ -346,6 +368,143 @@ impl<'t> CudaModel<'t> {
             return None;
         }
         Some((lo, hi))
+    }
+}
+
+/// The block sizes a kernel runs with, per axis: from every launch of it in this file when all
+/// fold (`from_launch`), else from `__launch_bounds__(N)` (an upper bound only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockRange {
+    pub lo: [i128; 3],
+    pub hi: [i128; 3],
+    pub from_launch: bool,
+}
+
+impl<'t> CudaModel<'t> {
+    /// The block sizes `func` (a kernel) is launched with; `None` when not known.
+    pub fn block_range(&self, func: &Function<'t>) -> Option<BlockRange> {
+        if !func.space.global {
+            return None;
+        }
+        let mut out: Option<BlockRange> = None;
+        for l in self.launches_of(&func.name) {
+            let dims = self.launch_dims(l, 1)?;
+            if dims.iter().any(|d| *d <= 0) {
+                return None;
+            }
+            let r = out.get_or_insert(BlockRange {
+                lo: dims,
+                hi: dims,
+                from_launch: true,
+            });
+            for (a, d) in dims.iter().enumerate() {
+                r.lo[a] = r.lo[a].min(*d);
+                r.hi[a] = r.hi[a].max(*d);
+            }
+        }
+        if out.is_some() {
+            return out;
+        }
+        // `__global__ void __launch_bounds__(256) k(…)`
+        let body = func.node.field("body")?;
+        let head = &self.source[func.node.start_byte()..body.start_byte()];
+        let args = &head[head.find("__launch_bounds__(")? + "__launch_bounds__(".len()..];
+        let first = args.split([',', ')']).next()?.trim();
+        let n = super::parse_c_int(first).or_else(|| self.constant_in(func, first))?;
+        (n > 0).then_some(BlockRange {
+            lo: [1; 3],
+            hi: [n; 3],
+            from_launch: false,
+        })
+    }
+
+    /// The range of a kernel local defined once from thread coordinates (`int tid =
+    /// threadIdx.x;`), when the kernel's block size is known and nothing else changes it.
+    fn thread_local_range(
+        &self,
+        func: &Function<'t>,
+        id: Node<'t>,
+        depth: usize,
+    ) -> Option<(i128, i128)> {
+        self.block_range(func)?;
+        let k = self
+            .kernels
+            .iter()
+            .find(|k| k.node.id() == func.node.id())?;
+        let name = self.text(id);
+        let i = k.local(name)?;
+        let [def] = k.defs[i].as_slice() else {
+            return None;
+        };
+        if def.parent()?.kind() != "init_declarator" || def.start_byte() > id.start_byte() {
+            return None;
+        }
+        // `tid++`, `++tid`: changed without an assignment.
+        let body = func.node.field("body")?;
+        let updated = crate::semantic::descendants(body).any(|n| {
+            n.kind() == "update_expression"
+                && n.field("argument").is_some_and(|a| self.text(a) == name)
+        });
+        if updated {
+            return None;
+        }
+        self.range_depth(func, *def, depth + 1)
+    }
+
+    /// The names through which an index reads `threadIdx` or `blockDim`: those two and the
+    /// kernel locals defined from them (`const int tid = threadIdx.x;`), following definitions
+    /// (not the conditions they sit under). Empty when the index does not read them.
+    pub fn thread_names(&self, func: &Function<'t>, index: Node<'t>) -> Vec<&'t str> {
+        let k = self.kernels.iter().find(|k| k.node.id() == func.node.id());
+        let mut names: Vec<&'t str> = Vec::new();
+        let mut reads = false;
+        let mut stack: Vec<(Node<'t>, usize)> = vec![(index, 0)];
+        let mut seen: Vec<usize> = Vec::new();
+        while let Some((e, depth)) = stack.pop() {
+            for id in super::kernel::identifiers(e, self.source) {
+                if matches!(id, "threadIdx" | "blockDim") {
+                    reads = true;
+                    continue;
+                }
+                let Some((k, i)) = k.and_then(|k| Some((k, k.local(id)?))) else {
+                    continue;
+                };
+                if seen.contains(&i) || depth >= 8 {
+                    continue;
+                }
+                seen.push(i);
+                if k.flags[i].has(super::Flags::TID | super::Flags::BDIM) {
+                    names.push(k.locals[i]);
+                    stack.extend(k.defs[i].iter().map(|d| (*d, depth + 1)));
+                }
+            }
+        }
+        if !reads {
+            return Vec::new();
+        }
+        names.extend(["threadIdx", "blockDim"]);
+        names
+    }
+
+    /// Is a subscript under a guard or an early exit that mentions one of `names` (from
+    /// [`Self::thread_names`]: `if (threadIdx.x < 256)`, `if (tid >= 256) return;`)? `base` is
+    /// the innermost subscript of `a[i][j]`.
+    pub fn thread_index_guarded(
+        &self,
+        func: &Function<'t>,
+        base: Node<'t>,
+        names: &[&str],
+    ) -> bool {
+        let Some(k) = self.kernels.iter().find(|k| k.node.id() == func.node.id()) else {
+            return true;
+        };
+        let Some(access) = k.accesses.iter().find(|a| a.node.id() == base.id()) else {
+            return true;
+        };
+        self.guard_chain(access.guard).take(256).any(|g| {
+            let tokens = super::guards::name_tokens(self.text(g.cond));
+            names.iter().any(|n| tokens.contains(n))
+        })
     }
 }
 

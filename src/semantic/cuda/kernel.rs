@@ -450,6 +450,41 @@ impl<'t> Kernel<'t> {
         set
     }
 
+    /// The axes of `blockIdx` that `exprs` read, directly or through the definitions of the
+    /// locals they are computed from.
+    pub fn block_axes(&self, exprs: &[Node<'t>], source: &str) -> [bool; 3] {
+        let mut set = vec![0u64; self.locals.len().div_ceil(64)];
+        for e in exprs {
+            for (s, c) in set.iter_mut().zip(self.closure_of(*e, source)) {
+                *s |= c;
+            }
+        }
+        let mut roots: Vec<Node<'t>> = exprs.to_vec();
+        for (i, defs) in self.defs.iter().enumerate() {
+            if set[i / 64] & (1 << (i % 64)) != 0 {
+                roots.extend(defs.iter().copied());
+            }
+        }
+        let mut axes = [false; 3];
+        for r in roots {
+            for n in crate::semantic::descendants(r).take(4096) {
+                let is_block_idx = n.kind() == "field_expression"
+                    && n.field("argument")
+                        .is_some_and(|a| text(a, source) == "blockIdx");
+                if !is_block_idx {
+                    continue;
+                }
+                match n.field("field").map(|f| text(f, source)) {
+                    Some("x") => axes[0] = true,
+                    Some("y") => axes[1] = true,
+                    Some("z") => axes[2] = true,
+                    _ => {}
+                }
+            }
+        }
+        axes
+    }
+
     /// The locals of `set` that are global linear indices.
     pub fn global_locals(&self, set: &LocalSet) -> LocalSet {
         let mut out = set.clone();

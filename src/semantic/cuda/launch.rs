@@ -47,6 +47,76 @@ impl<'t> CudaModel<'t> {
             .max_by_key(|(k, _)| *k)
     }
 
+    /// How each axis (x, y, z) of the grid of `launch` is computed: `dim3((w + 15) / 16, h)`
+    /// is rounded up on x and plain on y; a scalar grid is plain on y and z. When the axes
+    /// cannot be told apart (a helper returning a `dim3`, fields assigned one by one), every
+    /// axis gets the kind of the whole grid.
+    pub fn grid_axis_kinds(&self, launch: &Launch<'t>) -> Option<[GridKind; 3]> {
+        let grid = super::kernel::peel(*launch.config.first()?);
+        let whole = self.grid_kind(launch)?;
+        let func = self.functions.iter().position(|f| {
+            f.node.start_byte() <= launch.node.start_byte()
+                && launch.node.end_byte() <= f.node.end_byte()
+        });
+        let at = launch.node.start_byte();
+        let dim3_args = |e: Node<'t>| -> Option<Vec<Node<'t>>> {
+            match e.kind() {
+                "argument_list" | "initializer_list" => Some(named_children(e).collect()),
+                "call_expression"
+                    if e.field("function")
+                        .is_some_and(|f| text(f, self.source) == "dim3") =>
+                {
+                    Some(named_children(e.field("arguments")?).collect())
+                }
+                _ => None,
+            }
+        };
+        let args = match grid.kind() {
+            "identifier" => {
+                let defs = func.and_then(|f| self.host_defs.get(&(f, text(grid, self.source))));
+                let visible: Vec<_> = defs
+                    .into_iter()
+                    .flatten()
+                    .filter(|d| d.scope.start <= at && at < d.scope.end)
+                    .collect();
+                match visible.as_slice() {
+                    // Not defined here: a parameter or a global, one value.
+                    [] => None,
+                    [d] => match d.value {
+                        Some(v) => match dim3_args(super::kernel::peel(v)) {
+                            Some(a) => Some(a),
+                            // A scalar value, or a call that may return a `dim3`.
+                            None if super::kernel::peel(v).kind() == "call_expression" => {
+                                return Some([whole; 3])
+                            }
+                            None => None,
+                        },
+                        None => return Some([whole; 3]),
+                    },
+                    _ => return Some([whole; 3]),
+                }
+            }
+            "call_expression" => match dim3_args(grid) {
+                Some(a) => Some(a),
+                None => return Some([whole; 3]),
+            },
+            _ => dim3_args(grid),
+        };
+        let Some(args) = args else {
+            // A scalar grid: only x has more than one block.
+            return Some([whole, GridKind::Plain, GridKind::Plain]);
+        };
+        if args.is_empty() || args.len() > 3 {
+            return Some([whole; 3]);
+        }
+        let mut out = [GridKind::Plain; 3];
+        for (axis, a) in args.iter().enumerate() {
+            let mut budget = 2000;
+            out[axis] = self.classify(*a, func, at, 0, &mut budget);
+        }
+        Some(out)
+    }
+
     /// How the grid of `launch` is computed; `None` if the launch has no grid argument.
     pub fn grid_kind(&self, launch: &Launch<'t>) -> Option<GridKind> {
         let grid = *launch.config.first()?;
@@ -255,5 +325,28 @@ impl<'t> CudaModel<'t> {
             }
             _ => eval(e).map(|v| [v, 1, 1]),
         }
+    }
+}
+
+impl<'t> CudaModel<'t> {
+    /// The values assigned to `name` in the host function around `launch`, in definitions
+    /// visible at the launch and made before it (`int n = x.numel();`, `blocks = …`).
+    pub fn host_values_at(&self, launch: &Launch<'t>, name: &str) -> Vec<Node<'t>> {
+        let at = launch.node.start_byte();
+        let Some(func) = self
+            .functions
+            .iter()
+            .position(|f| f.node.start_byte() <= at && launch.node.end_byte() <= f.node.end_byte())
+        else {
+            return Vec::new();
+        };
+        let Some(defs) = self.host_defs.get(&(func, name)) else {
+            return Vec::new();
+        };
+        defs.iter()
+            .filter(|d| d.scope.start <= at && at < d.scope.end)
+            .filter_map(|d| d.value)
+            .filter(|v| v.start_byte() < at)
+            .collect()
     }
 }
