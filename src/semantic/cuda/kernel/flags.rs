@@ -88,7 +88,12 @@ impl<'t> Kernel<'t> {
                                 .any(|x| self.flags(model, x).per_thread())
                         })
                 }
-                None => self.flags(model, n).per_thread(),
+                // A local declared in an enclosing block (`const int i = off + k;`), where the
+                // same name is declared elsewhere in the kernel with another value.
+                None => match block_decl_value(n, model.source) {
+                    Some(value) => self.flags(model, value).per_thread(),
+                    None => self.flags(model, n).per_thread(),
+                },
             })
     }
 
@@ -307,6 +312,59 @@ fn is_constant_name(name: &str) -> bool {
 
 /// When `id` names the counter declared by an enclosing `for (int k = init; …; update)`: its
 /// initial value and the update expression.
+/// The value of the declaration of `id`'s name in an enclosing block, before `id` and not
+/// assigned again between the two; `None` when there is none or it may have changed.
+fn block_decl_value<'n>(id: Node<'n>, source: &str) -> Option<Node<'n>> {
+    if id.kind() != "identifier" {
+        return None;
+    }
+    let name = text(id, source);
+    let mut cur = id;
+    for _ in 0..64 {
+        let child = cur;
+        cur = cur.parent()?;
+        if cur.kind() == "function_definition" {
+            return None;
+        }
+        if cur.kind() != "compound_statement" {
+            continue;
+        }
+        let before: Vec<Node<'n>> = named_children(cur)
+            .take_while(|s| s.start_byte() <= child.start_byte())
+            .collect();
+        for (at, stmt) in before.iter().enumerate().rev().take(256) {
+            if stmt.kind() != "declaration" {
+                continue;
+            }
+            let Some(value) = named_children(*stmt)
+                .filter(|d| d.kind() == "init_declarator")
+                .find(|d| {
+                    d.field("declarator")
+                        .is_some_and(|v| text(v, source) == name)
+                })
+                .and_then(|d| d.field("value"))
+            else {
+                continue;
+            };
+            let reassigned = before[at + 1..].iter().any(|s| {
+                crate::semantic::descendants(*s)
+                    .take(4096)
+                    .take_while(|n| n.start_byte() < id.start_byte())
+                    .any(|n| {
+                        let target = match n.kind() {
+                            "assignment_expression" => n.field("left"),
+                            "update_expression" => n.field("argument"),
+                            _ => None,
+                        };
+                        target.is_some_and(|t| text(t, source) == name)
+                    })
+            });
+            return (!reassigned).then_some(value);
+        }
+    }
+    None
+}
+
 fn loop_counter_def<'n>(id: Node<'n>, source: &str) -> Option<(Node<'n>, Option<Node<'n>>)> {
     if id.kind() != "identifier" {
         return None;
