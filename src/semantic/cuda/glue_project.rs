@@ -16,8 +16,10 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 /// Sibling files larger than this are not read.
 const MAX_FILE_SIZE: u64 = 1 << 20;
-/// Directory entries looked at per directory.
+/// C/C++/CUDA files looked at per directory (the first by name).
 const MAX_DIR_ENTRIES: usize = 400;
+/// Directory entries listed per directory at most.
+const MAX_DIR_SCAN: usize = 20_000;
 /// Call-chain depth followed upwards.
 const MAX_DEPTH: usize = 5;
 
@@ -34,18 +36,20 @@ fn dir_files(dir: &Path) -> Arc<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(Result::ok)
-                .take(MAX_DIR_ENTRIES)
+                .take(MAX_DIR_SCAN)
                 .map(|e| e.path())
                 .filter(|p| {
-                    p.is_file()
-                        && p.extension()
-                            .and_then(|e| e.to_str())
-                            .is_some_and(|e| EXTENSIONS.contains(&e))
+                    p.extension()
+                        .and_then(|e| e.to_str())
+                        .is_some_and(|e| EXTENSIONS.contains(&e))
+                        && p.is_file()
                 })
                 .collect()
         })
         .unwrap_or_default();
+    // Sorted before the cut, so the same files are read whatever order the directory lists.
     files.sort();
+    files.truncate(MAX_DIR_ENTRIES);
     let files = Arc::new(files);
     if let Ok(mut m) = DIRS.lock() {
         m.insert(dir.to_path_buf(), files.clone());
