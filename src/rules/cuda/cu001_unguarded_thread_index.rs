@@ -29,7 +29,9 @@ declare_rule! {
     ///
     /// Grids are judged per axis: with `dim3 grid((w + 15) / 16, h)` launched in the same file,
     /// x is rounded up and y is exact, so an index built only from `blockIdx.y` is trusted while
-    /// one that also reads `blockIdx.x` needs a guard.
+    /// one that also reads `blockIdx.x` needs a guard. A kernel that its own file does not
+    /// launch (one in a `.cuh` header) is judged by the launches in the C/C++/CUDA files of its
+    /// directory and the one above: launched there only with exact grids, it is trusted.
     ///
     /// ## Why is this risky?
     /// The grid is rounded up to whole blocks, so the last block has threads whose index is past
@@ -204,6 +206,18 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
             Some(g) => g.2.push(a),
             None => groups.push((key, var, vec![a], kind)),
         }
+    }
+    // Not launched in this file (a kernel in a header): a plain grid in the C/C++/CUDA files
+    // next to it that launch it shows the same style.
+    if !groups.is_empty()
+        && grid.is_none()
+        && crate::semantic::cuda::glue_project::sibling_launch_grid(
+            &ctx.file.path,
+            ctx.settings,
+            &m.function(k).name,
+        ) == Some(GridKind::Plain)
+    {
+        return;
     }
     for (key, var, accesses, kind) in groups {
         let first = accesses[0];

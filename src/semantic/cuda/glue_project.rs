@@ -8,6 +8,7 @@
 
 use super::glue::{FileFacts, ALL};
 use super::CudaBuilder;
+use super::GridKind;
 use crate::lang::{parse, Lang};
 use crate::settings::Settings;
 use std::collections::HashMap;
@@ -85,6 +86,71 @@ fn file_facts(path: &Path, settings: &Settings) -> Option<Arc<FileFacts>> {
         m.insert(path.to_path_buf(), facts.clone());
     }
     facts
+}
+
+/// Per file: the worst grid of the launches of each kernel name in it.
+type LaunchGrids = HashMap<String, GridKind>;
+
+static LAUNCHES: LazyLock<Mutex<HashMap<PathBuf, Arc<LaunchGrids>>>> =
+    LazyLock::new(Default::default);
+
+fn launch_grids(path: &Path, settings: &Settings) -> Arc<LaunchGrids> {
+    if let Some(g) = LAUNCHES.lock().ok().and_then(|m| m.get(path).cloned()) {
+        return g;
+    }
+    let grids = (|| {
+        if std::fs::metadata(path).ok()?.len() > MAX_FILE_SIZE {
+            return None;
+        }
+        let text = crate::engine::decode(std::fs::read(path).ok()?).ok()?;
+        if !text.contains("<<<") {
+            return None;
+        }
+        let tree = crate::lang::cuda_retry::reparse(&text, parse(Lang::Cuda, &text)?);
+        let mut b = CudaBuilder::new(&text, settings);
+        crate::semantic::walk(&tree, |node, entering| {
+            if entering {
+                b.enter(node)
+            } else {
+                b.leave(node)
+            }
+        });
+        let model = b.finish(&tree);
+        let mut grids = LaunchGrids::new();
+        for l in &model.launches {
+            let kind = model.grid_kind(l).unwrap_or(GridKind::Unknown);
+            let e = grids.entry(l.kernel.to_string()).or_insert(kind);
+            *e = (*e).max(kind);
+        }
+        Some(grids)
+    })()
+    .unwrap_or_default();
+    let grids = Arc::new(grids);
+    if let Ok(mut m) = LAUNCHES.lock() {
+        m.insert(path.to_path_buf(), grids.clone());
+    }
+    grids
+}
+
+/// The worst grid over the launches of kernel `name` in the C/C++/CUDA files of the directory
+/// of `path` and its parent (recorded as dependencies); `None` when none of them launches it.
+pub fn sibling_launch_grid(path: &Path, settings: &Settings, name: &str) -> Option<GridKind> {
+    let me = std::path::absolute(path).ok()?;
+    let dir = me.parent()?;
+    let mut worst: Option<GridKind> = None;
+    for d in std::iter::once(dir).chain(dir.parent()) {
+        if !d.is_dir() {
+            continue;
+        }
+        crate::engine::note_dependency(d);
+        for f in dir_files(d).iter().filter(|f| **f != me) {
+            crate::engine::note_dependency(f);
+            if let Some(kind) = launch_grids(f, settings).get(name) {
+                worst = Some(worst.map_or(*kind, |w| w.max(*kind)));
+            }
+        }
+    }
+    worst
 }
 
 /// Where a check or guard was looked for.
