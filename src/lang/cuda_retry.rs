@@ -495,15 +495,11 @@ fn statement_arguments(bytes: &mut [u8]) -> bool {
     let n = bytes.len();
     let mut i = 0;
     while i < n {
+        if let Some(next) = skip_literal_or_comment(bytes, i) {
+            i = next;
+            continue;
+        }
         let c = bytes[i];
-        if c == b'"' || c == b'\'' {
-            i = skip_literal(bytes, i);
-            continue;
-        }
-        if c == b'/' && i + 1 < n && (bytes[i + 1] == b'/' || bytes[i + 1] == b'*') {
-            i = skip_comment(bytes, i);
-            continue;
-        }
         if !(c.is_ascii_uppercase() || c == b'_') || (i > 0 && is_ident_byte(bytes[i - 1])) {
             i += 1;
             continue;
@@ -664,6 +660,10 @@ fn statement_separators(bytes: &[u8], open: usize) -> Option<(usize, Vec<usize>)
     let mut i = open;
     let limit = bytes.len().min(open + (64 << 10));
     while i < limit {
+        if let Some(next) = skip_literal_or_comment(bytes, i) {
+            i = next;
+            continue;
+        }
         match bytes[i] {
             b'(' => parens += 1,
             b')' => {
@@ -675,14 +675,6 @@ fn statement_separators(bytes: &[u8], open: usize) -> Option<(usize, Vec<usize>)
             b'{' => braces += 1,
             b'}' => braces = braces.checked_sub(1)?,
             b';' if parens == 1 && braces == 0 => semis.push(i),
-            b'"' | b'\'' => {
-                i = skip_literal(bytes, i);
-                continue;
-            }
-            b'/' if i + 1 < bytes.len() && (bytes[i + 1] == b'/' || bytes[i + 1] == b'*') => {
-                i = skip_comment(bytes, i);
-                continue;
-            }
             _ => {}
         }
         i += 1;
@@ -728,6 +720,18 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// The index just past the string or character literal or the comment that starts at `i`, if
+/// one does.
+fn skip_literal_or_comment(bytes: &[u8], i: usize) -> Option<usize> {
+    match bytes[i] {
+        b'"' | b'\'' => Some(skip_literal(bytes, i)),
+        b'/' if bytes.get(i + 1).is_some_and(|&c| c == b'/' || c == b'*') => {
+            Some(skip_comment(bytes, i))
+        }
+        _ => None,
+    }
+}
+
 fn skip_comment(bytes: &[u8], i: usize) -> usize {
     if bytes[i + 1] == b'/' {
         memchr::memchr(b'\n', &bytes[i..])
@@ -761,6 +765,10 @@ fn matching_paren(bytes: &[u8], open: usize) -> Option<usize> {
     let mut i = open;
     let limit = bytes.len().min(open + (64 << 10));
     while i < limit {
+        if let Some(next) = skip_literal_or_comment(bytes, i) {
+            i = next;
+            continue;
+        }
         match bytes[i] {
             b'(' => depth += 1,
             b')' => {
@@ -768,14 +776,6 @@ fn matching_paren(bytes: &[u8], open: usize) -> Option<usize> {
                 if depth == 0 {
                     return Some(i);
                 }
-            }
-            b'"' | b'\'' => {
-                i = skip_literal(bytes, i);
-                continue;
-            }
-            b'/' if i + 1 < bytes.len() && (bytes[i + 1] == b'/' || bytes[i + 1] == b'*') => {
-                i = skip_comment(bytes, i);
-                continue;
             }
             b';' | b'{' | b'}' => return None,
             _ => {}
