@@ -235,20 +235,9 @@ pub(super) fn run(
                         } else {
                             span
                         };
-                        m.requirements.push(Requirement {
-                            name: r.name,
-                            extras: r.extras,
-                            spec: r.spec,
-                            local: r.local,
-                            build: None,
-                            marker: r.marker,
-                            installer: Installer::Pip,
-                            text: text[r.range.clone()].to_string(),
-                            span: req_span,
-                            origin: None,
-                            scope,
-                            indexes: Vec::new(),
-                        });
+                        let written = text[r.range.clone()].to_string();
+                        m.requirements
+                            .push(Requirement::pip_at(r, written, req_span, None, scope));
                     }
                 }
                 Tool::Conda => {
