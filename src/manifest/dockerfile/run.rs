@@ -4,10 +4,10 @@
 use super::shell::{expand, shell_commands, Word};
 use super::Instruction;
 use crate::diagnostic::Span;
-use crate::manifest::conda::conda_spec;
+use crate::manifest::conda::{conda_spec, push_conda_package};
 use crate::manifest::pep508::parse_requirement;
 use crate::manifest::requirements::{read_into, FileCtx};
-use crate::manifest::{Index, IndexKind, Installer, Loader, Manifest, PythonDecl, Requirement};
+use crate::manifest::{Index, IndexKind, Installer, Loader, Manifest, Requirement};
 use crate::source::SourceFile;
 use std::collections::HashMap;
 
@@ -244,30 +244,7 @@ pub(super) fn run(
                     if let Some((name, spec, build, _)) =
                         conda_spec(&text).filter(|_| !text.contains('$'))
                     {
-                        if name == "python" {
-                            m.pythons.push(PythonDecl {
-                                spec,
-                                text: text.clone(),
-                                span,
-                                origin: None,
-                                scope,
-                            });
-                        } else {
-                            m.requirements.push(Requirement {
-                                name,
-                                extras: Vec::new(),
-                                spec,
-                                local: None,
-                                build,
-                                marker: None,
-                                installer: Installer::Conda,
-                                text: text.clone(),
-                                span,
-                                origin: None,
-                                scope,
-                                indexes: Vec::new(),
-                            });
-                        }
+                        push_conda_package(m, name, spec, build, text.clone(), span, scope);
                     }
                 }
             }
