@@ -657,14 +657,8 @@ fn statement_separators(bytes: &[u8], open: usize) -> Option<(usize, Vec<usize>)
     let mut parens = 0usize;
     let mut braces = 0usize;
     let mut semis = Vec::new();
-    let mut i = open;
-    let limit = bytes.len().min(open + (64 << 10));
-    while i < limit {
-        if let Some(next) = skip_literal_or_comment(bytes, i) {
-            i = next;
-            continue;
-        }
-        match bytes[i] {
+    for (i, b) in code_bytes(bytes, open) {
+        match b {
             b'(' => parens += 1,
             b')' => {
                 parens = parens.checked_sub(1)?;
@@ -677,7 +671,6 @@ fn statement_separators(bytes: &[u8], open: usize) -> Option<(usize, Vec<usize>)
             b';' if parens == 1 && braces == 0 => semis.push(i),
             _ => {}
         }
-        i += 1;
     }
     None
 }
@@ -762,14 +755,8 @@ fn skip_literal(bytes: &[u8], i: usize) -> usize {
 /// 64 KiB or at an unbalanced end.
 fn matching_paren(bytes: &[u8], open: usize) -> Option<usize> {
     let mut depth = 0usize;
-    let mut i = open;
-    let limit = bytes.len().min(open + (64 << 10));
-    while i < limit {
-        if let Some(next) = skip_literal_or_comment(bytes, i) {
-            i = next;
-            continue;
-        }
-        match bytes[i] {
+    for (i, b) in code_bytes(bytes, open) {
+        match b {
             b'(' => depth += 1,
             b')' => {
                 depth -= 1;
@@ -780,9 +767,26 @@ fn matching_paren(bytes: &[u8], open: usize) -> Option<usize> {
             b';' | b'{' | b'}' => return None,
             _ => {}
         }
-        i += 1;
     }
     None
+}
+
+/// The bytes from `open` on, with their index, that are neither in a literal nor in a comment;
+/// the scan stops 64 KiB after `open`.
+fn code_bytes(bytes: &[u8], open: usize) -> impl Iterator<Item = (usize, u8)> + '_ {
+    let limit = bytes.len().min(open + (64 << 10));
+    let mut i = open;
+    std::iter::from_fn(move || {
+        while i < limit {
+            if let Some(next) = skip_literal_or_comment(bytes, i) {
+                i = next;
+                continue;
+            }
+            i += 1;
+            return Some((i - 1, bytes[i - 1]));
+        }
+        None
+    })
 }
 
 #[cfg(test)]
