@@ -1,35 +1,17 @@
 //! The command line as users meet it: exit codes, formats, flags, configuration, suppressions,
 //! determinism, and hostile inputs.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use common::{code, command, stderr, stdout, write};
+use std::path::Path;
+use std::process::Output;
 
 fn gpulint(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpulint"))
-        .args(args)
-        .current_dir(dir)
+    command(dir, args)
         .env_remove("NO_COLOR")
         .output()
         .expect("gpulint runs")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally, not by a signal")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn write(dir: &Path, rel: &str, text: impl AsRef<[u8]>) -> PathBuf {
-    let p = dir.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(&p, text).unwrap();
-    p
 }
 
 /// A project with one recursive PyTorch helper (PY001), one unguarded kernel (CU001), a clean

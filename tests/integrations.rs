@@ -2,26 +2,12 @@
 //! crash exit codes, and the file lists that pre-commit passes. These tests use only findings
 //! the engine reports itself (GL001, GL002), so they hold whatever rules are built in.
 
+mod common;
+
+use common::{code, gpulint, stdout};
 use quick_xml::events::Event;
 use quick_xml::{Reader, XmlVersion};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn gpulint(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpulint"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("gpulint runs")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// A binary file with a `.py` name (GL002, warning), one whose name needs escaping in XML, and a
 /// suppression naming an unknown code (GL001, info), plus a clean file.

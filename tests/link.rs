@@ -3,24 +3,14 @@
 //! not exist are reported at the Python line that names them, and inline sources are checked in
 //! place. Fixture trees: `fixtures/link/`.
 
+mod common;
+
+use common::{gpulint, stdout};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/link")
-}
-
-fn gpulint(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpulint"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("gpulint runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// The findings of a run over the fixture tree, as JSON, read-only (no cache, no config).

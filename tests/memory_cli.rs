@@ -1,23 +1,8 @@
 //! `gpulint estimate`, `--gpu NAME` and the `gpu` configuration key, as users meet them.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn gpulint(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpulint"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("gpulint runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{gpulint, stderr, stdout};
 
 const TRAIN: &str = "from tensorflow import keras\nfrom tensorflow.keras import layers\n\nmodel = keras.Sequential([\n    keras.Input(shape=(224, 224, 3)),\n    layers.Conv2D(64, 3, padding=\"same\", activation=\"relu\"),\n    layers.GlobalAveragePooling2D(),\n    layers.Dense(10),\n])\nmodel.compile(optimizer=\"adam\", loss=\"mse\")\nmodel.fit(x, y, batch_size=512)\n";
 

@@ -1,28 +1,11 @@
 //! Adopting gpulint in a real codebase: notebooks, baselines, `--add-noqa`, the cache and
 //! `--stdin-filename`.
 
+mod common;
+
+use common::{command, gpulint, stdout, write};
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-fn gpulint(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpulint"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("gpulint runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn write(dir: &Path, rel: &str, text: impl AsRef<[u8]>) -> PathBuf {
-    let p = dir.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(&p, text).unwrap();
-    p
-}
+use std::process::Stdio;
 
 const KERNEL: &str = "__global__ void add(const float* a, float* out, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    out[i] = a[i];\n}\n";
 
@@ -293,9 +276,7 @@ fn stdin_filename() {
         "[per-file-ignores]\n\"legacy/*.cu\" = [\"CU001\"]\n",
     );
     let run = |name: &str| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_gpulint"))
-            .args(["--output-format", "concise", "--stdin-filename", name])
-            .current_dir(d)
+        let mut child = command(d, &["--output-format", "concise", "--stdin-filename", name])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -495,15 +495,11 @@ fn statement_arguments(bytes: &mut [u8]) -> bool {
     let n = bytes.len();
     let mut i = 0;
     while i < n {
+        if let Some(next) = skip_literal_or_comment(bytes, i) {
+            i = next;
+            continue;
+        }
         let c = bytes[i];
-        if c == b'"' || c == b'\'' {
-            i = skip_literal(bytes, i);
-            continue;
-        }
-        if c == b'/' && i + 1 < n && (bytes[i + 1] == b'/' || bytes[i + 1] == b'*') {
-            i = skip_comment(bytes, i);
-            continue;
-        }
         if !(c.is_ascii_uppercase() || c == b'_') || (i > 0 && is_ident_byte(bytes[i - 1])) {
             i += 1;
             continue;
@@ -661,10 +657,8 @@ fn statement_separators(bytes: &[u8], open: usize) -> Option<(usize, Vec<usize>)
     let mut parens = 0usize;
     let mut braces = 0usize;
     let mut semis = Vec::new();
-    let mut i = open;
-    let limit = bytes.len().min(open + (64 << 10));
-    while i < limit {
-        match bytes[i] {
+    for (i, b) in code_bytes(bytes, open) {
+        match b {
             b'(' => parens += 1,
             b')' => {
                 parens = parens.checked_sub(1)?;
@@ -675,17 +669,8 @@ fn statement_separators(bytes: &[u8], open: usize) -> Option<(usize, Vec<usize>)
             b'{' => braces += 1,
             b'}' => braces = braces.checked_sub(1)?,
             b';' if parens == 1 && braces == 0 => semis.push(i),
-            b'"' | b'\'' => {
-                i = skip_literal(bytes, i);
-                continue;
-            }
-            b'/' if i + 1 < bytes.len() && (bytes[i + 1] == b'/' || bytes[i + 1] == b'*') => {
-                i = skip_comment(bytes, i);
-                continue;
-            }
             _ => {}
         }
-        i += 1;
     }
     None
 }
@@ -728,6 +713,18 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// The index just past the string or character literal or the comment that starts at `i`, if
+/// one does.
+fn skip_literal_or_comment(bytes: &[u8], i: usize) -> Option<usize> {
+    match bytes[i] {
+        b'"' | b'\'' => Some(skip_literal(bytes, i)),
+        b'/' if bytes.get(i + 1).is_some_and(|&c| c == b'/' || c == b'*') => {
+            Some(skip_comment(bytes, i))
+        }
+        _ => None,
+    }
+}
+
 fn skip_comment(bytes: &[u8], i: usize) -> usize {
     if bytes[i + 1] == b'/' {
         memchr::memchr(b'\n', &bytes[i..])
@@ -758,10 +755,8 @@ fn skip_literal(bytes: &[u8], i: usize) -> usize {
 /// 64 KiB or at an unbalanced end.
 fn matching_paren(bytes: &[u8], open: usize) -> Option<usize> {
     let mut depth = 0usize;
-    let mut i = open;
-    let limit = bytes.len().min(open + (64 << 10));
-    while i < limit {
-        match bytes[i] {
+    for (i, b) in code_bytes(bytes, open) {
+        match b {
             b'(' => depth += 1,
             b')' => {
                 depth -= 1;
@@ -769,20 +764,29 @@ fn matching_paren(bytes: &[u8], open: usize) -> Option<usize> {
                     return Some(i);
                 }
             }
-            b'"' | b'\'' => {
-                i = skip_literal(bytes, i);
-                continue;
-            }
-            b'/' if i + 1 < bytes.len() && (bytes[i + 1] == b'/' || bytes[i + 1] == b'*') => {
-                i = skip_comment(bytes, i);
-                continue;
-            }
             b';' | b'{' | b'}' => return None,
             _ => {}
         }
-        i += 1;
     }
     None
+}
+
+/// The bytes from `open` on, with their index, that are neither in a literal nor in a comment;
+/// the scan stops 64 KiB after `open`.
+fn code_bytes(bytes: &[u8], open: usize) -> impl Iterator<Item = (usize, u8)> + '_ {
+    let limit = bytes.len().min(open + (64 << 10));
+    let mut i = open;
+    std::iter::from_fn(move || {
+        while i < limit {
+            if let Some(next) = skip_literal_or_comment(bytes, i) {
+                i = next;
+                continue;
+            }
+            i += 1;
+            return Some((i - 1, bytes[i - 1]));
+        }
+        None
+    })
 }
 
 #[cfg(test)]

@@ -326,13 +326,27 @@ fn conda_dep(m: &mut Manifest, s: &str, span: Span) {
         m.errors.push(span);
         return;
     };
+    push_conda_package(m, name, spec, build, s.trim().to_string(), span, 0);
+}
+
+/// Records a conda package written as `text` at `span`: `python` as the Python declaration,
+/// anything else as a conda requirement.
+pub(super) fn push_conda_package(
+    m: &mut Manifest,
+    name: String,
+    spec: Spec,
+    build: Option<String>,
+    text: String,
+    span: Span,
+    scope: usize,
+) {
     if name == "python" {
         m.pythons.push(PythonDecl {
             spec,
-            text: s.trim().to_string(),
+            text,
             span,
             origin: None,
-            scope: 0,
+            scope,
         });
         return;
     }
@@ -344,10 +358,10 @@ fn conda_dep(m: &mut Manifest, s: &str, span: Span) {
         build,
         marker: None,
         installer: Installer::Conda,
-        text: s.trim().to_string(),
+        text,
         span,
         origin: None,
-        scope: 0,
+        scope,
         indexes: Vec::new(),
     });
 }

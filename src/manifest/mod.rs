@@ -148,6 +148,39 @@ pub struct Requirement {
     pub indexes: Vec<usize>,
 }
 
+/// Lines joined at their continuations (a requirements line, a Dockerfile instruction): the
+/// text, the file offset of each of its bytes, and the lines it spans.
+struct Logical {
+    text: String,
+    offsets: Vec<usize>,
+    first_line: usize,
+    last_line: usize,
+}
+
+impl Logical {
+    fn starting_at(line: usize) -> Logical {
+        Logical {
+            text: String::new(),
+            offsets: Vec::new(),
+            first_line: line,
+            last_line: line,
+        }
+    }
+
+    /// The file span of bytes `start..end` of the joined text.
+    fn span(&self, start: usize, end: usize) -> Span {
+        let at = |i: usize| {
+            self.offsets
+                .get(i)
+                .copied()
+                .unwrap_or_else(|| self.offsets.last().map_or(0, |o| o + 1))
+        };
+        let s = at(start);
+        let e = if end > start { at(end - 1) + 1 } else { s };
+        Span::new(s, e)
+    }
+}
+
 impl Requirement {
     /// A pip requirement parsed from `written`, found at `span` in the checked file. `written`
     /// is the text the parse ran on; the span narrows to the requirement itself when `exact`
@@ -164,8 +197,20 @@ impl Requirement {
         } else {
             span
         };
+        let text = written[r.range.clone()].trim().to_string();
+        Requirement::pip_at(r, text, span, None, scope)
+    }
+
+    /// A pip requirement from the parse `r`, written as `text` at `span`.
+    fn pip_at(
+        r: pep508::Req,
+        text: String,
+        span: Span,
+        origin: Option<Origin>,
+        scope: usize,
+    ) -> Requirement {
         Requirement {
-            text: written[r.range.clone()].trim().to_string(),
+            text,
             name: r.name,
             extras: r.extras,
             spec: r.spec,
@@ -174,7 +219,7 @@ impl Requirement {
             marker: r.marker,
             installer: Installer::Pip,
             span,
-            origin: None,
+            origin,
             scope,
             indexes: Vec::new(),
         }

@@ -6,7 +6,7 @@
 
 use super::pep508::{parse_requirement, parse_specifiers};
 use super::{
-    Format, Index, IndexKind, Installer, Loader, Manifest, Origin, PythonDecl, Requirement,
+    Format, Index, IndexKind, Installer, Loader, Logical, Manifest, Origin, PythonDecl, Requirement,
 };
 use crate::diagnostic::Span;
 use crate::source::SourceFile;
@@ -43,28 +43,6 @@ pub struct FileCtx<'a> {
     pub scope: usize,
 }
 
-/// A logical line: its text and, for each byte of it, the offset in the file.
-struct Logical {
-    text: String,
-    offsets: Vec<usize>,
-    first_line: usize,
-    last_line: usize,
-}
-
-impl Logical {
-    fn span(&self, start: usize, end: usize) -> Span {
-        let at = |i: usize| {
-            self.offsets
-                .get(i)
-                .copied()
-                .unwrap_or_else(|| self.offsets.last().map_or(0, |o| o + 1))
-        };
-        let s = at(start);
-        let e = if end > start { at(end - 1) + 1 } else { s };
-        Span::new(s, e)
-    }
-}
-
 fn logical_lines(file: &SourceFile) -> Vec<Logical> {
     let mut out = Vec::new();
     let mut cur: Option<Logical> = None;
@@ -78,12 +56,7 @@ fn logical_lines(file: &SourceFile) -> Vec<Logical> {
         } else {
             text
         };
-        let l = cur.get_or_insert_with(|| Logical {
-            text: String::new(),
-            offsets: Vec::new(),
-            first_line: line,
-            last_line: line,
-        });
+        let l = cur.get_or_insert_with(|| Logical::starting_at(line));
         l.text.push_str(body);
         l.offsets.extend(start..start + body.len());
         l.last_line = line;
@@ -230,20 +203,9 @@ pub fn pip_line(
     match parse_requirement(req_text) {
         Some(r) => {
             let span = here(r.range.start, r.range.end);
-            m.requirements.push(Requirement {
-                name: r.name,
-                extras: r.extras,
-                spec: r.spec,
-                local: r.local,
-                build: None,
-                marker: r.marker,
-                installer: Installer::Pip,
-                text: req_text[r.range.clone()].trim().to_string(),
-                span,
-                origin,
-                scope: ctx.scope,
-                indexes: Vec::new(),
-            });
+            let text = req_text[r.range.clone()].trim().to_string();
+            m.requirements
+                .push(Requirement::pip_at(r, text, span, origin, ctx.scope));
         }
         None if ctx.include.is_none() => m.errors.push(span_of(lead, lead + body.len())),
         None => {}

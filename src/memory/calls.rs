@@ -74,17 +74,7 @@ impl<'a, 't> Interp<'a, 't> {
         let tensors = |v: &Val, it: &Interp| -> Option<Vec<usize>> {
             match v {
                 Val::Tensor(t) => Some(vec![*t]),
-                Val::Tuple(_) | Val::List(_) => it
-                    .iterate(v)?
-                    .iter()
-                    .map(|x| {
-                        if let Val::Tensor(t) = x {
-                            Some(*t)
-                        } else {
-                            None
-                        }
-                    })
-                    .collect(),
+                Val::Tuple(_) | Val::List(_) => it.tensor_list(Some(v)),
                 _ => None,
             }
         };

@@ -37,26 +37,7 @@ const INSTRUCTIONS: &[&str] = &[
 ];
 
 /// One instruction: its text with continuation lines joined, and the file offset of each byte.
-pub(super) struct Instruction {
-    text: String,
-    offsets: Vec<usize>,
-    first_line: usize,
-    last_line: usize,
-}
-
-impl Instruction {
-    fn span(&self, start: usize, end: usize) -> Span {
-        let at = |i: usize| {
-            self.offsets
-                .get(i)
-                .copied()
-                .unwrap_or_else(|| self.offsets.last().map_or(0, |o| o + 1))
-        };
-        let s = at(start);
-        let e = if end > start { at(end - 1) + 1 } else { s };
-        Span::new(s, e)
-    }
-}
+pub(super) type Instruction = super::Logical;
 
 fn escape_char(file: &SourceFile) -> char {
     for line in file.text.lines() {
@@ -92,12 +73,7 @@ fn instructions(file: &SourceFile, m: &mut Manifest) -> Vec<Instruction> {
             line += 1;
             continue;
         }
-        let mut ins = Instruction {
-            text: String::new(),
-            offsets: Vec::new(),
-            first_line: line,
-            last_line: line,
-        };
+        let mut ins = Instruction::starting_at(line);
         loop {
             let (s, e) = file.line_range(line);
             let t = &file.text[s..e];

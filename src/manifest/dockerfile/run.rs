@@ -4,10 +4,10 @@
 use super::shell::{expand, shell_commands, Word};
 use super::Instruction;
 use crate::diagnostic::Span;
-use crate::manifest::conda::conda_spec;
+use crate::manifest::conda::{conda_spec, push_conda_package};
 use crate::manifest::pep508::parse_requirement;
 use crate::manifest::requirements::{read_into, FileCtx};
-use crate::manifest::{Index, IndexKind, Installer, Loader, Manifest, PythonDecl, Requirement};
+use crate::manifest::{Index, IndexKind, Installer, Loader, Manifest, Requirement};
 use crate::source::SourceFile;
 use std::collections::HashMap;
 
@@ -235,50 +235,16 @@ pub(super) fn run(
                         } else {
                             span
                         };
-                        m.requirements.push(Requirement {
-                            name: r.name,
-                            extras: r.extras,
-                            spec: r.spec,
-                            local: r.local,
-                            build: None,
-                            marker: r.marker,
-                            installer: Installer::Pip,
-                            text: text[r.range.clone()].to_string(),
-                            span: req_span,
-                            origin: None,
-                            scope,
-                            indexes: Vec::new(),
-                        });
+                        let written = text[r.range.clone()].to_string();
+                        m.requirements
+                            .push(Requirement::pip_at(r, written, req_span, None, scope));
                     }
                 }
                 Tool::Conda => {
                     if let Some((name, spec, build, _)) =
                         conda_spec(&text).filter(|_| !text.contains('$'))
                     {
-                        if name == "python" {
-                            m.pythons.push(PythonDecl {
-                                spec,
-                                text: text.clone(),
-                                span,
-                                origin: None,
-                                scope,
-                            });
-                        } else {
-                            m.requirements.push(Requirement {
-                                name,
-                                extras: Vec::new(),
-                                spec,
-                                local: None,
-                                build,
-                                marker: None,
-                                installer: Installer::Conda,
-                                text: text.clone(),
-                                span,
-                                origin: None,
-                                scope,
-                                indexes: Vec::new(),
-                            });
-                        }
+                        push_conda_package(m, name, spec, build, text.clone(), span, scope);
                     }
                 }
             }

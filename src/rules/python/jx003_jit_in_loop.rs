@@ -274,24 +274,31 @@ fn loop_varying<'t>(m: &PythonModel<'t>, lp: &Loop<'t>) -> Vec<&'t str> {
                 .map(|n| m.text(n)),
         );
     }
-    let Some(body) = lp.node.field("body") else {
-        return out;
-    };
-    let lo = m
-        .assignments
-        .partition_point(|a| a.start_byte() < body.start_byte());
-    for &a in &m.assignments[lo..] {
-        if a.start_byte() >= body.end_byte() {
-            break;
-        }
-        let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
-            continue;
-        };
+    for (_, left, right) in body_assignments(m, lp) {
         if left.kind() == "identifier" && m.const_value(right).is_none() {
             out.push(m.text(left));
         }
     }
     out
+}
+
+/// The assignments inside the body of `lp`, in document order, with their `left` and `right`.
+fn body_assignments<'a, 't>(
+    m: &'a PythonModel<'t>,
+    lp: &Loop<'t>,
+) -> impl Iterator<Item = (Node<'t>, Node<'t>, Node<'t>)> + 'a {
+    let within = lp.node.field("body").map_or(&[][..], |body| {
+        let lo = m
+            .assignments
+            .partition_point(|a| a.start_byte() < body.start_byte());
+        let hi = m
+            .assignments
+            .partition_point(|a| a.start_byte() < body.end_byte());
+        &m.assignments[lo..hi.max(lo)]
+    });
+    within
+        .iter()
+        .filter_map(|&a| Some((a, a.field("left")?, a.field("right")?)))
 }
 
 /// Does `expr` read the variable `name` (not an attribute or keyword of that name)?
@@ -331,19 +338,7 @@ fn stepped_names<'t>(m: &PythonModel<'t>, lp: &Loop<'t>) -> Vec<&'t str> {
             );
         }
     }
-    let Some(body) = lp.node.field("body") else {
-        return out;
-    };
-    let lo = m
-        .assignments
-        .partition_point(|a| a.start_byte() < body.start_byte());
-    for &a in &m.assignments[lo..] {
-        if a.start_byte() >= body.end_byte() {
-            break;
-        }
-        let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
-            continue;
-        };
+    for (a, left, right) in body_assignments(m, lp) {
         if left.kind() != "identifier" {
             continue;
         }

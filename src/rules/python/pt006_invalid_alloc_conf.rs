@@ -112,6 +112,25 @@ fn project_torch(file: &Path, root: &Path) -> Option<TorchContext> {
     })
 }
 
+/// The torch `value` is judged against. The pinned torch matters only for keys some releases
+/// lack: the project's manifests are read only then, once, into `torch`.
+fn torch_for<'a>(
+    value: &str,
+    torch: &'a mut Option<Option<TorchContext>>,
+    file: &Path,
+    root: &Path,
+) -> Option<&'a TorchContext> {
+    let versioned = alloc_conf::check(value, Some(&[(0, 0)]))
+        .iter()
+        .any(|f| matches!(f.problem, Problem::TooNew { .. }));
+    if !versioned {
+        return None;
+    }
+    torch
+        .get_or_insert_with(|| project_torch(file, root))
+        .as_ref()
+}
+
 /// The diagnostics for one configuration value written at `span` (`raw` is the source text
 /// there); `None` when it is fine.
 fn findings(
@@ -236,18 +255,7 @@ impl Rule for InvalidAllocConf {
         }
         let mut torch: Option<Option<TorchContext>> = None;
         for (node, value, is_env) in settings {
-            // The pinned torch matters only for keys some releases lack: read the manifests
-            // only then.
-            let versioned = alloc_conf::check(&value, Some(&[(0, 0)]))
-                .iter()
-                .any(|f| matches!(f.problem, Problem::TooNew { .. }));
-            let t = if versioned {
-                torch
-                    .get_or_insert_with(|| project_torch(&ctx.file.path, &ctx.settings.root))
-                    .as_ref()
-            } else {
-                None
-            };
+            let t = torch_for(&value, &mut torch, &ctx.file.path, &ctx.settings.root);
             if let Some(d) = findings(&value, Span::of(&node), ctx.text(node), t) {
                 let fatal = d.severity == Severity::Error;
                 ctx.report(d);
@@ -304,16 +312,7 @@ impl Rule for InvalidAllocConf {
             });
         let mut torch = own.map(Some);
         for (_, value, span) in vars {
-            let versioned = alloc_conf::check(value, Some(&[(0, 0)]))
-                .iter()
-                .any(|f| matches!(f.problem, Problem::TooNew { .. }));
-            let t = if versioned {
-                torch
-                    .get_or_insert_with(|| project_torch(&ctx.file.path, &ctx.settings.root))
-                    .as_ref()
-            } else {
-                None
-            };
+            let t = torch_for(value, &mut torch, &ctx.file.path, &ctx.settings.root);
             let raw = ctx.file.text.get(span.start..span.end).unwrap_or("");
             if let Some(d) = findings(value, *span, raw, t) {
                 ctx.report(d);

@@ -68,28 +68,11 @@ pub(super) fn collect<'t>(m: &PythonModel<'t>) -> Vec<EnvWrite<'t>> {
             .collect();
         match m.text(attr) {
             "setdefault" | "__setitem__" if is_environ(m, object) => {
-                if let (Some(k), Some(v)) = (positional.first(), positional.get(1)) {
-                    if let Some(key) = string_value(m, *k) {
-                        out.push(EnvWrite {
-                            node: call,
-                            key,
-                            value: string_value(m, *v),
-                            default_only: m.text(attr) == "setdefault",
-                        });
-                    }
-                }
+                let default_only = m.text(attr) == "setdefault";
+                out.extend(key_value_write(m, call, &positional, default_only));
             }
             "putenv" if m.qualified_name(func).as_deref() == Some("os.putenv") => {
-                if let (Some(k), Some(v)) = (positional.first(), positional.get(1)) {
-                    if let Some(key) = string_value(m, *k) {
-                        out.push(EnvWrite {
-                            node: call,
-                            key,
-                            value: string_value(m, *v),
-                            default_only: false,
-                        });
-                    }
-                }
+                out.extend(key_value_write(m, call, &positional, false));
             }
             "update" if is_environ(m, object) => {
                 for a in named_children(args) {
@@ -129,6 +112,23 @@ pub(super) fn collect<'t>(m: &PythonModel<'t>) -> Vec<EnvWrite<'t>> {
     }
     out.sort_by_key(|w| w.node.start_byte());
     out
+}
+
+/// The write of `call(key, value, ...)` (`os.environ.setdefault`, `os.putenv`) when the key
+/// is a string.
+fn key_value_write<'t>(
+    m: &PythonModel<'t>,
+    call: Node<'t>,
+    positional: &[Node<'t>],
+    default_only: bool,
+) -> Option<EnvWrite<'t>> {
+    let (k, v) = (positional.first()?, positional.get(1)?);
+    Some(EnvWrite {
+        node: call,
+        key: string_value(m, *k)?,
+        value: string_value(m, *v),
+        default_only,
+    })
 }
 
 /// `os.environ` (also through `from os import environ` or an alias).

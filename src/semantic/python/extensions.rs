@@ -581,21 +581,37 @@ mod tests {
         collect(&m, file)
     }
 
+    /// Creates the empty files `files` (paths relative to `d`) and their folders.
+    fn touch(d: &Path, files: &[&str]) {
+        for f in files {
+            std::fs::create_dir_all(d.join(f).parent().unwrap()).unwrap();
+            std::fs::write(d.join(f), "").unwrap();
+        }
+    }
+
+    /// The sources of `b` as paths relative to `d`.
+    fn relative_sources(b: &ExtensionBuild, d: &Path) -> Vec<String> {
+        b.sources
+            .iter()
+            .map(|s| s.path.strip_prefix(d).unwrap().display().to_string())
+            .collect()
+    }
+
     #[test]
     fn folds_source_lists() {
         let tmp = tempfile::tempdir().unwrap();
         let d = tmp.path();
-        for f in [
-            "csrc/a.cu",
-            "csrc/b.cu",
-            "csrc/.hidden.cu",
-            "csrc/c.cpp",
-            "ops/x.cc",
-            "ops/x.cu.cc",
-        ] {
-            std::fs::create_dir_all(d.join(f).parent().unwrap()).unwrap();
-            std::fs::write(d.join(f), "").unwrap();
-        }
+        touch(
+            d,
+            &[
+                "csrc/a.cu",
+                "csrc/b.cu",
+                "csrc/.hidden.cu",
+                "csrc/c.cpp",
+                "ops/x.cc",
+                "ops/x.cu.cc",
+            ],
+        );
         let setup = d.join("setup.py");
         let src = r#"
 import os, glob
@@ -617,12 +633,7 @@ ext.CUDAExtension(**kw)
 "#;
         let b = builds(src, &setup);
         assert_eq!(b.len(), 6);
-        let paths = |i: usize| -> Vec<String> {
-            b[i].sources
-                .iter()
-                .map(|s| s.path.strip_prefix(d).unwrap().display().to_string())
-                .collect()
-        };
+        let paths = |i: usize| relative_sources(&b[i], d);
         assert_eq!(b[0].describe(), "CUDAExtension \"fused\"");
         assert_eq!(
             paths(0),
@@ -647,15 +658,15 @@ ext.CUDAExtension(**kw)
     fn follows_rebinding_aliases_and_branches() {
         let tmp = tempfile::tempdir().unwrap();
         let d = tmp.path();
-        for f in [
-            "pkg/csrc/main.cpp",
-            "pkg/csrc/cpu/a.cpp",
-            "pkg/csrc/cuda/k.cu",
-            "extra.cu",
-        ] {
-            std::fs::create_dir_all(d.join(f).parent().unwrap()).unwrap();
-            std::fs::write(d.join(f), "").unwrap();
-        }
+        touch(
+            d,
+            &[
+                "pkg/csrc/main.cpp",
+                "pkg/csrc/cpu/a.cpp",
+                "pkg/csrc/cuda/k.cu",
+                "extra.cu",
+            ],
+        );
         let src = r#"
 import glob, os
 from torch.utils.cpp_extension import CUDAExtension, CppExtension
@@ -679,13 +690,8 @@ def get_extensions(with_cuda):
         let b = builds(src, &d.join("setup.py"));
         assert_eq!(b.len(), 1);
         assert_eq!(b[0].describe(), "CUDAExtension \"pkg._C\"");
-        let paths: Vec<String> = b[0]
-            .sources
-            .iter()
-            .map(|s| s.path.strip_prefix(d).unwrap().display().to_string())
-            .collect();
         assert_eq!(
-            paths,
+            relative_sources(&b[0], d),
             [
                 "pkg/csrc/main.cpp",
                 "pkg/csrc/cpu/a.cpp",
@@ -713,26 +719,21 @@ def get_extensions(with_cuda):
     fn recursive_globs_skip_links_and_hidden_folders() {
         let tmp = tempfile::tempdir().unwrap();
         let d = tmp.path();
-        for f in [
-            "csrc/top.cu",
-            "csrc/a/b/deep.cu",
-            "csrc/.git/x.cu",
-            "csrc/a/note.txt",
-        ] {
-            std::fs::create_dir_all(d.join(f).parent().unwrap()).unwrap();
-            std::fs::write(d.join(f), "").unwrap();
-        }
+        touch(
+            d,
+            &[
+                "csrc/top.cu",
+                "csrc/a/b/deep.cu",
+                "csrc/.git/x.cu",
+                "csrc/a/note.txt",
+            ],
+        );
         std::os::unix::fs::symlink(d.join("csrc"), d.join("csrc/a/loop")).unwrap();
         let src = "import glob\nfrom pathlib import Path\nfrom torch.utils.cpp_extension import CUDAExtension\nCUDAExtension('r', glob.glob('csrc/**/*.cu', recursive=True))\nCUDAExtension('p', list(Path(__file__).parent.joinpath('csrc').rglob('*.cu')))\n";
         let b = builds(src, &d.join("setup.py"));
         for e in &b {
-            let paths: Vec<String> = e
-                .sources
-                .iter()
-                .map(|s| s.path.strip_prefix(d).unwrap().display().to_string())
-                .collect();
             assert_eq!(
-                paths,
+                relative_sources(e, d),
                 ["csrc/a/b/deep.cu", "csrc/top.cu"],
                 "{}",
                 e.describe()

@@ -6,6 +6,7 @@
 //! to report, and cached per directory for the whole run; every folder listed and file read is
 //! noted as a dependency of the checked file's cached result.
 
+use super::project;
 use crate::lang::{parse, Lang};
 use crate::manifest::compat::{self, Minor};
 use crate::manifest::env::environments;
@@ -52,37 +53,23 @@ impl TfPins {
 struct DirPins {
     pins: Option<Arc<TfPins>>,
     read: Vec<PathBuf>,
-    is_repo_root: bool,
 }
 
 static DIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<DirPins>>>> = LazyLock::new(Default::default);
 
 /// The TensorFlow declared for `file` by the nearest folder that declares it.
 pub fn tensorflow(file: &Path, root: &Path) -> Option<Arc<TfPins>> {
-    for dir in super::project::search_dirs(file, root) {
-        let facts = dir_pins(&dir);
-        crate::engine::note_dependency(&dir);
-        for f in &facts.read {
-            crate::engine::note_dependency(f);
-        }
-        if let Some(p) = &facts.pins {
-            return Some(p.clone());
-        }
-        if facts.is_repo_root {
-            break;
-        }
-    }
-    None
+    project::nearest(
+        file,
+        root,
+        |dir| project::per_dir(&DIRS, dir, read_pins),
+        |facts| &facts.read,
+        |facts| facts.pins.clone(),
+    )
 }
 
-fn dir_pins(dir: &Path) -> Arc<DirPins> {
-    if let Some(f) = DIRS.lock().ok().and_then(|d| d.get(dir).cloned()) {
-        return f;
-    }
-    let mut facts = DirPins {
-        is_repo_root: dir.join(".git").exists(),
-        ..DirPins::default()
-    };
+fn read_pins(dir: &Path) -> DirPins {
+    let mut facts = DirPins::default();
     let mut minors = BTreeSet::new();
     let mut cite = None;
     if let Ok(entries) = std::fs::read_dir(dir) {
@@ -115,10 +102,6 @@ fn dir_pins(dir: &Path) -> Arc<DirPins> {
             minors: minors.into_iter().collect(),
             cite,
         }));
-    }
-    let facts = Arc::new(facts);
-    if let Ok(mut d) = DIRS.lock() {
-        d.insert(dir.to_path_buf(), facts.clone());
     }
     facts
 }

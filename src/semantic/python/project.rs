@@ -24,7 +24,6 @@ const MAX_DIR_ENTRIES: usize = 512;
 #[derive(Debug, Default, Clone)]
 struct DirFacts {
     vars: HashMap<String, (PathBuf, String)>,
-    is_repo_root: bool,
     /// The launcher files read.
     read: Vec<PathBuf>,
 }
@@ -93,14 +92,8 @@ fn value_after(text: &str, key: &str) -> Option<String> {
     None
 }
 
-fn dir_facts(dir: &Path) -> Arc<DirFacts> {
-    if let Some(f) = DIRS.lock().ok().and_then(|d| d.get(dir).cloned()) {
-        return f;
-    }
-    let mut facts = DirFacts {
-        is_repo_root: dir.join(".git").exists(),
-        ..DirFacts::default()
-    };
+fn read_launchers(dir: &Path) -> DirFacts {
+    let mut facts = DirFacts::default();
     if let Ok(entries) = std::fs::read_dir(dir) {
         let mut names: Vec<PathBuf> = entries
             .take(MAX_DIR_ENTRIES)
@@ -115,14 +108,7 @@ fn dir_facts(dir: &Path) -> Arc<DirFacts> {
             .collect();
         names.sort();
         for path in names {
-            if std::fs::metadata(&path)
-                .map(|m| m.len())
-                .unwrap_or(u64::MAX)
-                > MAX_LAUNCHER_SIZE
-            {
-                continue;
-            }
-            let Ok(bytes) = std::fs::read(&path) else {
+            let Some(bytes) = read_small(&path, MAX_LAUNCHER_SIZE) else {
                 continue;
             };
             facts.read.push(path.clone());
@@ -137,11 +123,54 @@ fn dir_facts(dir: &Path) -> Arc<DirFacts> {
             }
         }
     }
-    let facts = Arc::new(facts);
-    if let Ok(mut d) = DIRS.lock() {
+    facts
+}
+
+/// The contents of `path` if it is a file of at most `max` bytes.
+fn read_small(path: &Path, max: u64) -> Option<Vec<u8>> {
+    if std::fs::metadata(path).map_or(true, |m| !m.is_file() || m.len() > max) {
+        return None;
+    }
+    std::fs::read(path).ok()
+}
+
+/// What `read` finds in `dir`, read once per directory for the whole run and kept in `cache`.
+pub(super) fn per_dir<T>(
+    cache: &Mutex<HashMap<PathBuf, Arc<T>>>,
+    dir: &Path,
+    read: impl FnOnce(&Path) -> T,
+) -> Arc<T> {
+    if let Some(f) = cache.lock().ok().and_then(|d| d.get(dir).cloned()) {
+        return f;
+    }
+    let facts = Arc::new(read(dir));
+    if let Ok(mut d) = cache.lock() {
         d.insert(dir.to_path_buf(), facts.clone());
     }
     facts
+}
+
+/// The first answer `found` gives for the [`search_dirs`] of `file`, nearest first. Each
+/// folder looked at and the files `facts` read there are noted as dependencies of the checked
+/// file's cached result.
+pub(super) fn nearest<T, R>(
+    file: &Path,
+    root: &Path,
+    facts: impl Fn(&Path) -> Arc<T>,
+    files_read: impl Fn(&T) -> &[PathBuf],
+    found: impl Fn(&T) -> Option<R>,
+) -> Option<R> {
+    for dir in search_dirs(file, root) {
+        let facts = facts(&dir);
+        crate::engine::note_dependency(&dir);
+        for f in files_read(&facts) {
+            crate::engine::note_dependency(f);
+        }
+        if let Some(r) = found(&facts) {
+            return Some(r);
+        }
+    }
+    None
 }
 
 /// The directories to search for launchers (or manifests) of `file`, nearest first.
@@ -171,21 +200,13 @@ pub(super) fn search_dirs(file: &Path, root: &Path) -> Vec<PathBuf> {
 /// A launcher next to `file` (in its directory or an ancestor up to the repository root) that
 /// sets environment variable `var`: the launcher's path and the value.
 pub fn launcher_setting(file: &Path, root: &Path, var: &str) -> Option<(PathBuf, String)> {
-    for dir in search_dirs(file, root) {
-        let facts = dir_facts(&dir);
-        // The answer depends on this folder's listing and its launchers (for the cache).
-        crate::engine::note_dependency(&dir);
-        for f in &facts.read {
-            crate::engine::note_dependency(f);
-        }
-        if let Some((p, v)) = facts.vars.get(var) {
-            return Some((p.clone(), v.clone()));
-        }
-        if facts.is_repo_root {
-            break;
-        }
-    }
-    None
+    nearest(
+        file,
+        root,
+        |dir| per_dir(&DIRS, dir, read_launchers),
+        |facts| &facts.read,
+        |facts| facts.vars.get(var).cloned(),
+    )
 }
 
 /// Manifest files larger than this are not read for the project's torch pin.
@@ -212,11 +233,8 @@ struct DirTorch {
 static TORCH_DIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<DirTorch>>>> =
     LazyLock::new(Default::default);
 
-fn dir_torch(dir: &Path) -> Arc<DirTorch> {
+fn read_torch_pin(dir: &Path) -> DirTorch {
     use crate::manifest::{self, Format};
-    if let Some(f) = TORCH_DIRS.lock().ok().and_then(|d| d.get(dir).cloned()) {
-        return f;
-    }
     let mut facts = DirTorch::default();
     if let Ok(entries) = std::fs::read_dir(dir) {
         let mut files: Vec<(PathBuf, Format)> = entries
@@ -265,10 +283,6 @@ fn dir_torch(dir: &Path) -> Arc<DirTorch> {
             }
         }
     }
-    let facts = Arc::new(facts);
-    if let Ok(mut d) = TORCH_DIRS.lock() {
-        d.insert(dir.to_path_buf(), facts.clone());
-    }
     facts
 }
 
@@ -277,20 +291,13 @@ fn dir_torch(dir: &Path) -> Arc<DirTorch> {
 /// `pyproject.toml`, conda environment files, Dockerfiles) pin `torch`. `None` when no
 /// manifest says which torch the project runs.
 pub fn project_torch(file: &Path, root: &Path) -> Option<TorchPin> {
-    for dir in search_dirs(file, root) {
-        let facts = dir_torch(&dir);
-        crate::engine::note_dependency(&dir);
-        for f in &facts.read {
-            crate::engine::note_dependency(f);
-        }
-        if let Some(p) = &facts.pin {
-            return Some(p.clone());
-        }
-        if dir.join(".git").exists() {
-            break;
-        }
-    }
-    None
+    nearest(
+        file,
+        root,
+        |dir| per_dir(&TORCH_DIRS, dir, read_torch_pin),
+        |facts| &facts.read,
+        |facts| facts.pin.clone(),
+    )
 }
 
 /// Why a project is taken to run on native Windows: the file that says so and what it says.
@@ -301,9 +308,9 @@ pub struct WindowsTarget {
 }
 
 /// Per directory: the Windows evidence found there and the files read for it.
-type WindowsFacts = Arc<(Option<WindowsTarget>, Vec<PathBuf>)>;
+type WindowsFacts = (Option<WindowsTarget>, Vec<PathBuf>);
 
-static WINDOWS_DIRS: LazyLock<Mutex<HashMap<PathBuf, WindowsFacts>>> =
+static WINDOWS_DIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<WindowsFacts>>>> =
     LazyLock::new(Default::default);
 
 /// CI files whose text names a Windows runner (`runs-on: windows-latest`, a matrix `os:`
@@ -334,10 +341,8 @@ fn ci_windows(dir: &Path, read: &mut Vec<PathBuf>) -> Option<WindowsTarget> {
     files.push(dir.join("azure-pipelines.yml"));
     files.sort();
     for p in files {
-        if std::fs::metadata(&p).map_or(true, |m| !m.is_file() || m.len() > MAX_LAUNCHER_SIZE) {
-            continue;
-        }
-        let Ok(text) = std::fs::read_to_string(&p) else {
+        let Some(text) = read_small(&p, MAX_LAUNCHER_SIZE).and_then(|b| String::from_utf8(b).ok())
+        else {
             continue;
         };
         read.push(p.clone());
@@ -380,10 +385,7 @@ fn windows_launcher(dir: &Path, read: &mut Vec<PathBuf>) -> Option<WindowsTarget
         .collect();
     files.sort();
     for p in files {
-        if std::fs::metadata(&p).map_or(true, |m| !m.is_file() || m.len() > MAX_LAUNCHER_SIZE) {
-            continue;
-        }
-        let Ok(bytes) = std::fs::read(&p) else {
+        let Some(bytes) = read_small(&p, MAX_LAUNCHER_SIZE) else {
             continue;
         };
         read.push(p.clone());
@@ -403,29 +405,19 @@ fn windows_launcher(dir: &Path, read: &mut Vec<PathBuf>) -> Option<WindowsTarget
 /// file's directory and its ancestors up to the repository root: Windows launchers (`.bat`,
 /// `.cmd`, `.ps1` scripts that run Python) and CI configuration with a Windows runner.
 pub fn windows_target(file: &Path, root: &Path) -> Option<WindowsTarget> {
-    for dir in search_dirs(file, root) {
-        let cached = WINDOWS_DIRS.lock().ok().and_then(|d| d.get(&dir).cloned());
-        let facts = cached.unwrap_or_else(|| {
-            let mut read = Vec::new();
-            let found = windows_launcher(&dir, &mut read).or_else(|| ci_windows(&dir, &mut read));
-            let facts = Arc::new((found, read));
-            if let Ok(mut d) = WINDOWS_DIRS.lock() {
-                d.insert(dir.clone(), facts.clone());
-            }
-            facts
-        });
-        crate::engine::note_dependency(&dir);
-        for f in &facts.1 {
-            crate::engine::note_dependency(f);
-        }
-        if let Some(t) = &facts.0 {
-            return Some(t.clone());
-        }
-        if dir.join(".git").exists() {
-            break;
-        }
-    }
-    None
+    nearest(
+        file,
+        root,
+        |dir| {
+            per_dir(&WINDOWS_DIRS, dir, |dir| {
+                let mut read = Vec::new();
+                let found = windows_launcher(dir, &mut read).or_else(|| ci_windows(dir, &mut read));
+                (found, read)
+            })
+        },
+        |facts| &facts.1,
+        |facts| facts.0.clone(),
+    )
 }
 
 /// What a local module does that matters to the modules importing it.
