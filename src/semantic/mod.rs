@@ -130,6 +130,31 @@ impl<'t> NodeExt<'t> for Node<'t> {
 
 /// Source text of a node (empty if the range is not valid UTF-8, which cannot happen for text
 /// that came from a `String`).
+/// Directory entries listed at most by [`sorted_dir_files`] (a larger directory is cut).
+const MAX_DIR_SCAN: usize = 20_000;
+
+/// The files of `dir` whose path passes `keep`, sorted by path, at most `max`: the first by
+/// name, whatever order the file system lists them in, so that a run reads the same files on
+/// every machine. Empty when the directory cannot be read.
+pub fn sorted_dir_files(
+    dir: &std::path::Path,
+    max: usize,
+    keep: impl Fn(&std::path::Path) -> bool,
+) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<std::path::PathBuf> = entries
+        .take(MAX_DIR_SCAN)
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| keep(p) && p.is_file())
+        .collect();
+    files.sort();
+    files.truncate(max);
+    files
+}
+
 pub fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
     source.get(node.start_byte()..node.end_byte()).unwrap_or("")
 }
@@ -236,4 +261,24 @@ pub fn ancestor_of_kind<'t>(node: Node<'t>, kinds: &[&str]) -> Option<Node<'t>> 
         cur = n.parent();
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sorted_dir_files_are_the_first_by_name_whatever_the_listing_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        for name in ["d.cu", "a.cu", "c.txt", "b.cu", "e.cu"] {
+            std::fs::write(tmp.path().join(name), "").unwrap();
+        }
+        std::fs::create_dir(tmp.path().join("0.cu")).unwrap();
+        let files =
+            super::sorted_dir_files(tmp.path(), 3, |p| p.extension().is_some_and(|e| e == "cu"));
+        let names: Vec<_> = files
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a.cu", "b.cu", "d.cu"]);
+        assert!(super::sorted_dir_files(&tmp.path().join("missing"), 3, |_| true).is_empty());
+    }
 }

@@ -19,8 +19,6 @@ use std::sync::{Arc, LazyLock, Mutex};
 const MAX_FILE_SIZE: u64 = 1 << 20;
 /// C/C++/CUDA files looked at per directory (the first by name).
 const MAX_DIR_ENTRIES: usize = 400;
-/// Directory entries listed per directory at most.
-const MAX_DIR_SCAN: usize = 20_000;
 /// Call-chain depth followed upwards.
 const MAX_DEPTH: usize = 5;
 
@@ -34,23 +32,11 @@ fn dir_files(dir: &Path) -> Arc<Vec<PathBuf>> {
     if let Some(v) = DIRS.lock().ok().and_then(|m| m.get(dir).cloned()) {
         return v;
     }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(Result::ok)
-                .take(MAX_DIR_SCAN)
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.extension()
-                        .and_then(|e| e.to_str())
-                        .is_some_and(|e| EXTENSIONS.contains(&e))
-                        && p.is_file()
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    // Sorted before the cut, so the same files are read whatever order the directory lists.
-    files.sort();
-    files.truncate(MAX_DIR_ENTRIES);
+    let files = crate::semantic::sorted_dir_files(dir, MAX_DIR_ENTRIES, |p| {
+        p.extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| EXTENSIONS.contains(&e))
+    });
     let files = Arc::new(files);
     if let Ok(mut m) = DIRS.lock() {
         m.insert(dir.to_path_buf(), files.clone());

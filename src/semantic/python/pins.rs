@@ -72,15 +72,8 @@ fn read_pins(dir: &Path) -> DirPins {
     let mut facts = DirPins::default();
     let mut minors = BTreeSet::new();
     let mut cite = None;
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        let mut paths: Vec<PathBuf> = entries
-            .take(MAX_DIR_ENTRIES)
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_file())
-            .collect();
-        paths.sort();
-        for path in paths {
+    {
+        for path in crate::semantic::sorted_dir_files(dir, MAX_DIR_ENTRIES, |_| true) {
             let Some(m) = read_manifest(&path) else {
                 continue;
             };

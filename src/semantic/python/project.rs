@@ -94,19 +94,12 @@ fn value_after(text: &str, key: &str) -> Option<String> {
 
 fn read_launchers(dir: &Path) -> DirFacts {
     let mut facts = DirFacts::default();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        let mut names: Vec<PathBuf> = entries
-            .take(MAX_DIR_ENTRIES)
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(is_launcher)
-            })
-            .collect();
-        names.sort();
+    {
+        let names = crate::semantic::sorted_dir_files(dir, MAX_DIR_ENTRIES, |p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(is_launcher)
+        });
         for path in names {
             let Some(bytes) = read_small(&path, MAX_LAUNCHER_SIZE) else {
                 continue;
@@ -236,20 +229,14 @@ static TORCH_DIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<DirTorch>>>> =
 fn read_torch_pin(dir: &Path) -> DirTorch {
     use crate::manifest::{self, Format};
     let mut facts = DirTorch::default();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        let mut files: Vec<(PathBuf, Format)> = entries
-            .take(MAX_DIR_ENTRIES)
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-            .filter_map(|e| {
-                let p = e.path();
-                Format::of_path(&p)
-                    .filter(|f| *f != Format::Shell)
-                    .map(|f| (p, f))
-            })
-            .collect();
-        files.sort_by(|a, b| a.0.cmp(&b.0));
-        for (path, format) in files {
+    {
+        let files = crate::semantic::sorted_dir_files(dir, MAX_DIR_ENTRIES, |p| {
+            Format::of_path(p).is_some_and(|f| f != Format::Shell)
+        });
+        for path in files {
+            let Some(format) = Format::of_path(&path) else {
+                continue;
+            };
             if std::fs::metadata(&path).map_or(true, |m| m.len() > MAX_MANIFEST_SIZE) {
                 continue;
             }
@@ -328,15 +315,13 @@ fn ci_windows(dir: &Path, read: &mut Vec<PathBuf>) -> Option<WindowsTarget> {
     }
     let mut files: Vec<PathBuf> = Vec::new();
     let workflows = dir.join(".github").join("workflows");
-    if let Ok(entries) = std::fs::read_dir(&workflows) {
+    if workflows.is_dir() {
         read.push(workflows.clone());
-        files.extend(
-            entries
-                .take(MAX_DIR_ENTRIES)
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "yml" || e == "yaml")),
-        );
+        files.extend(crate::semantic::sorted_dir_files(
+            &workflows,
+            MAX_DIR_ENTRIES,
+            |p| p.extension().is_some_and(|e| e == "yml" || e == "yaml"),
+        ));
     }
     files.push(dir.join("azure-pipelines.yml"));
     files.sort();
@@ -372,18 +357,11 @@ fn ci_windows(dir: &Path, read: &mut Vec<PathBuf>) -> Option<WindowsTarget> {
 
 /// Windows launchers in a directory: `.bat`, `.cmd` or `.ps1` files that run Python.
 fn windows_launcher(dir: &Path, read: &mut Vec<PathBuf>) -> Option<WindowsTarget> {
-    let entries = std::fs::read_dir(dir).ok()?;
-    let mut files: Vec<PathBuf> = entries
-        .take(MAX_DIR_ENTRIES)
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            p.extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "bat" | "cmd" | "ps1"))
-        })
-        .collect();
-    files.sort();
+    let files = crate::semantic::sorted_dir_files(dir, MAX_DIR_ENTRIES, |p| {
+        p.extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "bat" | "cmd" | "ps1"))
+    });
     for p in files {
         let Some(bytes) = read_small(&p, MAX_LAUNCHER_SIZE) else {
             continue;
