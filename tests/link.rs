@@ -336,18 +336,26 @@ fn op_builder_subclasses_are_entries_of_their_own() {
 }
 
 #[test]
-fn helper_functions_give_source_lists() {
+fn helper_functions_and_filtered_listdir() {
     let o = gpulint(
         &fixtures(),
         &["--isolated", "--no-cache", "--verbose", "jit/helper_ops.py"],
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("linked jit/helper_ops.py:13 (load \"clamp_ext\"): 2 sources\n"),
+        err.contains("linked jit/helper_ops.py:18 (load \"clamp_ext\"): 2 sources\n"),
         "{err}"
     );
+    assert!(err.contains("linked jit/helper_ops.py:23 (load \"listed_ext\"): 2 sources\n"));
     let v = json(&["jit/helper_ops.py"]);
     let clamp = findings(&v, "jit/helpers/clamp.cu", "CU001");
     assert_eq!(clamp.len(), 1, "{v:#?}");
-    assert!(notes(&clamp[0]).contains(&"built by jit/helper_ops.py:13 (load \"clamp_ext\")".into()));
+    assert!(notes(&clamp[0]).contains(
+        &"built by jit/helper_ops.py:18 (load \"clamp_ext\"), jit/helper_ops.py:23 (load \"listed_ext\")".into()
+    ));
+    // The guarded kernel from the listing is checked and silent; the text file is not a source.
+    assert!(
+        v.iter().all(|f| f["path"] != "jit/helpers/gelu.cu"),
+        "{v:#?}"
+    );
 }

@@ -2,9 +2,12 @@
 //! whose base class builds `CUDAExtension(sources=self.sources())` while each subclass (in
 //! the same file or a sibling module) returns its own list. Each such subclass is its own
 //! build entry (`FusedAdamBuilder.sources`). Also comprehension filters that only drop
-//! entries (`if len(x) > 0`, `if f.endswith(".cu")`).
+//! entries (`if len(x) > 0`, `if f.endswith(".cu")`) and `os.listdir` under such a filter.
 
-use super::{argument, unresolved, BuildKind, Env, ExtensionBuild, Folder, Item, Str, Val, Via};
+use super::{
+    argument, unresolved, BuildKind, Env, ExtensionBuild, Folder, Item, Str, Val, Via,
+    MAX_GLOB_MATCHES,
+};
 use crate::diagnostic::Span;
 use crate::lang::{parse, Lang};
 use crate::semantic::python::PythonModel;
@@ -332,6 +335,49 @@ impl<'m> Folder<'_, 'm> {
             }
             _ => None,
         }
+    }
+
+    /// `os.listdir(d)`: the sorted names in folder `d` (bounded), as the loop of a filtered
+    /// comprehension gives them. None when `iter` is not such a call or `d` does not fold.
+    pub(super) fn listdir(&self, iter: Node<'_>, env: &Env<'_>, depth: usize) -> Option<Vec<Item>> {
+        if iter.kind() != "call" {
+            return None;
+        }
+        let func = iter.field("function")?;
+        if self.m.qualified_name(func).as_deref() != Some("os.listdir") {
+            return None;
+        }
+        let dir = match argument(iter, 0, "path", self.m.source) {
+            Some(a) => self.string(a, env, depth)?,
+            None => Str {
+                value: ".".into(),
+                anchored: false,
+            },
+        };
+        let path = self.resolve(&dir);
+        crate::engine::note_dependency(&path);
+        let mut names: Vec<String> = std::fs::read_dir(&path)
+            .ok()?
+            .filter_map(|e| e.ok())
+            .take(MAX_GLOB_MATCHES)
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .collect();
+        names.sort();
+        let span = Span::of(&iter);
+        Some(
+            names
+                .into_iter()
+                .map(|value| {
+                    Ok((
+                        Str {
+                            value,
+                            anchored: false,
+                        },
+                        span,
+                    ))
+                })
+                .collect(),
+        )
     }
 
     /// The builds of one build call: inside a method of a class whose subclasses (in this file
@@ -677,6 +723,23 @@ class Z(X):
             src.find("def sources(self):\n        return [\"csrc/x")
                 .unwrap()
         );
+    }
+
+    #[test]
+    fn listdir_only_under_a_filter_that_drops_entries() {
+        let tmp = tree(&["k/b.cu", "k/a.cu", "k/c.cpp", "k/notes.txt"]);
+        let src = r#"
+import os
+from torch.utils.cpp_extension import CUDAExtension
+K = os.path.join(os.path.dirname(__file__), "k")
+CUDAExtension("cu", [os.path.join(K, f) for f in os.listdir(K) if f.endswith((".cu", ".cpp"))])
+CUDAExtension("all", [os.path.join(K, f) for f in os.listdir(K)])
+CUDAExtension("odd", [os.path.join(K, f) for f in os.listdir(K) if "a" in f])
+"#;
+        let b = builds(src, &tmp.path().join("setup.py"));
+        assert_eq!(names(&b[0]), ["a.cu", "b.cu", "c.cpp"]);
+        assert!(b[1].sources.is_empty() && !b[1].unresolved.is_empty());
+        assert!(b[2].sources.is_empty() && !b[2].unresolved.is_empty());
     }
 
     #[test]

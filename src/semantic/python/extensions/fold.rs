@@ -218,7 +218,8 @@ impl<'m> Folder<'_, 'm> {
     }
 
     /// `[os.path.join(d, f) for f in [...]]` with one `for` and at most one `if` that only
-    /// drops entries (`if f.endswith(".cu")`, `if len(f) > 0`).
+    /// drops entries (`if f.endswith(".cu")`, `if len(f) > 0`); under such a filter the loop
+    /// may run over `os.listdir(d)`.
     fn comprehension(
         &self,
         expr: Node<'_>,
@@ -252,8 +253,14 @@ impl<'m> Folder<'_, 'm> {
         if filter.is_some_and(|f| self.filter_keeps(f, name, "").is_none()) {
             return false;
         }
-        let mut values = Vec::new();
-        self.items(iter, env, &mut values, depth);
+        let mut values = match filter.and_then(|_| self.listdir(iter, env, depth)) {
+            Some(listed) => listed,
+            None => {
+                let mut values = Vec::new();
+                self.items(iter, env, &mut values, depth);
+                values
+            }
+        };
         if let Some(f) = filter {
             values.retain(|v| match v {
                 Ok((s, _)) => self.filter_keeps(f, name, &s.value) == Some(true),
