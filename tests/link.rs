@@ -359,3 +359,18 @@ fn helper_functions_and_filtered_listdir() {
         "{v:#?}"
     );
 }
+
+#[test]
+fn tf_custom_op_sources_in_a_cc_folder() {
+    let v = json(&["tf_custom/python/ops/halve_ops.py"]);
+    let cu = findings(&v, "tf_custom/cc/kernels/halve_kernels.cu.cc", "CU001");
+    assert_eq!(cu.len(), 1, "{v:#?}");
+    assert!(notes(&cu[0]).contains(
+        &"built by tf_custom/python/ops/halve_ops.py:4 (tf.load_op_library \"_halve_ops.so\")"
+            .into()
+    ));
+    // Another op's kernel in the same folder is not linked.
+    assert!(v
+        .iter()
+        .all(|f| f["path"] != "tf_custom/cc/kernels/double_kernels.cu.cc"));
+}

@@ -507,6 +507,9 @@ impl<'m> Folder<'_, 'm> {
             }
         }
         if found.is_empty() {
+            found = calls::tf_op_sources(&dir, stem);
+        }
+        if found.is_empty() {
             b.unresolved.push(unresolved(
                 arg,
                 format!("no C++/CUDA source with the stem of `{name}` next to it"),

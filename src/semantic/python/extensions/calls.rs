@@ -634,6 +634,65 @@ pub(super) fn in_ancestor(dir: &Path, relative: &str) -> Option<PathBuf> {
     None
 }
 
+/// TensorFlow custom-op layout: `_foo_ops.so` built from `cc/kernels/foo_kernels.cc` and
+/// `cc/ops/foo_ops.cc`. Looks for a folder named `cc` or `kernels` in the library's folder or
+/// up to two folders above, and in it and its direct subfolders for sources named after the
+/// op; the nearest folder with any wins.
+pub(super) fn tf_op_sources(lib_dir: &Path, stem: &str) -> Vec<PathBuf> {
+    let stem = stem.trim_start_matches('_').trim_start_matches("lib");
+    let base = stem
+        .strip_suffix("_ops")
+        .or_else(|| stem.strip_suffix("_op"))
+        .unwrap_or(stem);
+    if base.is_empty() {
+        return Vec::new();
+    }
+    let mut names = Vec::new();
+    for suffix in ["", "_ops", "_op", "_kernels", "_kernel"] {
+        for ext in ["cc", "cu.cc", "cu", "cpp"] {
+            names.push(format!("{base}{suffix}.{ext}"));
+        }
+    }
+    let mut dir = Some(lib_dir);
+    for _ in 0..3 {
+        let Some(d) = dir else { break };
+        let mut found = Vec::new();
+        for root in ["cc", "kernels"] {
+            let root = d.join(root);
+            if !root.is_dir() {
+                continue;
+            }
+            let mut folders = vec![root.clone()];
+            crate::engine::note_dependency(&root);
+            if let Ok(entries) = std::fs::read_dir(&root) {
+                let mut subs: Vec<PathBuf> = entries
+                    .filter_map(|e| e.ok())
+                    .take(MAX_GLOB_MATCHES)
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect();
+                subs.sort();
+                folders.extend(subs);
+            }
+            for f in folders {
+                crate::engine::note_dependency(&f);
+                for n in &names {
+                    let p = f.join(n);
+                    if p.is_file() && !found.contains(&p) {
+                        found.push(p);
+                    }
+                }
+            }
+        }
+        if !found.is_empty() {
+            found.sort();
+            return found;
+        }
+        dir = d.parent();
+    }
+    Vec::new()
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{collect, ExtensionBuild};
@@ -765,5 +824,30 @@ CUDAExtension("odd", [os.path.join(K, f) for f in os.listdir(K) if "a" in f])
             in_ancestor(&d.join("repo/a/b"), "csrc/r.cu"),
             Some(d.join("repo/csrc/r.cu"))
         );
+    }
+
+    #[test]
+    fn tf_op_sources_nearest_folder_wins() {
+        let tmp = tree(&[
+            "op/cc/kernels/foo_kernels.cu.cc",
+            "op/cc/ops/foo_ops.cc",
+            "op/cc/kernels/bar_kernels.cc",
+            "op/python/ops/kernels/foo.cc",
+        ]);
+        let d = tmp.path();
+        let rel = |v: Vec<PathBuf>| -> Vec<String> {
+            v.iter()
+                .map(|p| p.strip_prefix(d).unwrap().display().to_string())
+                .collect()
+        };
+        assert_eq!(
+            rel(tf_op_sources(&d.join("op/python/ops"), "_foo_ops")),
+            ["op/python/ops/kernels/foo.cc"]
+        );
+        assert_eq!(
+            rel(tf_op_sources(&d.join("op/python"), "_foo_ops")),
+            ["op/cc/kernels/foo_kernels.cu.cc", "op/cc/ops/foo_ops.cc"]
+        );
+        assert!(tf_op_sources(&d.join("op/python"), "_baz_ops").is_empty());
     }
 }
