@@ -374,3 +374,48 @@ fn tf_custom_op_sources_in_a_cc_folder() {
         .iter()
         .all(|f| f["path"] != "tf_custom/cc/kernels/double_kernels.cu.cc"));
 }
+
+#[test]
+fn op_builder_entries_follow_the_sibling_module() {
+    let tmp = copy_tree();
+    let d = tmp.path();
+    let run = |format: &str| {
+        stdout(&gpulint(
+            d,
+            &[
+                "--isolated",
+                "--output-format",
+                format,
+                "op_builder/builder.py",
+            ],
+        ))
+    };
+    let v: Vec<Value> = serde_json::from_str(&run("json")).unwrap();
+    assert_eq!(
+        findings(&v, "ops_csrc/scale/scale_kernel.cu", "CU001").len(),
+        1
+    );
+    // SARIF: the related location is the subclass's method in its own file.
+    let sarif: Value = serde_json::from_str(&run("sarif")).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let cu = results.iter().find(|r| r["ruleId"] == "CU001").unwrap();
+    let entry = cu["relatedLocations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["physicalLocation"]["artifactLocation"]["uri"] == "op_builder/fused_scale.py")
+        .expect("the subclass entry");
+    assert_eq!(entry["physicalLocation"]["region"]["startLine"], 7);
+    // The subclass drops the kernel: the cached result of builder.py is dropped too.
+    let sub = d.join("op_builder/fused_scale.py");
+    let text = std::fs::read_to_string(&sub)
+        .unwrap()
+        .replace(", \"ops_csrc/scale/scale_kernel.cu\"", "");
+    std::fs::write(&sub, text).unwrap();
+    let v: Vec<Value> = serde_json::from_str(&run("json")).unwrap();
+    assert!(
+        v.iter()
+            .all(|f| f["path"] != "ops_csrc/scale/scale_kernel.cu"),
+        "{v:#?}"
+    );
+}
