@@ -33,6 +33,8 @@ pub(super) struct SelfCtx {
     overrides: Vec<(String, Vec<Item>)>,
     /// Methods called on `self` while folding.
     consulted: Vec<String>,
+    /// Folding in a module read for another file: its own imports are not followed.
+    foreign: bool,
 }
 
 /// The names of a class's bases (last segment of dotted names).
@@ -89,7 +91,7 @@ impl<'m> Folder<'_, 'm> {
         depth: usize,
     ) -> bool {
         let Some(f) = self.callee(call, out) else {
-            return false;
+            return self.imported_items(call, env, out, depth);
         };
         let Some(f) = f else {
             return true;
@@ -105,6 +107,145 @@ impl<'m> Folder<'_, 'm> {
                 call,
                 format!("`{}` returns no list that can be read", self.text(call)),
             )));
+        }
+        true
+    }
+
+    /// The items returned by a function of a sibling module (`from .ext_utils import
+    /// get_sources` or `import ext_utils`, a `.py` file next to this one), with positional
+    /// arguments that fold bound to its parameters. Only one module deep.
+    fn imported_items(
+        &self,
+        call: Node<'_>,
+        env: &Env<'_>,
+        out: &mut Vec<Item>,
+        depth: usize,
+    ) -> bool {
+        if self.ctx.borrow().foreign {
+            return false;
+        }
+        let Some(q) = call
+            .field("function")
+            .and_then(|f| self.m.qualified_name(f))
+        else {
+            return false;
+        };
+        let q = q.strip_prefix('.').unwrap_or(&q);
+        let Some((module, name)) = q.rsplit_once('.') else {
+            return false;
+        };
+        if module.is_empty() || module.contains('.') || q.starts_with('.') {
+            return false;
+        }
+        let path = self.dir().join(format!("{module}.py"));
+        crate::engine::note_dependency(&path);
+        if !std::fs::metadata(&path).is_ok_and(|md| md.is_file() && md.len() <= MAX_SIBLING_SIZE) {
+            return false;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return false;
+        };
+        let Some(tree) = parse(Lang::Python, &text) else {
+            return false;
+        };
+        let sm = crate::semantic::python::build(&tree, &text);
+        let mut defs = sm
+            .functions
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.name == name && f.class.is_none() && f.parent.is_none());
+        let (Some((f, _)), None) = (defs.next(), defs.next()) else {
+            return false;
+        };
+        // Positional arguments, folded here.
+        let mut args = Vec::new();
+        if let Some(list) = call.field("arguments") {
+            for a in named_children(list).filter(|a| a.kind() != "comment") {
+                if matches!(
+                    a.kind(),
+                    "keyword_argument" | "list_splat" | "dictionary_splat"
+                ) {
+                    break;
+                }
+                args.push(match self.string(a, env, depth + 1) {
+                    Some(s) => Some(Val::Str(s)),
+                    None => {
+                        let mut items = Vec::new();
+                        self.items(a, env, &mut items, depth + 1);
+                        Some(Val::List(items))
+                    }
+                });
+            }
+        }
+        let folder = Folder {
+            m: &sm,
+            file: &path,
+            absolute: super::absolute(&path),
+            budget: std::cell::Cell::new(self.budget.get()),
+            ctx: std::cell::RefCell::new(SelfCtx {
+                foreign: true,
+                ..Default::default()
+            }),
+        };
+        let mut env2: Vec<(&str, Val)> = Vec::new();
+        if let Some(params) = sm.functions[f].node.field("parameters") {
+            let mut args = args.into_iter();
+            for p in named_children(params) {
+                // The argument, or else the default (folded there).
+                let v = args.next().flatten().or_else(|| {
+                    let d = p
+                        .field("value")
+                        .filter(|_| p.kind().ends_with("default_parameter"))?;
+                    Some(match folder.string(d, &[], depth + 1) {
+                        Some(s) => Val::Str(s),
+                        None => {
+                            let mut items = Vec::new();
+                            folder.items(d, &[], &mut items, depth + 1);
+                            Val::List(items)
+                        }
+                    })
+                });
+                let n = match p.kind() {
+                    "identifier" => Some(p),
+                    "default_parameter" | "typed_parameter" | "typed_default_parameter" => {
+                        p.field("name").or_else(|| p.named_child(0))
+                    }
+                    _ => None,
+                };
+                if let (Some(n), Some(v)) = (n.filter(|n| n.kind() == "identifier"), v) {
+                    env2.push((sm.text(n), v));
+                }
+            }
+        }
+        let values = folder.return_values(f);
+        let mut items = Vec::new();
+        for v in &values {
+            folder.items(*v, &env2, &mut items, depth + 1);
+        }
+        self.budget.set(folder.budget.get());
+        if values.is_empty() {
+            out.push(Err(unresolved(
+                call,
+                format!("`{}` returns no list that can be read", self.text(call)),
+            )));
+            return true;
+        }
+        let span = Span::of(&call);
+        let shown = format!("{module}.py");
+        for i in items {
+            out.push(match i {
+                Ok((s, _)) => Ok((s, span)),
+                Err(u) => {
+                    let line = text
+                        .get(..u.span.start)
+                        .map_or(0, |t| t.matches('\n').count())
+                        + 1;
+                    Err(super::Unresolved {
+                        span,
+                        reason: format!("{shown}:{line}: {}", u.reason),
+                    })
+                }
+            });
         }
         true
     }
@@ -453,7 +594,7 @@ impl<'m> Folder<'_, 'm> {
             *self.ctx.borrow_mut() = SelfCtx {
                 chain: chain(m, &class),
                 overrides,
-                consulted: Vec::new(),
+                ..Default::default()
             };
             let mut b = self.build(call, kind);
             // Spans point into this file: a missing source is not reported here.
@@ -565,6 +706,7 @@ impl<'m> Folder<'_, 'm> {
                 // `self` there is the subclass (methods of its file only).
                 ctx: std::cell::RefCell::new(SelfCtx {
                     chain: chain(&sm, &class),
+                    foreign: true,
                     ..Default::default()
                 }),
             };
@@ -799,6 +941,38 @@ CUDAExtension("odd", [os.path.join(K, f) for f in os.listdir(K) if "a" in f])
         assert_eq!(names(&b[0]), ["a.cu", "b.cu", "c.cpp"]);
         assert!(b[1].sources.is_empty() && !b[1].unresolved.is_empty());
         assert!(b[2].sources.is_empty() && !b[2].unresolved.is_empty());
+    }
+
+    #[test]
+    fn functions_of_a_sibling_module() {
+        let tmp = tree(&["csrc/a.cu", "csrc/b.cu", "other.py"]);
+        let d = tmp.path();
+        std::fs::write(
+            d.join("ext_utils.py"),
+            "import os\nfrom other import more\ndef get_sources(root, names=['a.cu']):\n    return [os.path.join(root, n) for n in names] + ['csrc/b.cu']\ndef chained():\n    return more()\n",
+        )
+        .unwrap();
+        let src = r#"
+from torch.utils.cpp_extension import CUDAExtension
+from .ext_utils import get_sources
+import ext_utils as eu
+CUDAExtension("one", get_sources("csrc"))
+CUDAExtension("two", eu.get_sources("csrc", ["b.cu"]))
+CUDAExtension("three", eu.chained())
+CUDAExtension("four", eu.missing())
+"#;
+        let b = builds(src, &d.join("setup.py"));
+        assert_eq!(names(&b[0]), ["a.cu", "b.cu"]);
+        assert!(b[0].unresolved.is_empty(), "{:?}", b[0].unresolved);
+        assert_eq!(names(&b[1]), ["b.cu"]);
+        // Its own imports are not followed: unresolved, saying where.
+        assert!(b[2].sources.is_empty());
+        assert!(
+            b[2].unresolved[0].reason.starts_with("ext_utils.py:6:"),
+            "{:?}",
+            b[2].unresolved
+        );
+        assert!(b[3].sources.is_empty() && b[3].unresolved.len() == 1);
     }
 
     #[test]
