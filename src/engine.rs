@@ -300,12 +300,26 @@ impl Engine {
     ) -> Vec<crate::link::Link> {
         let mut links = Vec::new();
         for b in builds {
-            let (mut line, _) = file.position(b.call.start);
-            let cell = notebook.and_then(|nb| nb.cell_at(b.call.start)).map(|c| {
+            // A subclass's method that gives the sources (in this file) is the entry.
+            let at = b
+                .via
+                .as_ref()
+                .filter(|v| v.file.is_none())
+                .map_or(b.call.start, |v| v.at.start);
+            let (mut line, _) = file.position(at);
+            let cell = notebook.and_then(|nb| nb.cell_at(at)).map(|c| {
                 line -= c.first_line;
                 c.number
             });
             let what = b.describe();
+            let mut entry = None;
+            let mut cell = cell;
+            if let Some((path, l)) = b.via.as_ref().and_then(|v| v.file.as_ref()) {
+                // A subclass in a sibling module: its line there.
+                let cwd = std::env::current_dir().unwrap_or_default();
+                entry = Some(crate::discover::display_path(path, &cwd));
+                (line, cell) = (*l, None);
+            }
             for s in b.sources.iter().filter(|s| !s.exists) {
                 let cwd = std::env::current_dir().unwrap_or_default();
                 let shown = crate::discover::display_path(&s.path, &cwd);
@@ -340,6 +354,7 @@ impl Engine {
                 sources,
                 unresolved,
                 inline: b.inline.len(),
+                entry,
             });
         }
         links

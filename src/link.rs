@@ -37,11 +37,16 @@ pub struct Link {
     /// Sources passed as text (`load_inline`), checked with the Python file.
     #[serde(default)]
     pub inline: usize,
+    /// The Python file the entry is in, as shown, when it is not the checked file (a subclass
+    /// in a sibling module that gives the sources: `line` is then its line there).
+    #[serde(default)]
+    pub entry: Option<String>,
 }
 
 impl Link {
     /// `setup.py:14 (CUDAExtension "fused_adam")`.
     pub fn describe(&self, python: &str) -> String {
+        let python = self.entry.as_deref().unwrap_or(python);
         match self.cell {
             Some(c) => format!("{python}:cell {c}:{} ({})", self.line, self.what),
             None => format!("{python}:{} ({})", self.line, self.what),
@@ -102,7 +107,9 @@ pub fn annotate(results: &mut [FileResult], cwd: &Path) {
         for link in &r.links {
             for source in &link.sources {
                 built_by.entry(identity(source, cwd)).or_default().push((
-                    r.report.display_path.clone(),
+                    link.entry
+                        .clone()
+                        .unwrap_or_else(|| r.report.display_path.clone()),
                     // A notebook's line is cell-relative: no place in the file to point at.
                     link.cell.is_none().then_some(link.line),
                     link.describe(&r.report.display_path),

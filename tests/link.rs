@@ -262,7 +262,7 @@ fn verbose_lists_each_build_and_what_was_not_resolved() {
         "{err}"
     );
     assert!(err.contains(
-        "linked jit/jit_ops.py:23 (load \"generated_ext\"): 0 sources; line 23 not resolved"
+        "linked jit/jit_ops.py:23 (load \"generated_ext\"): 0 sources; line 20 not resolved"
     ));
     assert!(err
         .contains("linked jit/inline_ops.py:22 (load_inline \"square_ext\"): 0 sources, 2 inline"));
@@ -286,4 +286,126 @@ fn inline_findings_honour_both_kinds_of_suppression() {
     let v = json_in(tmp.path(), &["ops.py"], &["--select", "CU001"]);
     assert_eq!(v.len(), 1, "{v:#?}");
     assert_eq!(v[0]["line"], 2);
+}
+
+#[test]
+fn op_builder_subclasses_are_entries_of_their_own() {
+    let v = json(&["op_builder/builder.py"]);
+    let cu = findings(&v, "ops_csrc/scale/scale_kernel.cu", "CU001");
+    assert_eq!(cu.len(), 1, "{v:#?}");
+    // Built by both build calls of the base class: one entry, the subclass's method.
+    let built: Vec<String> = notes(&cu[0])
+        .into_iter()
+        .filter(|n| n.starts_with("built by"))
+        .collect();
+    assert_eq!(
+        built,
+        ["built by op_builder/fused_scale.py:7 (FusedScaleBuilder.sources)"]
+    );
+    // The empty entry is dropped, the one joined to the root names a folder: no GL002.
+    assert!(
+        findings(&v, "op_builder/builder.py", "GL002").is_empty(),
+        "{v:#?}"
+    );
+    let o = gpulint(
+        &fixtures(),
+        &["--isolated", "--no-cache", "--verbose", "op_builder"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("linked op_builder/fused_scale.py:7 (FusedScaleBuilder.sources): 2 sources\n"),
+        "{err}"
+    );
+    assert!(err.contains("linked op_builder/builder.py:35 (NoopBuilder.sources): 1 source;"));
+    // A subclass whose list does not fold links nothing, and says where.
+    assert!(err.contains(
+        "linked op_builder/fused_scale.py:17 (DiscoveredBuilder.sources): 0 sources; line 23 not resolved: fused_scale.py:18: not a constant path"
+    ));
+    // The abstract base is no entry of its own.
+    assert!(!err.contains("(CUDAExtension \"base\")") && !err.contains("(load \"base\")"));
+}
+
+#[test]
+fn helper_functions_and_filtered_listdir() {
+    let o = gpulint(
+        &fixtures(),
+        &["--isolated", "--no-cache", "--verbose", "jit/helper_ops.py"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("linked jit/helper_ops.py:18 (load \"clamp_ext\"): 2 sources\n"),
+        "{err}"
+    );
+    assert!(err.contains("linked jit/helper_ops.py:23 (load \"listed_ext\"): 2 sources\n"));
+    let v = json(&["jit/helper_ops.py"]);
+    let clamp = findings(&v, "jit/helpers/clamp.cu", "CU001");
+    assert_eq!(clamp.len(), 1, "{v:#?}");
+    assert!(notes(&clamp[0]).contains(
+        &"built by jit/helper_ops.py:18 (load \"clamp_ext\"), jit/helper_ops.py:23 (load \"listed_ext\")".into()
+    ));
+    // The guarded kernel from the listing is checked and silent; the text file is not a source.
+    assert!(
+        v.iter().all(|f| f["path"] != "jit/helpers/gelu.cu"),
+        "{v:#?}"
+    );
+}
+
+#[test]
+fn tf_custom_op_sources_in_a_cc_folder() {
+    let v = json(&["tf_custom/python/ops/halve_ops.py"]);
+    let cu = findings(&v, "tf_custom/cc/kernels/halve_kernels.cu.cc", "CU001");
+    assert_eq!(cu.len(), 1, "{v:#?}");
+    assert!(notes(&cu[0]).contains(
+        &"built by tf_custom/python/ops/halve_ops.py:4 (tf.load_op_library \"_halve_ops.so\")"
+            .into()
+    ));
+    // Another op's kernel in the same folder is not linked.
+    assert!(v
+        .iter()
+        .all(|f| f["path"] != "tf_custom/cc/kernels/double_kernels.cu.cc"));
+}
+
+#[test]
+fn op_builder_entries_follow_the_sibling_module() {
+    let tmp = copy_tree();
+    let d = tmp.path();
+    let run = |format: &str| {
+        stdout(&gpulint(
+            d,
+            &[
+                "--isolated",
+                "--output-format",
+                format,
+                "op_builder/builder.py",
+            ],
+        ))
+    };
+    let v: Vec<Value> = serde_json::from_str(&run("json")).unwrap();
+    assert_eq!(
+        findings(&v, "ops_csrc/scale/scale_kernel.cu", "CU001").len(),
+        1
+    );
+    // SARIF: the related location is the subclass's method in its own file.
+    let sarif: Value = serde_json::from_str(&run("sarif")).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let cu = results.iter().find(|r| r["ruleId"] == "CU001").unwrap();
+    let entry = cu["relatedLocations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["physicalLocation"]["artifactLocation"]["uri"] == "op_builder/fused_scale.py")
+        .expect("the subclass entry");
+    assert_eq!(entry["physicalLocation"]["region"]["startLine"], 7);
+    // The subclass drops the kernel: the cached result of builder.py is dropped too.
+    let sub = d.join("op_builder/fused_scale.py");
+    let text = std::fs::read_to_string(&sub)
+        .unwrap()
+        .replace(", \"ops_csrc/scale/scale_kernel.cu\"", "");
+    std::fs::write(&sub, text).unwrap();
+    let v: Vec<Value> = serde_json::from_str(&run("json")).unwrap();
+    assert!(
+        v.iter()
+            .all(|f| f["path"] != "ops_csrc/scale/scale_kernel.cu"),
+        "{v:#?}"
+    );
 }

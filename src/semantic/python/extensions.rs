@@ -7,12 +7,14 @@
 //! list in the same scope), `__file__`, `os.path.join/dirname/abspath/realpath`,
 //! `Path(__file__).parent / "x.cu"`, list concatenation, a simple list comprehension, and
 //! `glob.glob` / `Path.glob` patterns, which are expanded against the file system relative to the
-//! file. A part that does not fold is recorded as unresolved, never guessed.
+//! file. Lists returned by functions of the file and by methods called on `self` fold too, and
+//! a base class that builds `self.sources()` gives one build per subclass that overrides it
+//! (see [`calls`]). A part that does not fold is recorded as unresolved, never guessed.
 //!
 //! Relative sources are taken relative to the file's folder. That is certain for a `setup.py`
 //! (pip runs it from its folder) and for paths built from `__file__`; for `load()` elsewhere the
 //! working directory at run time is unknown, so such a path is linked only when it exists next to
-//! the file. `tf.load_op_library("x.so")` is mapped to the `x.cc`, `x.cu.cc`, `x.cu` and `x.cpp`
+//! the file or in the nearest folder above it (at most 4 levels, not past the repository root). `tf.load_op_library("x.so")` is mapped to the `x.cc`, `x.cu.cc`, `x.cu` and `x.cpp`
 //! next to the library, when they exist. `load_inline(cpp_sources=…, cuda_sources=…)` with
 //! literal (or constant) strings yields the source text itself, laid out at the same byte offsets
 //! as in the Python file so that findings in it point into the Python file.
@@ -20,6 +22,7 @@
 //! Every file or folder consulted is recorded with [`crate::engine::note_dependency`], so a
 //! cached result is dropped when a named source appears, disappears or a globbed folder changes.
 
+mod calls;
 mod fold;
 
 use super::PythonModel;
@@ -120,11 +123,28 @@ pub struct ExtensionBuild {
     /// Sources given as text (`load_inline`).
     pub inline: Vec<Inline>,
     pub unresolved: Vec<Unresolved>,
+    /// For a build whose sources a subclass gives (`self.sources()` in a base class): that
+    /// subclass's method, which is the entry shown to users.
+    pub via: Option<Via>,
+}
+
+/// The method that gives a build its sources, when it is not the build call itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Via {
+    /// `FusedAdamBuilder.sources`.
+    pub what: String,
+    /// The sibling module that defines it, and the 1-based line of its `def` (None: this file).
+    pub file: Option<(PathBuf, usize)>,
+    /// In this file: the `def` (or, for a sibling module, the build call).
+    pub at: Span,
 }
 
 impl ExtensionBuild {
-    /// `CUDAExtension "fused_adam"`, `load_inline`, …
+    /// `CUDAExtension "fused_adam"`, `load_inline`, `FusedAdamBuilder.sources`, …
     pub fn describe(&self) -> String {
+        if let Some(v) = &self.via {
+            return v.what.clone();
+        }
         match &self.name {
             Some(n) => format!("{} \"{n}\"", self.kind.label()),
             None => self.kind.label().to_string(),
@@ -140,6 +160,7 @@ pub fn collect(m: &PythonModel<'_>, file: &Path) -> Vec<ExtensionBuild> {
         file,
         absolute: absolute(file),
         budget: std::cell::Cell::new(MAX_STEPS),
+        ctx: Default::default(),
     };
     let aliases = builder_aliases(m);
     let mut out = Vec::new();
@@ -157,7 +178,34 @@ pub fn collect(m: &PythonModel<'_>, file: &Path) -> Vec<ExtensionBuild> {
                 }),
         };
         if let Some(kind) = kind {
-            out.push(folder.build(call, kind));
+            out.extend(folder.builds_for(call, kind));
+        }
+    }
+    merge_entries(out)
+}
+
+/// Builds of the same subclass entry (`FusedAdamBuilder.sources`, reached from two build
+/// calls of its base class) become one, with the sources of both.
+fn merge_entries(builds: Vec<ExtensionBuild>) -> Vec<ExtensionBuild> {
+    let mut out: Vec<ExtensionBuild> = Vec::new();
+    for b in builds {
+        let same = |o: &ExtensionBuild| {
+            o.via.as_ref().is_some_and(|v| {
+                b.via
+                    .as_ref()
+                    .is_some_and(|w| v.what == w.what && v.file == w.file)
+            })
+        };
+        match out.iter_mut().find(|o| same(o)) {
+            Some(o) => {
+                for s in b.sources {
+                    push_source(&mut o.sources, s);
+                }
+                o.unresolved.extend(b.unresolved);
+                o.unresolved.sort_by_key(|u| (u.span, u.reason.clone()));
+                o.unresolved.dedup();
+            }
+            None => out.push(b),
         }
     }
     out
@@ -232,6 +280,8 @@ struct Folder<'a, 'm> {
     absolute: PathBuf,
     /// Folding steps left for the whole file.
     budget: std::cell::Cell<usize>,
+    /// What `self` is while folding a call inside a method.
+    ctx: std::cell::RefCell<calls::SelfCtx>,
 }
 
 /// Positional or keyword argument of a call.
@@ -291,6 +341,7 @@ impl<'m> Folder<'_, 'm> {
             sources: Vec::new(),
             inline: Vec::new(),
             unresolved: Vec::new(),
+            via: None,
         };
         let name_arg = match kind {
             BuildKind::LoadOpLibrary => argument(call, 0, "library_filename", src),
@@ -345,8 +396,18 @@ impl<'m> Folder<'_, 'm> {
                 for item in items {
                     match item {
                         Ok((s, span)) => {
-                            let path = self.resolve(&s);
-                            let exists = path.is_file();
+                            let mut path = self.resolve(&s);
+                            let mut exists = path.is_file();
+                            if !exists
+                                && !s.anchored
+                                && !setup
+                                && !Path::new(&s.value).is_absolute()
+                            {
+                                // Relative to the repository root, or to a source root above.
+                                if let Some(p) = calls::in_ancestor(&self.dir(), &s.value) {
+                                    (path, exists) = (p, true);
+                                }
+                            }
                             crate::engine::note_dependency(&path);
                             if !exists
                                 && !s.anchored
@@ -359,6 +420,14 @@ impl<'m> Folder<'_, 'm> {
                                         "`{}` is relative to the working directory at run time and is not next to this file",
                                         s.value
                                     ),
+                                });
+                                continue;
+                            }
+                            if path.is_dir() {
+                                // `""` joined to a root, say: not a source.
+                                b.unresolved.push(Unresolved {
+                                    span,
+                                    reason: format!("`{}` names a folder", s.value),
                                 });
                                 continue;
                             }
@@ -436,6 +505,9 @@ impl<'m> Folder<'_, 'm> {
                     found.push(p);
                 }
             }
+        }
+        if found.is_empty() {
+            found = calls::tf_op_sources(&dir, stem);
         }
         if found.is_empty() {
             b.unresolved.push(unresolved(

@@ -79,7 +79,11 @@ impl<'m> Folder<'_, 'm> {
                 }
                 return;
             }
-            "call" if self.call_items(expr, env, out, d) => return,
+            "call"
+                if self.call_items(expr, env, out, d) || self.returned_items(expr, env, out, d) =>
+            {
+                return
+            }
             _ => {}
         }
         match self.string(expr, env, d) {
@@ -213,7 +217,9 @@ impl<'m> Folder<'_, 'm> {
         current
     }
 
-    /// `[os.path.join(d, f) for f in [...]]` with one `for` and no `if`.
+    /// `[os.path.join(d, f) for f in [...]]` with one `for` and at most one `if` that only
+    /// drops entries (`if f.endswith(".cu")`, `if len(f) > 0`); under such a filter the loop
+    /// may run over `os.listdir(d)`.
     fn comprehension(
         &self,
         expr: Node<'_>,
@@ -221,9 +227,17 @@ impl<'m> Folder<'_, 'm> {
         out: &mut Vec<Item>,
         depth: usize,
     ) -> bool {
-        let clauses: Vec<Node<'_>> = named_children(expr).skip(1).collect();
-        let (Some(body), [clause]) = (expr.field("body"), clauses.as_slice()) else {
+        let clauses: Vec<Node<'_>> = named_children(expr)
+            .skip(1)
+            .filter(|c| c.kind() != "comment")
+            .collect();
+        let (Some(body), Some(clause)) = (expr.field("body"), clauses.first()) else {
             return false;
+        };
+        let filter = match clauses.as_slice() {
+            [_] => None,
+            [_, f] if f.kind() == "if_clause" => Some(*f),
+            _ => return false,
         };
         if clause.kind() != "for_in_clause" {
             return false;
@@ -234,8 +248,25 @@ impl<'m> Folder<'_, 'm> {
         if var.kind() != "identifier" {
             return false;
         }
-        let mut values = Vec::new();
-        self.items(iter, env, &mut values, depth);
+        let name = self.text(var);
+        // Every filter value must be understood before anything is kept.
+        if filter.is_some_and(|f| self.filter_keeps(f, name, "").is_none()) {
+            return false;
+        }
+        let mut values = match filter.and_then(|_| self.listdir(iter, env, depth)) {
+            Some(listed) => listed,
+            None => {
+                let mut values = Vec::new();
+                self.items(iter, env, &mut values, depth);
+                values
+            }
+        };
+        if let Some(f) = filter {
+            values.retain(|v| match v {
+                Ok((s, _)) => self.filter_keeps(f, name, &s.value) == Some(true),
+                Err(_) => true,
+            });
+        }
         for v in values {
             match v {
                 Ok((s, span)) => {
@@ -536,10 +567,10 @@ impl<'m> Folder<'_, 'm> {
                         }
                         Some(acc)
                     }
-                    _ => None,
+                    _ => self.returned_string(call, env, depth),
                 }
             }
-            _ => None,
+            _ => self.returned_string(call, env, depth),
         }
     }
 
