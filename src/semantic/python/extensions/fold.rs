@@ -639,6 +639,9 @@ fn hidden(p: &Path) -> bool {
 }
 
 /// The entries of a folder (empty path: the working directory), noted as a dependency.
+/// Directory entries listed at most before sorting (a larger directory is cut).
+const MAX_LISTED: usize = 20_000;
+
 fn list(dir: &Path) -> Vec<(PathBuf, bool)> {
     let d = if dir.as_os_str().is_empty() {
         Path::new(".")
@@ -649,16 +652,21 @@ fn list(dir: &Path) -> Vec<(PathBuf, bool)> {
     let Ok(entries) = std::fs::read_dir(d) else {
         return Vec::new();
     };
-    let mut out: Vec<(PathBuf, bool)> = entries
+    // Sorted before the cut: the same entries whatever order the file system lists them in.
+    let mut names: Vec<std::ffi::OsString> = entries
         .filter_map(|e| e.ok())
-        .take(MAX_GLOB_MATCHES)
-        .map(|e| {
-            let is_dir = std::fs::metadata(e.path()).is_ok_and(|m| m.is_dir());
-            (dir.join(e.file_name()), is_dir)
-        })
+        .take(MAX_LISTED)
+        .map(|e| e.file_name())
         .collect();
-    out.sort();
-    out
+    names.sort();
+    names.truncate(MAX_GLOB_MATCHES);
+    names
+        .into_iter()
+        .map(|name| {
+            let is_dir = std::fs::metadata(d.join(&name)).is_ok_and(|m| m.is_dir());
+            (dir.join(name), is_dir)
+        })
+        .collect()
 }
 
 /// The absolute, lexically normalized form of a path (from the working directory).
