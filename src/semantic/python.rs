@@ -141,6 +141,12 @@ pub struct PythonModel<'t> {
     pub assignments: Vec<Node<'t>>,
     /// Every `for_statement` and `while_statement`, in document order.
     pub loops: Vec<Node<'t>>,
+    /// Every call, assignment and augmented assignment in walk order (so by start byte), with
+    /// the innermost lambda, `def`, class or decorated definition around it.
+    exec_events: Vec<(Node<'t>, Option<Node<'t>>)>,
+    /// The nodes that can bind a local name of a function, with that function: those its own
+    /// body holds outside nested definitions and lambdas (see [`PythonModel::function_binds`]).
+    binding_sites: Vec<(usize, Node<'t>)>,
     module_bindings: HashMap<&'t str, Binding<'t>>,
     /// Per function: local names bound by a plain `name = <dotted name>` assignment (aliases).
     local_aliases: HashMap<(usize, &'t str), Node<'t>>,
@@ -185,6 +191,10 @@ pub struct PythonBuilder<'t> {
     attribute_assignments: Vec<Node<'t>>,
     assignments: Vec<Node<'t>>,
     loops: Vec<Node<'t>>,
+    exec_events: Vec<(Node<'t>, Option<Node<'t>>)>,
+    binding_sites: Vec<(usize, Node<'t>)>,
+    /// One entry per node the walk is inside of, innermost last.
+    open: Vec<Open<'t>>,
     scope_stack: Vec<usize>,
     class_stack: Vec<(usize, String)>,
     module_bindings: HashMap<&'t str, Binding<'t>>,
@@ -204,6 +214,9 @@ impl<'t> PythonBuilder<'t> {
             attribute_assignments: Vec::new(),
             assignments: Vec::new(),
             loops: Vec::new(),
+            exec_events: Vec::new(),
+            binding_sites: Vec::new(),
+            open: Vec::new(),
             scope_stack: Vec::new(),
             class_stack: Vec::new(),
             module_bindings: HashMap::new(),
@@ -217,12 +230,56 @@ impl<'t> PythonBuilder<'t> {
     }
 
     pub fn enter(&mut self, node: Node<'t>) {
-        match node.kind() {
+        let kind = node.kind();
+        let parent = self.open.last();
+        // The function whose own body holds this node (the body itself included).
+        let local_to = parent.and_then(|p| match p.body {
+            Some((body, f)) if body == node.id() => Some(f),
+            _ => p.local_to_children,
+        });
+        let barrier = parent.and_then(|p| p.barrier);
+        match kind {
             "assignment" | "augmented_assignment" => self.assignments.push(node),
             "for_statement" | "while_statement" => self.loops.push(node),
             _ => {}
         }
-        match node.kind() {
+        if matches!(kind, "call" | "assignment" | "augmented_assignment") {
+            self.exec_events.push((node, barrier));
+        }
+        if let Some(f) = local_to {
+            if matches!(
+                kind,
+                "function_definition"
+                    | "class_definition"
+                    | "assignment"
+                    | "augmented_assignment"
+                    | "for_statement"
+                    | "named_expression"
+                    | "as_pattern_target"
+            ) {
+                self.binding_sites.push((f, node));
+            }
+        }
+        self.enter_kind(node, kind);
+        let definition = matches!(kind, "function_definition" | "class_definition" | "lambda");
+        self.open.push(Open {
+            local_to_children: if definition { None } else { local_to },
+            body: (kind == "function_definition")
+                .then(|| {
+                    node.field("body")
+                        .map(|b| (b.id(), self.functions.len() - 1))
+                })
+                .flatten(),
+            barrier: if definition || kind == "decorated_definition" {
+                Some(node)
+            } else {
+                barrier
+            },
+        });
+    }
+
+    fn enter_kind(&mut self, node: Node<'t>, kind: &str) {
+        match kind {
             "import_statement" => self.import(node, None),
             "import_from_statement" => {
                 let module = node
@@ -305,6 +362,7 @@ impl<'t> PythonBuilder<'t> {
     }
 
     pub fn leave(&mut self, node: Node<'t>) {
+        self.open.pop();
         match node.kind() {
             "function_definition" => {
                 self.scope_stack.pop();
@@ -510,6 +568,8 @@ impl<'t> PythonBuilder<'t> {
             attribute_assignments: self.attribute_assignments,
             assignments: self.assignments,
             loops: self.loops,
+            exec_events: self.exec_events,
+            binding_sites: self.binding_sites,
             module_bindings: self.module_bindings,
             local_aliases: self.local_aliases,
             argparse_defaults: self.argparse_defaults,
@@ -527,6 +587,18 @@ impl<'t> PythonBuilder<'t> {
             tf_functions: OnceCell::new(),
         }
     }
+}
+
+/// What the builder keeps about a node the walk is inside of.
+struct Open<'t> {
+    /// The function whose own body holds this node's children: not the children of a nested
+    /// `def`, class or lambda (except a `def`'s body, which is its own function's).
+    local_to_children: Option<usize>,
+    /// For a `def`: its body's node id and the function's index.
+    body: Option<(usize, usize)>,
+    /// The innermost lambda, `def`, class or decorated definition around this node's children
+    /// (this node included).
+    barrier: Option<Node<'t>>,
 }
 
 /// Builds the model of a parsed file with the same enter/leave walk the checker does (for
@@ -1136,76 +1208,80 @@ impl<'t> PythonModel<'t> {
     /// `global x; x = ...`, which rebinds the module's `x`)?
     pub fn function_binds(&self, f: usize, name: &str) -> bool {
         self.locals
-            .get_or_init(|| {
-                (0..self.functions.len())
-                    .map(|f| self.compute_locals(f))
-                    .collect()
-            })
+            .get_or_init(|| self.compute_locals())
             .get(f)
             .is_some_and(|l| l.contains(name))
     }
 
-    fn compute_locals(&self, f: usize) -> HashSet<&'t str> {
-        let mut out = HashSet::new();
-        let node = self.functions[f].node;
-        if let Some(params) = node.field("parameters") {
-            for p in named_children(params) {
-                let id = match p.kind() {
-                    "identifier" => Some(p),
-                    "default_parameter" | "typed_default_parameter" => p.field("name"),
-                    _ => named_children(p).find(|c| c.kind() == "identifier"),
-                };
-                if let Some(id) = id {
-                    out.insert(self.text(id));
-                }
-            }
-        }
-        let Some(body) = node.field("body") else {
-            return out;
-        };
-        let mut cursor = body.walk();
-        'walk: loop {
-            let n = cursor.node();
-            let mut descend = true;
-            match n.kind() {
-                "function_definition" | "class_definition" => {
-                    if let Some(name) = n.field("name") {
-                        out.insert(self.text(name));
+    /// The names each function binds: its parameters, and the binding sites the walk found in
+    /// its own body.
+    fn compute_locals(&self) -> Vec<HashSet<&'t str>> {
+        let mut out: Vec<HashSet<&'t str>> = self
+            .functions
+            .iter()
+            .map(|f| {
+                let mut names = HashSet::new();
+                if let Some(params) = f.node.field("parameters") {
+                    for p in named_children(params) {
+                        let id = match p.kind() {
+                            "identifier" => Some(p),
+                            "default_parameter" | "typed_default_parameter" => p.field("name"),
+                            _ => named_children(p).find(|c| c.kind() == "identifier"),
+                        };
+                        if let Some(id) = id {
+                            names.insert(self.text(id));
+                        }
                     }
-                    descend = false;
                 }
-                "lambda" => descend = false,
+                names
+            })
+            .collect();
+        for &(f, n) in &self.binding_sites {
+            let names = &mut out[f];
+            match n.kind() {
+                "function_definition" | "class_definition" | "named_expression" => {
+                    if let Some(name) = n.field("name") {
+                        names.insert(self.text(name));
+                    }
+                }
                 "assignment" | "augmented_assignment" | "for_statement" => {
                     if let Some(left) = n.field("left") {
-                        out.extend(identifiers_in_target(left).iter().map(|i| self.text(*i)));
-                    }
-                }
-                "named_expression" => {
-                    if let Some(name) = n.field("name") {
-                        out.insert(self.text(name));
+                        names.extend(identifiers_in_target(left).iter().map(|i| self.text(*i)));
                     }
                 }
                 "as_pattern_target" => {
-                    out.extend(identifiers_in_target(n).iter().map(|i| self.text(*i)));
+                    names.extend(identifiers_in_target(n).iter().map(|i| self.text(*i)));
                 }
                 _ => {}
             }
-            if descend && cursor.goto_first_child() {
-                continue;
-            }
-            loop {
-                if cursor.node().id() == body.id() {
-                    break 'walk;
-                }
-                if cursor.goto_next_sibling() {
-                    continue 'walk;
-                }
-                if !cursor.goto_parent() {
-                    break 'walk;
-                }
-            }
         }
         out
+    }
+
+    /// The calls and assignments under `node` (itself included), in document order, not looking
+    /// into code that does not run there (function and class definitions, lambdas).
+    ///
+    /// Read from the list the walk recorded rather than by walking the subtree: a node of the
+    /// list lies under `node` when its range does (a call or assignment never has the range of
+    /// one of its descendants), and is left out when its innermost definition or lambda lies
+    /// under `node` and is not `node` itself (such a node starts with its keyword or decorator,
+    /// so a node of the same range is either itself or an ancestor of it).
+    pub fn events_under(&self, node: Node<'_>) -> Vec<Node<'t>> {
+        let (start, end) = (node.start_byte(), node.end_byte());
+        let first = self
+            .exec_events
+            .partition_point(|(e, _)| e.start_byte() < start);
+        self.exec_events[first..]
+            .iter()
+            .take_while(|(e, _)| e.start_byte() < end)
+            .filter(|(e, barrier)| {
+                e.end_byte() <= end
+                    && barrier.is_none_or(|b| {
+                        b.id() == node.id() || b.start_byte() < start || end < b.end_byte()
+                    })
+            })
+            .map(|(e, _)| *e)
+            .collect()
     }
 }
 

@@ -251,7 +251,7 @@ impl<'t> OrderBuilder<'_, 't> {
 
     /// Schedules the events of an expression (or simple statement) to run next.
     fn push_events(&mut self, node: Node<'t>, frame: u32) {
-        let mut found = collect_events(node);
+        let mut found = self.m.events_under(node);
         // Inner calls run before the calls that take their results: post-order.
         found.sort_by_key(|n| (n.end_byte(), std::cmp::Reverse(n.start_byte())));
         for n in found.into_iter().rev() {
@@ -525,39 +525,6 @@ pub(crate) fn is_main_guard(cond: Node<'_>, m: &PythonModel<'_>) -> bool {
             .iter()
             .any(|p| super::string_literal(*p, m.source).as_deref() == Some("__main__"))
         && m.text(cond).contains("==")
-}
-
-/// The calls and assignments under `node`, not looking into code that does not run here
-/// (function and class definitions, lambdas).
-fn collect_events(node: Node<'_>) -> Vec<Node<'_>> {
-    let mut out = Vec::new();
-    let mut cursor = node.walk();
-    'outer: loop {
-        let n = cursor.node();
-        if matches!(n.kind(), "call" | "assignment" | "augmented_assignment") {
-            out.push(n);
-        }
-        let skip = n.id() != node.id()
-            && matches!(
-                n.kind(),
-                "lambda" | "function_definition" | "class_definition" | "decorated_definition"
-            );
-        if !skip && cursor.goto_first_child() {
-            continue;
-        }
-        loop {
-            if cursor.node().id() == node.id() {
-                break 'outer;
-            }
-            if cursor.goto_next_sibling() {
-                continue 'outer;
-            }
-            if !cursor.goto_parent() {
-                break 'outer;
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]
