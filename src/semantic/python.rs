@@ -1177,7 +1177,7 @@ impl<'t> PythonModel<'t> {
             if self.function_binds(f, name) {
                 let body = self.functions[f].node.field("body")?;
                 let mut found = None;
-                for n in descendants(body) {
+                for n in self.assignments_within(body) {
                     if n.kind() != "assignment" {
                         continue;
                     }
@@ -1202,6 +1202,19 @@ impl<'t> PythonModel<'t> {
             return self.module_value_at(name, at);
         }
         (b.value.kind() != "assignment" && b.value.id() != at.id()).then_some(b.value)
+    }
+
+    /// The assignments and augmented assignments under `node` (itself included), in document
+    /// order: read from the walk's list by byte range (an assignment never has the range of
+    /// one of its descendants, so one of `node`'s range is `node` or under it).
+    pub fn assignments_within(&self, node: Node<'_>) -> impl Iterator<Item = Node<'t>> + '_ {
+        let (start, end) = (node.start_byte(), node.end_byte());
+        let first = self.assignments.partition_point(|a| a.start_byte() < start);
+        self.assignments[first..]
+            .iter()
+            .take_while(move |a| a.start_byte() < end)
+            .filter(move |a| a.end_byte() <= end)
+            .copied()
     }
 
     /// Does function `f` bind `name` as a parameter or by assignment in its own body (including
