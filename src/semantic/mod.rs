@@ -94,11 +94,34 @@ pub trait NodeExt<'t> {
 
 struct FieldTable {
     kind_count: usize,
-    ids: std::collections::HashMap<String, u16>,
+    ids: std::collections::HashMap<String, u16, std::hash::BuildHasherDefault<Fnv1a>>,
+}
+
+/// FNV-1a: field names are a few bytes long, and rules look one up for nearly every node they
+/// inspect, where SipHash's per-hash setup cost dominates. The keys are the grammar's own
+/// names, so there is no untrusted input to defend against.
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv1a {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
 }
 
 fn field_table(language: tree_sitter::Language) -> FieldTable {
-    let mut ids = std::collections::HashMap::new();
+    let mut ids = std::collections::HashMap::default();
     for id in 1..=language.field_count() as u16 {
         if let Some(name) = language.field_name_for_id(id) {
             ids.insert(name.to_string(), id);
