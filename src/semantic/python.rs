@@ -230,7 +230,7 @@ impl<'t> PythonBuilder<'t> {
     }
 
     pub fn enter(&mut self, node: Node<'t>) {
-        let kind = node.kind();
+        let kind = node.kind_name();
         let parent = self.open.last();
         // The function whose own body holds this node (the body itself included).
         let local_to = parent.and_then(|p| match p.body {
@@ -301,10 +301,10 @@ impl<'t> PythonBuilder<'t> {
                     .map(|(_, c)| c.clone());
                 let decorators = node
                     .parent()
-                    .filter(|p| p.kind() == "decorated_definition")
+                    .filter(|p| p.kind_name() == "decorated_definition")
                     .map(|p| {
                         named_children(p)
-                            .filter(|c| c.kind() == "decorator")
+                            .filter(|c| c.kind_name() == "decorator")
                             .collect()
                     })
                     .unwrap_or_default();
@@ -363,7 +363,7 @@ impl<'t> PythonBuilder<'t> {
 
     pub fn leave(&mut self, node: Node<'t>) {
         self.open.pop();
-        match node.kind() {
+        match node.kind_name() {
             "function_definition" => {
                 self.scope_stack.pop();
             }
@@ -397,7 +397,7 @@ impl<'t> PythonBuilder<'t> {
             if Some(child) == module_node {
                 continue;
             }
-            let (path, alias) = match child.kind() {
+            let (path, alias) = match child.kind_name() {
                 "dotted_name" => (text(child, self.source).to_string(), None),
                 "aliased_import" => {
                     let path = child
@@ -454,7 +454,7 @@ impl<'t> PythonBuilder<'t> {
         let (Some(left), right) = (node.field("left"), node.field("right")) else {
             return;
         };
-        match left.kind() {
+        match left.kind_name() {
             "subscript" => self.subscript_assignments.push(node),
             "attribute" => self.attribute_assignments.push(node),
             _ => {}
@@ -469,7 +469,7 @@ impl<'t> PythonBuilder<'t> {
         match self.scope() {
             None => {
                 let ids = identifiers_in_target(left);
-                let simple = left.kind() == "identifier";
+                let simple = left.kind_name() == "identifier";
                 for id in ids {
                     let name = text(id, self.source);
                     let value = match (simple, right) {
@@ -487,9 +487,9 @@ impl<'t> PythonBuilder<'t> {
                 }
             }
             Some(f) => {
-                if left.kind() == "identifier" {
+                if left.kind_name() == "identifier" {
                     if let Some(r) =
-                        right.filter(|r| matches!(r.kind(), "attribute" | "identifier"))
+                        right.filter(|r| matches!(r.kind_name(), "attribute" | "identifier"))
                     {
                         self.local_aliases.insert((f, text(left, self.source)), r);
                     }
@@ -503,7 +503,7 @@ impl<'t> PythonBuilder<'t> {
         let Some(func) = call.field("function") else {
             return;
         };
-        if func.kind() != "attribute"
+        if func.kind_name() != "attribute"
             || func.field("attribute").map(|a| text(a, self.source)) != Some("add_argument")
         {
             return;
@@ -515,7 +515,7 @@ impl<'t> PythonBuilder<'t> {
         let mut long: Option<String> = None;
         let mut default = None;
         for arg in named_children(args) {
-            match arg.kind() {
+            match arg.kind_name() {
                 "string" => {
                     let s = string_literal(arg, self.source).unwrap_or_default();
                     if let Some(flag) = s.strip_prefix("--") {
@@ -634,7 +634,7 @@ fn identifiers_in_target(target: Node<'_>) -> Vec<Node<'_>> {
     let mut out = Vec::new();
     let mut stack = vec![target];
     while let Some(n) = stack.pop() {
-        match n.kind() {
+        match n.kind_name() {
             "identifier" => out.push(n),
             "pattern_list"
             | "tuple_pattern"
@@ -653,19 +653,19 @@ fn identifiers_in_target(target: Node<'_>) -> Vec<Node<'_>> {
 
 /// The value of a plain string literal (no f-string interpolation), quotes removed.
 pub fn string_literal(node: Node<'_>, source: &str) -> Option<String> {
-    if node.kind() == "concatenated_string" {
+    if node.kind_name() == "concatenated_string" {
         let mut s = String::new();
         for part in named_children(node) {
             s.push_str(&string_literal(part, source)?);
         }
         return Some(s);
     }
-    if node.kind() != "string" {
+    if node.kind_name() != "string" {
         return None;
     }
     let mut out = String::new();
     for part in named_children(node) {
-        match part.kind() {
+        match part.kind_name() {
             "string_content" => out.push_str(text(part, source)),
             "interpolation" => return None,
             "escape_sequence" => out.push_str(&unescape(text(part, source))),
@@ -827,7 +827,7 @@ impl<'t> PythonModel<'t> {
                         .and_then(|p| {
                             super::ancestor_of_kind(p, &["class_definition", "function_definition"])
                         })
-                        .is_none_or(|a| a.kind() == "function_definition")
+                        .is_none_or(|a| a.kind_name() == "function_definition")
             });
             if found.is_some() {
                 return found;
@@ -844,7 +844,7 @@ impl<'t> PythonModel<'t> {
             let def = self.functions[f].node;
             let parent = def
                 .parent()
-                .filter(|p| p.kind() != "decorated_definition")
+                .filter(|p| p.kind_name() != "decorated_definition")
                 .or_else(|| def.parent()?.parent());
             parent.is_some_and(|p| p.id() == body.id())
         })
@@ -864,7 +864,7 @@ impl<'t> PythonModel<'t> {
         let mut parts: Vec<&str> = Vec::new();
         let mut cur = expr;
         loop {
-            match cur.kind() {
+            match cur.kind_name() {
                 "attribute" => {
                     parts.push(self.text(cur.field("attribute")?));
                     cur = cur.field("object")?;
@@ -905,7 +905,7 @@ impl<'t> PythonModel<'t> {
             match scope {
                 Some(f) => {
                     if let Some(v) = self.local_aliases.get(&(f, name)) {
-                        if v.kind() != "identifier" || self.text(*v) != name {
+                        if v.kind_name() != "identifier" || self.text(*v) != name {
                             return self.qualified_name_depth(*v, depth + 1);
                         }
                     }
@@ -916,8 +916,8 @@ impl<'t> PythonModel<'t> {
         }
         // A module-level alias: `config = tf.config.experimental`.
         let b = self.module_bindings.get(name)?;
-        if b.count == 1 && matches!(b.value.kind(), "attribute" | "identifier") {
-            if b.value.kind() == "identifier" && self.text(b.value) == name {
+        if b.count == 1 && matches!(b.value.kind_name(), "attribute" | "identifier") {
+            if b.value.kind_name() == "identifier" && self.text(b.value) == name {
                 return None;
             }
             return self.qualified_name_depth(b.value, depth + 1);
@@ -953,7 +953,7 @@ impl<'t> PythonModel<'t> {
     pub fn local_callee(&self, call: Node<'_>) -> Option<usize> {
         let func = call.field("function")?;
         let caller = self.enclosing_function(func);
-        match func.kind() {
+        match func.kind_name() {
             "identifier" => {
                 let name = self.text(func);
                 let candidates = self.functions_named(name);
@@ -1025,15 +1025,15 @@ impl<'t> PythonModel<'t> {
             .assignments
             .partition_point(|a| a.start_byte() < at.start_byte());
         let assign = *self.assignments[..hi].iter().rev().find(|a| {
-            a.kind() == "assignment"
+            a.kind_name() == "assignment"
                 && a.end_byte() <= at.start_byte()
                 && a.field("left")
-                    .is_some_and(|l| l.kind() == "identifier" && self.text(l) == name)
+                    .is_some_and(|l| l.kind_name() == "identifier" && self.text(l) == name)
         })?;
         // A top-level statement of the cell (or module) that holds the use.
         let stmt = assign
             .parent()
-            .filter(|p| p.kind() == "expression_statement")?;
+            .filter(|p| p.kind_name() == "expression_statement")?;
         let root = stmt.parent().filter(|r| r.parent().is_none())?;
         let mut top = at;
         for _ in 0..4096 {
@@ -1054,7 +1054,7 @@ impl<'t> PythonModel<'t> {
                 if n.start_byte() >= at.start_byte() {
                     break;
                 }
-                if n.kind() == "identifier" && self.text(n) == name && binds(n) {
+                if n.kind_name() == "identifier" && self.text(n) == name && binds(n) {
                     return None;
                 }
             }
@@ -1081,7 +1081,7 @@ impl<'t> PythonModel<'t> {
             return None;
         }
         let d = depth + 1;
-        match expr.kind() {
+        match expr.kind_name() {
             "integer" => parse_int(self.text(expr)).map(Value::Int),
             "float" => self
                 .text(expr)
@@ -1097,7 +1097,7 @@ impl<'t> PythonModel<'t> {
             "tuple" | "list" => {
                 let mut items = Vec::new();
                 for c in named_children(expr) {
-                    if c.kind() == "comment" {
+                    if c.kind_name() == "comment" {
                         continue;
                     }
                     items.push(self.fold(c, d)?);
@@ -1142,7 +1142,7 @@ impl<'t> PythonModel<'t> {
                 // `args.batch_size` where `args` comes from `parse_args()`.
                 let attr = self.text(expr.field("attribute")?);
                 let object = expr.field("object")?;
-                if object.kind() == "identifier" && !self.argparse_defaults.is_empty() {
+                if object.kind_name() == "identifier" && !self.argparse_defaults.is_empty() {
                     if let Some(v) = self.argparse_defaults.get(attr) {
                         return self.fold(*v, d);
                     }
@@ -1164,7 +1164,7 @@ impl<'t> PythonModel<'t> {
             .iter()
             .rev()
             .find(|a| {
-                a.kind() == "assignment" && a.field("left").map(|l| self.text(l)) == Some(name)
+                a.kind_name() == "assignment" && a.field("left").map(|l| self.text(l)) == Some(name)
             })?
             .field("right")
     }
@@ -1178,7 +1178,7 @@ impl<'t> PythonModel<'t> {
                 let body = self.functions[f].node.field("body")?;
                 let mut found = None;
                 for n in self.assignments_within(body) {
-                    if n.kind() != "assignment" {
+                    if n.kind_name() != "assignment" {
                         continue;
                     }
                     if self.enclosing_function(n) != Some(f) {
@@ -1187,7 +1187,7 @@ impl<'t> PythonModel<'t> {
                     let Some(left) = n.field("left") else {
                         continue;
                     };
-                    if left.kind() == "identifier" && self.text(left) == name {
+                    if left.kind_name() == "identifier" && self.text(left) == name {
                         if found.is_some() {
                             return None;
                         }
@@ -1201,7 +1201,7 @@ impl<'t> PythonModel<'t> {
         if b.count != 1 {
             return self.module_value_at(name, at);
         }
-        (b.value.kind() != "assignment" && b.value.id() != at.id()).then_some(b.value)
+        (b.value.kind_name() != "assignment" && b.value.id() != at.id()).then_some(b.value)
     }
 
     /// The assignments and augmented assignments under `node` (itself included), in document
@@ -1236,10 +1236,10 @@ impl<'t> PythonModel<'t> {
                 let mut names = HashSet::new();
                 if let Some(params) = f.node.field("parameters") {
                     for p in named_children(params) {
-                        let id = match p.kind() {
+                        let id = match p.kind_name() {
                             "identifier" => Some(p),
                             "default_parameter" | "typed_default_parameter" => p.field("name"),
-                            _ => named_children(p).find(|c| c.kind() == "identifier"),
+                            _ => named_children(p).find(|c| c.kind_name() == "identifier"),
                         };
                         if let Some(id) = id {
                             names.insert(self.text(id));
@@ -1251,7 +1251,7 @@ impl<'t> PythonModel<'t> {
             .collect();
         for &(f, n) in &self.binding_sites {
             let names = &mut out[f];
-            match n.kind() {
+            match n.kind_name() {
                 "function_definition" | "class_definition" | "named_expression" => {
                     if let Some(name) = n.field("name") {
                         names.insert(self.text(name));
@@ -1322,7 +1322,7 @@ fn binds(n: Node<'_>) -> bool {
         return false;
     };
     let is = |f: &str| p.field(f).is_some_and(|x| x.id() == n.id());
-    match p.kind() {
+    match p.kind_name() {
         "assignment" | "augmented_assignment" => p
             .field("left")
             .is_some_and(|l| l.byte_range().contains(&n.start_byte())),
@@ -1400,7 +1400,7 @@ mod tests {
 
     fn find<'t>(root: Node<'t>, src: &str, kind: &str, snippet: &str) -> Node<'t> {
         super::super::descendants(root)
-            .find(|n| n.kind() == kind && text(*n, src) == snippet)
+            .find(|n| n.kind_name() == kind && text(*n, src) == snippet)
             .unwrap_or_else(|| panic!("no {kind} `{snippet}`"))
     }
 
