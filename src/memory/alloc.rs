@@ -91,12 +91,13 @@ pub fn literal_allocation<'n>(pm: &PythonModel<'_>, call: Node<'n>) -> Option<Al
     let (_, shape_arg, varargs, default_dtype) = *CREATORS.iter().find(|c| c.0 == q)?;
     let args = call.field("arguments")?;
     let positional: Vec<Node> = named_children(args)
-        .filter(|a| !matches!(a.kind(), "keyword_argument" | "comment"))
+        .filter(|a| !matches!(a.kind_name(), "keyword_argument" | "comment"))
         .collect();
     let keyword = |key: &str| {
         named_children(args)
             .find(|a| {
-                a.kind() == "keyword_argument" && a.field("name").is_some_and(|n| pm.text(n) == key)
+                a.kind_name() == "keyword_argument"
+                    && a.field("name").is_some_and(|n| pm.text(n) == key)
             })
             .and_then(|a| a.field("value"))
     };
@@ -169,10 +170,10 @@ fn placement<'n>(
     // A method chained on the result: `.cuda()`, `.to(device)`, `.half().cuda()`.
     let mut cur = call;
     for _ in 0..4 {
-        let Some(attr) = cur.parent().filter(|p| p.kind() == "attribute") else {
+        let Some(attr) = cur.parent().filter(|p| p.kind_name() == "attribute") else {
             break;
         };
-        let Some(method_call) = attr.parent().filter(|p| p.kind() == "call") else {
+        let Some(method_call) = attr.parent().filter(|p| p.kind_name() == "call") else {
             break;
         };
         let name = attr.field("attribute").map(|a| pm.text(a)).unwrap_or("");
@@ -183,7 +184,7 @@ fn placement<'n>(
                     .field("arguments")
                     .and_then(|a| a.named_child(0));
                 let gpu = arg.is_some_and(|a| {
-                    a.kind() != "keyword_argument"
+                    a.kind_name() != "keyword_argument"
                         && device_is_gpu(pm, a)
                         && !pm.text(a).starts_with("torch.float")
                         && !pm.text(a).starts_with("torch.half")
@@ -216,9 +217,9 @@ fn placement<'n>(
         // The default GPU, unless inside `with tf.device("/CPU:0"):`.
         let mut cur = call.parent();
         while let Some(n) = cur {
-            if n.kind() == "with_statement" {
+            if n.kind_name() == "with_statement" {
                 let header = named_children(n)
-                    .find(|c| c.kind() == "with_clause")
+                    .find(|c| c.kind_name() == "with_clause")
                     .map(|c| pm.text(c).to_ascii_lowercase());
                 if header.is_some_and(|h| h.contains("device(") && h.contains("cpu")) {
                     return (Device::Cpu, None);
@@ -242,8 +243,8 @@ fn placement<'n>(
 /// `torch.from_numpy(a).cuda()`, `torch.tensor(a, device="cuda")`, `jnp.asarray(a)`,
 /// `jax.device_put(a)`, `tf.constant(a)`.
 fn wrapped_on_gpu<'n>(pm: &PythonModel<'_>, call: Node<'n>) -> Option<Node<'n>> {
-    let args = call.parent().filter(|p| p.kind() == "argument_list")?;
-    let outer = args.parent().filter(|p| p.kind() == "call")?;
+    let args = call.parent().filter(|p| p.kind_name() == "argument_list")?;
+    let outer = args.parent().filter(|p| p.kind_name() == "call")?;
     if args.named_child(0).map(|a| a.id()) != Some(call.id()) {
         return None;
     }
@@ -267,7 +268,8 @@ fn keyword_of<'n>(pm: &PythonModel<'_>, call: Node<'n>, key: &str) -> Option<Nod
     let args = call.field("arguments")?;
     named_children(args)
         .find(|a| {
-            a.kind() == "keyword_argument" && a.field("name").is_some_and(|n| pm.text(n) == key)
+            a.kind_name() == "keyword_argument"
+                && a.field("name").is_some_and(|n| pm.text(n) == key)
         })
         .and_then(|a| a.field("value"))
 }

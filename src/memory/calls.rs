@@ -545,7 +545,7 @@ impl<'a, 't> Interp<'a, 't> {
         let args = call.field("arguments")?;
         named_children(args)
             .find(|a| {
-                a.kind() == "keyword_argument"
+                a.kind_name() == "keyword_argument"
                     && a.field("name").is_some_and(|n| self.text(n) == key)
             })
             .and_then(|a| a.field("value"))
@@ -610,7 +610,7 @@ impl<'a, 't> Interp<'a, 't> {
                 let x_node = self.keyword_value(at, "x").or_else(|| {
                     at.field("arguments").and_then(|a| {
                         named_children(a)
-                            .find(|n| !matches!(n.kind(), "keyword_argument" | "comment"))
+                            .find(|n| !matches!(n.kind_name(), "keyword_argument" | "comment"))
                     })
                 });
                 let mut fit = Fit {
@@ -618,10 +618,10 @@ impl<'a, 't> Interp<'a, 't> {
                     batch_unknown: false,
                     span: span(at),
                     x_name: x_node
-                        .filter(|n| n.kind() == "identifier")
+                        .filter(|n| n.kind_name() == "identifier")
                         .map(|n| self.text(n).to_string()),
                     x_rows: x_node
-                        .filter(|n| n.kind() == "call")
+                        .filter(|n| n.kind_name() == "call")
                         .and_then(|n| super::alloc::literal_allocation(self.pm, n))
                         .and_then(|a| a.shape.first().copied()),
                 };

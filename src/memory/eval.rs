@@ -34,7 +34,7 @@ impl<'a, 't> Interp<'a, 't> {
     }
 
     fn eval_inner(&mut self, frame: &mut Frame, e: Node<'_>) -> Val {
-        match e.kind() {
+        match e.kind_name() {
             "integer" | "float" | "true" | "false" | "none" => self
                 .pm
                 .const_value(e)
@@ -163,7 +163,7 @@ impl<'a, 't> Interp<'a, 't> {
     fn items(&mut self, frame: &mut Frame, e: Node<'_>) -> Vec<Val> {
         let mut out = Vec::new();
         for c in named_children(e) {
-            match c.kind() {
+            match c.kind_name() {
                 "comment" => {}
                 "list_splat" => {
                     let v = c
@@ -184,13 +184,13 @@ impl<'a, 't> Interp<'a, 't> {
     fn comprehension(&mut self, frame: &mut Frame, e: Node<'_>) -> Result<Vec<Val>, Val> {
         let body = e.field("body").ok_or(Val::Unknown(0))?;
         let clauses: Vec<Node> = named_children(e)
-            .filter(|c| c.kind() == "for_in_clause" || c.kind() == "if_clause")
+            .filter(|c| c.kind_name() == "for_in_clause" || c.kind_name() == "if_clause")
             .collect();
         let fors = clauses
             .iter()
-            .filter(|c| c.kind() == "for_in_clause")
+            .filter(|c| c.kind_name() == "for_in_clause")
             .count();
-        if fors != 1 || clauses.first().map(|c| c.kind()) != Some("for_in_clause") {
+        if fors != 1 || clauses.first().map(|c| c.kind_name()) != Some("for_in_clause") {
             return Err(self.unknown(e, "nested comprehension"));
         }
         let clause = clauses[0];
@@ -230,7 +230,7 @@ impl<'a, 't> Interp<'a, 't> {
         if operands.len() != 2 {
             return Val::Unknown(0);
         }
-        let op = e.field("operators").map(|o| o.kind()).unwrap_or("");
+        let op = e.field("operators").map(|o| o.kind_name()).unwrap_or("");
         let a = self.eval(frame, operands[0]);
         let b = self.eval(frame, operands[1]);
         let known = |v: &Val| !matches!(v, Val::Unknown(_) | Val::Tensor(_) | Val::Batch);
@@ -379,11 +379,11 @@ impl<'a, 't> Interp<'a, 't> {
             let body = self.classes[cls].node.field("body");
             let found = body.and_then(|b| {
                 named_children(b)
-                    .filter(|s| s.kind() == "expression_statement")
+                    .filter(|s| s.kind_name() == "expression_statement")
                     .find_map(|s| {
-                        let a = s.named_child(0).filter(|a| a.kind() == "assignment")?;
+                        let a = s.named_child(0).filter(|a| a.kind_name() == "assignment")?;
                         let left = a.field("left")?;
-                        (left.kind() == "identifier" && self.text(left) == name)
+                        (left.kind_name() == "identifier" && self.text(left) == name)
                             .then_some(a.field("right")?)
                     })
             });
@@ -433,7 +433,7 @@ impl<'a, 't> Interp<'a, 't> {
             _ => return Val::Unknown(0),
         };
         let i = idx[0];
-        if i.kind() == "slice" {
+        if i.kind_name() == "slice" {
             let parts: Vec<Option<i128>> = slice_parts(self, frame, i);
             let n = items.len() as i128;
             let norm = |x: i128| if x < 0 { (n + x).max(0) } else { x.min(n) };
@@ -459,7 +459,7 @@ impl<'a, 't> Interp<'a, 't> {
 
     /// `x[:, -1, :]`: the batch axis kept whole, the others sliced or indexed.
     fn index_tensor(&mut self, frame: &mut Frame, e: Node<'_>, t: usize, idx: &[Node<'_>]) -> Val {
-        let full = |n: &Node| n.kind() == "slice" && n.named_child_count() == 0;
+        let full = |n: &Node| n.kind_name() == "slice" && n.named_child_count() == 0;
         if idx.is_empty() || !full(&idx[0]) {
             return self.unknown(
                 e,
@@ -473,7 +473,7 @@ impl<'a, 't> Interp<'a, 't> {
                 dim += 1;
                 continue;
             }
-            if i.kind() == "ellipsis" {
+            if i.kind_name() == "ellipsis" {
                 return self.unknown(e, "`...` indexing");
             }
             let Some(k) = self.eval(frame, *i).int() else {
@@ -502,7 +502,7 @@ impl<'a, 't> Interp<'a, 't> {
         };
         let callee = self.eval(frame, func);
         let args = self.args(frame, e);
-        if func.kind() == "attribute" && matches!(callee, Val::Unknown(_)) {
+        if func.kind_name() == "attribute" && matches!(callee, Val::Unknown(_)) {
             // `ds.batch(64)`, `datagen.flow(x, y, batch_size=64)` on pipelines the interpreter
             // does not model.
             let method = func.field("attribute").map(|a| self.text(a)).unwrap_or("");
@@ -542,7 +542,8 @@ impl<'a, 't> Interp<'a, 't> {
     ) {
         let node = self.keyword_value(call, "batch_size").or_else(|| {
             call.field("arguments").and_then(|a| {
-                named_children(a).find(|n| n.kind() != "keyword_argument" && n.kind() != "comment")
+                named_children(a)
+                    .find(|n| n.kind_name() != "keyword_argument" && n.kind_name() != "comment")
             })
         });
         let (value, span) = match value {
@@ -557,7 +558,7 @@ impl<'a, 't> Interp<'a, 't> {
             crate::semantic::ancestor_of_kind(call, &["assignment"]).and_then(|a| a.field("left"));
         let train = left.is_some_and(|l| self.text(l).to_ascii_lowercase().contains("train"));
         let target = left
-            .filter(|l| l.kind() == "identifier")
+            .filter(|l| l.kind_name() == "identifier")
             .map(|l| self.text(l).to_string());
         self.batches.push(super::interp::BatchSource {
             value,
@@ -573,13 +574,13 @@ impl<'a, 't> Interp<'a, 't> {
         let Some(list) = call.field("arguments") else {
             return a;
         };
-        if list.kind() == "generator_expression" {
+        if list.kind_name() == "generator_expression" {
             let v = self.eval(frame, list);
             a.pos.push(v);
             return a;
         }
         for arg in named_children(list) {
-            match arg.kind() {
+            match arg.kind_name() {
                 "keyword_argument" => {
                     let (Some(n), Some(v)) = (arg.field("name"), arg.field("value")) else {
                         continue;
@@ -711,7 +712,7 @@ fn slice_parts(it: &mut Interp<'_, '_>, frame: &mut Frame, slice: Node<'_>) -> V
     let mut parts = vec![None];
     let mut cursor = slice.walk();
     for c in slice.children(&mut cursor) {
-        if c.kind() == ":" {
+        if c.kind_name() == ":" {
             parts.push(None);
         } else if c.is_named() {
             let v = it.eval(frame, c).int();

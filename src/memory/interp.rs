@@ -211,12 +211,12 @@ impl<'a, 't> Interp<'a, 't> {
     fn collect_classes(&mut self) {
         let mut defs = Vec::new();
         for child in self.pm.roots.iter().flat_map(|r| named_children(*r)) {
-            let node = if child.kind() == "decorated_definition" {
+            let node = if child.kind_name() == "decorated_definition" {
                 child.field("definition").unwrap_or(child)
             } else {
                 child
             };
-            if node.kind() == "class_definition" {
+            if node.kind_name() == "class_definition" {
                 defs.push(node);
             }
         }
@@ -250,7 +250,7 @@ impl<'a, 't> Interp<'a, 't> {
             let mut bases = Vec::new();
             if let Some(sup) = node.field("superclasses") {
                 for b in named_children(sup) {
-                    if b.kind() == "keyword_argument" {
+                    if b.kind_name() == "keyword_argument" {
                         continue;
                     }
                     let t = self.text(b);
@@ -373,7 +373,7 @@ impl<'a, 't> Interp<'a, 't> {
     }
 
     fn assign_inner(&mut self, frame: &mut Frame, target: Node<'_>, v: Val) {
-        match target.kind() {
+        match target.kind_name() {
             "identifier" => {
                 let name = self.text(target);
                 self.bind(frame, name, v);
@@ -381,7 +381,7 @@ impl<'a, 't> Interp<'a, 't> {
             "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list"
             | "expression_list" => {
                 let targets: Vec<Node> = named_children(target)
-                    .filter(|n| n.kind() != "comment")
+                    .filter(|n| n.kind_name() != "comment")
                     .collect();
                 let items = self.unpack(&v, targets.len());
                 for (t, item) in targets.into_iter().zip(items) {
@@ -466,10 +466,10 @@ impl<'a, 't> Interp<'a, 't> {
     }
 
     fn statement(&mut self, stmt: Node<'_>, frame: &mut Frame) -> Flow {
-        match stmt.kind() {
+        match stmt.kind_name() {
             "expression_statement" => {
                 for e in named_children(stmt) {
-                    match e.kind() {
+                    match e.kind_name() {
                         "assignment" => self.assignment(e, frame),
                         "augmented_assignment" => {
                             if let (Some(l), Some(r)) = (e.field("left"), e.field("right")) {
@@ -506,14 +506,14 @@ impl<'a, 't> Interp<'a, 't> {
                 Flow::Normal
             }
             "with_statement" => {
-                let clause = named_children(stmt).find(|n| n.kind() == "with_clause");
+                let clause = named_children(stmt).find(|n| n.kind_name() == "with_clause");
                 for item in clause
                     .into_iter()
                     .flat_map(named_children)
-                    .filter(|n| n.kind() == "with_item")
+                    .filter(|n| n.kind_name() == "with_item")
                 {
                     if let Some(v) = item.field("value") {
-                        if v.kind() == "as_pattern" {
+                        if v.kind_name() == "as_pattern" {
                             if let (Some(e), Some(t)) = (v.named_child(0), v.field("alias")) {
                                 let val = self.eval(frame, e);
                                 let t = t.named_child(0).unwrap_or(t);
@@ -535,7 +535,7 @@ impl<'a, 't> Interp<'a, 't> {
                     None => Flow::Normal,
                 };
                 for clause in named_children(stmt) {
-                    if matches!(clause.kind(), "else_clause" | "finally_clause") {
+                    if matches!(clause.kind_name(), "else_clause" | "finally_clause") {
                         if let Some(body) = clause.field("body").or_else(|| {
                             clause.named_child(clause.named_child_count().saturating_sub(1) as u32)
                         }) {
@@ -548,12 +548,12 @@ impl<'a, 't> Interp<'a, 't> {
                 flow
             }
             "function_definition" | "decorated_definition" if frame.func.is_some() => {
-                let def = if stmt.kind() == "decorated_definition" {
+                let def = if stmt.kind_name() == "decorated_definition" {
                     stmt.field("definition")
                 } else {
                     Some(stmt)
                 };
-                if let Some(def) = def.filter(|d| d.kind() == "function_definition") {
+                if let Some(def) = def.filter(|d| d.kind_name() == "function_definition") {
                     if let Some(f) = self
                         .pm
                         .functions
@@ -592,7 +592,7 @@ impl<'a, 't> Interp<'a, 't> {
             arms.push((Some(c), b));
         }
         for alt in named_children(stmt) {
-            match alt.kind() {
+            match alt.kind_name() {
                 "elif_clause" => {
                     if let (Some(c), Some(b)) = (alt.field("condition"), alt.field("consequence")) {
                         arms.push((Some(c), b));
@@ -885,9 +885,12 @@ impl<'a, 't> Interp<'a, 't> {
         let kw = args.kw;
         let mut first = true;
         for p in named_children(params) {
-            let (name_node, default) = match p.kind() {
+            let (name_node, default) = match p.kind_name() {
                 "identifier" => (Some(p), None),
-                "typed_parameter" => (p.named_child(0).filter(|n| n.kind() == "identifier"), None),
+                "typed_parameter" => (
+                    p.named_child(0).filter(|n| n.kind_name() == "identifier"),
+                    None,
+                ),
                 "default_parameter" | "typed_default_parameter" => {
                     (p.field("name"), p.field("value"))
                 }
@@ -937,7 +940,7 @@ impl<'a, 't> Interp<'a, 't> {
 fn is_decorated_in(func: Node<'_>, class: Node<'_>) -> bool {
     // def inside a decorated_definition inside the class body.
     func.parent()
-        .filter(|p| p.kind() == "decorated_definition")
+        .filter(|p| p.kind_name() == "decorated_definition")
         .and_then(|p| p.parent())
         .and_then(|b| b.parent())
         .is_some_and(|c| c.id() == class.id())

@@ -90,23 +90,56 @@ pub fn walk<'t>(tree: &'t Tree, mut visit: impl FnMut(Node<'t>, bool)) {
 pub trait NodeExt<'t> {
     /// The child in field `name` (as `child_by_field_name`, faster).
     fn field(&self, name: &str) -> Option<Node<'t>>;
+
+    /// The node's kind, as `Node::kind`, read from a table of the grammar's kind names
+    /// (`Node::kind` measures and UTF-8-checks the grammar's C string on every call).
+    fn kind_name(&self) -> &'t str;
 }
 
 struct FieldTable {
     kind_count: usize,
-    ids: std::collections::HashMap<String, u16>,
+    ids: std::collections::HashMap<String, u16, std::hash::BuildHasherDefault<Fnv1a>>,
+    /// Kind id → name.
+    kinds: Vec<Option<Box<str>>>,
+}
+
+/// FNV-1a: field names are a few bytes long, and rules look one up for nearly every node they
+/// inspect, where SipHash's per-hash setup cost dominates. The keys are the grammar's own
+/// names, so there is no untrusted input to defend against.
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv1a {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
 }
 
 fn field_table(language: tree_sitter::Language) -> FieldTable {
-    let mut ids = std::collections::HashMap::new();
+    let mut ids = std::collections::HashMap::default();
     for id in 1..=language.field_count() as u16 {
         if let Some(name) = language.field_name_for_id(id) {
             ids.insert(name.to_string(), id);
         }
     }
+    let kinds = (0..language.node_kind_count() as u16)
+        .map(|id| language.node_kind_for_id(id).map(Box::from))
+        .collect();
     FieldTable {
         kind_count: language.node_kind_count(),
         ids,
+        kinds,
     }
 }
 
@@ -125,6 +158,17 @@ impl<'t> NodeExt<'t> for Node<'t> {
             Some(t) => self.child_by_field_id(*t.ids.get(name)?),
             None => self.child_by_field_name(name),
         }
+    }
+
+    #[inline]
+    fn kind_name(&self) -> &'t str {
+        let count = self.language().node_kind_count();
+        let tables: &'static [FieldTable; 2] = &FIELD_TABLES;
+        tables
+            .iter()
+            .find(|t| t.kind_count == count)
+            .and_then(|t| t.kinds.get(self.kind_id() as usize)?.as_deref())
+            .unwrap_or_else(|| self.kind())
     }
 }
 
@@ -265,6 +309,37 @@ pub fn ancestor_of_kind<'t>(node: Node<'t>, kinds: &[&str]) -> Option<Node<'t>> 
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// `kind_name` agrees with `Node::kind` on every node of every fixture (aliases, ERROR
+    /// and MISSING nodes included).
+    #[test]
+    fn kind_name_is_kind() {
+        let mut checked = 0;
+        for dir in ["fixtures/python", "fixtures/cuda"] {
+            let lang = if dir.ends_with("python") {
+                Lang::Python
+            } else {
+                Lang::Cuda
+            };
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let text = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+                let Some(tree) = crate::lang::parse(lang, &text) else {
+                    continue;
+                };
+                for n in descendants(tree.root_node()) {
+                    assert_eq!(n.kind_name(), n.kind());
+                    checked += 1;
+                }
+            }
+        }
+        let broken = crate::lang::parse(Lang::Cuda, "int f( { x = ; }").unwrap();
+        for n in descendants(broken.root_node()) {
+            assert_eq!(n.kind_name(), n.kind());
+        }
+        assert!(checked > 10_000);
+    }
+
     #[test]
     fn sorted_dir_files_are_the_first_by_name_whatever_the_listing_order() {
         let tmp = tempfile::tempdir().unwrap();

@@ -141,6 +141,12 @@ pub struct PythonModel<'t> {
     pub assignments: Vec<Node<'t>>,
     /// Every `for_statement` and `while_statement`, in document order.
     pub loops: Vec<Node<'t>>,
+    /// Every call, assignment and augmented assignment in walk order (so by start byte), with
+    /// the innermost lambda, `def`, class or decorated definition around it.
+    exec_events: Vec<(Node<'t>, Option<Node<'t>>)>,
+    /// The nodes that can bind a local name of a function, with that function: those its own
+    /// body holds outside nested definitions and lambdas (see [`PythonModel::function_binds`]).
+    binding_sites: Vec<(usize, Node<'t>)>,
     module_bindings: HashMap<&'t str, Binding<'t>>,
     /// Per function: local names bound by a plain `name = <dotted name>` assignment (aliases).
     local_aliases: HashMap<(usize, &'t str), Node<'t>>,
@@ -185,6 +191,10 @@ pub struct PythonBuilder<'t> {
     attribute_assignments: Vec<Node<'t>>,
     assignments: Vec<Node<'t>>,
     loops: Vec<Node<'t>>,
+    exec_events: Vec<(Node<'t>, Option<Node<'t>>)>,
+    binding_sites: Vec<(usize, Node<'t>)>,
+    /// One entry per node the walk is inside of, innermost last.
+    open: Vec<Open<'t>>,
     scope_stack: Vec<usize>,
     class_stack: Vec<(usize, String)>,
     module_bindings: HashMap<&'t str, Binding<'t>>,
@@ -204,6 +214,9 @@ impl<'t> PythonBuilder<'t> {
             attribute_assignments: Vec::new(),
             assignments: Vec::new(),
             loops: Vec::new(),
+            exec_events: Vec::new(),
+            binding_sites: Vec::new(),
+            open: Vec::new(),
             scope_stack: Vec::new(),
             class_stack: Vec::new(),
             module_bindings: HashMap::new(),
@@ -217,12 +230,56 @@ impl<'t> PythonBuilder<'t> {
     }
 
     pub fn enter(&mut self, node: Node<'t>) {
-        match node.kind() {
+        let kind = node.kind_name();
+        let parent = self.open.last();
+        // The function whose own body holds this node (the body itself included).
+        let local_to = parent.and_then(|p| match p.body {
+            Some((body, f)) if body == node.id() => Some(f),
+            _ => p.local_to_children,
+        });
+        let barrier = parent.and_then(|p| p.barrier);
+        match kind {
             "assignment" | "augmented_assignment" => self.assignments.push(node),
             "for_statement" | "while_statement" => self.loops.push(node),
             _ => {}
         }
-        match node.kind() {
+        if matches!(kind, "call" | "assignment" | "augmented_assignment") {
+            self.exec_events.push((node, barrier));
+        }
+        if let Some(f) = local_to {
+            if matches!(
+                kind,
+                "function_definition"
+                    | "class_definition"
+                    | "assignment"
+                    | "augmented_assignment"
+                    | "for_statement"
+                    | "named_expression"
+                    | "as_pattern_target"
+            ) {
+                self.binding_sites.push((f, node));
+            }
+        }
+        self.enter_kind(node, kind);
+        let definition = matches!(kind, "function_definition" | "class_definition" | "lambda");
+        self.open.push(Open {
+            local_to_children: if definition { None } else { local_to },
+            body: (kind == "function_definition")
+                .then(|| {
+                    node.field("body")
+                        .map(|b| (b.id(), self.functions.len() - 1))
+                })
+                .flatten(),
+            barrier: if definition || kind == "decorated_definition" {
+                Some(node)
+            } else {
+                barrier
+            },
+        });
+    }
+
+    fn enter_kind(&mut self, node: Node<'t>, kind: &str) {
+        match kind {
             "import_statement" => self.import(node, None),
             "import_from_statement" => {
                 let module = node
@@ -244,10 +301,10 @@ impl<'t> PythonBuilder<'t> {
                     .map(|(_, c)| c.clone());
                 let decorators = node
                     .parent()
-                    .filter(|p| p.kind() == "decorated_definition")
+                    .filter(|p| p.kind_name() == "decorated_definition")
                     .map(|p| {
                         named_children(p)
-                            .filter(|c| c.kind() == "decorator")
+                            .filter(|c| c.kind_name() == "decorator")
                             .collect()
                     })
                     .unwrap_or_default();
@@ -305,7 +362,8 @@ impl<'t> PythonBuilder<'t> {
     }
 
     pub fn leave(&mut self, node: Node<'t>) {
-        match node.kind() {
+        self.open.pop();
+        match node.kind_name() {
             "function_definition" => {
                 self.scope_stack.pop();
             }
@@ -339,7 +397,7 @@ impl<'t> PythonBuilder<'t> {
             if Some(child) == module_node {
                 continue;
             }
-            let (path, alias) = match child.kind() {
+            let (path, alias) = match child.kind_name() {
                 "dotted_name" => (text(child, self.source).to_string(), None),
                 "aliased_import" => {
                     let path = child
@@ -396,7 +454,7 @@ impl<'t> PythonBuilder<'t> {
         let (Some(left), right) = (node.field("left"), node.field("right")) else {
             return;
         };
-        match left.kind() {
+        match left.kind_name() {
             "subscript" => self.subscript_assignments.push(node),
             "attribute" => self.attribute_assignments.push(node),
             _ => {}
@@ -411,7 +469,7 @@ impl<'t> PythonBuilder<'t> {
         match self.scope() {
             None => {
                 let ids = identifiers_in_target(left);
-                let simple = left.kind() == "identifier";
+                let simple = left.kind_name() == "identifier";
                 for id in ids {
                     let name = text(id, self.source);
                     let value = match (simple, right) {
@@ -429,9 +487,9 @@ impl<'t> PythonBuilder<'t> {
                 }
             }
             Some(f) => {
-                if left.kind() == "identifier" {
+                if left.kind_name() == "identifier" {
                     if let Some(r) =
-                        right.filter(|r| matches!(r.kind(), "attribute" | "identifier"))
+                        right.filter(|r| matches!(r.kind_name(), "attribute" | "identifier"))
                     {
                         self.local_aliases.insert((f, text(left, self.source)), r);
                     }
@@ -445,7 +503,7 @@ impl<'t> PythonBuilder<'t> {
         let Some(func) = call.field("function") else {
             return;
         };
-        if func.kind() != "attribute"
+        if func.kind_name() != "attribute"
             || func.field("attribute").map(|a| text(a, self.source)) != Some("add_argument")
         {
             return;
@@ -457,7 +515,7 @@ impl<'t> PythonBuilder<'t> {
         let mut long: Option<String> = None;
         let mut default = None;
         for arg in named_children(args) {
-            match arg.kind() {
+            match arg.kind_name() {
                 "string" => {
                     let s = string_literal(arg, self.source).unwrap_or_default();
                     if let Some(flag) = s.strip_prefix("--") {
@@ -510,6 +568,8 @@ impl<'t> PythonBuilder<'t> {
             attribute_assignments: self.attribute_assignments,
             assignments: self.assignments,
             loops: self.loops,
+            exec_events: self.exec_events,
+            binding_sites: self.binding_sites,
             module_bindings: self.module_bindings,
             local_aliases: self.local_aliases,
             argparse_defaults: self.argparse_defaults,
@@ -527,6 +587,18 @@ impl<'t> PythonBuilder<'t> {
             tf_functions: OnceCell::new(),
         }
     }
+}
+
+/// What the builder keeps about a node the walk is inside of.
+struct Open<'t> {
+    /// The function whose own body holds this node's children: not the children of a nested
+    /// `def`, class or lambda (except a `def`'s body, which is its own function's).
+    local_to_children: Option<usize>,
+    /// For a `def`: its body's node id and the function's index.
+    body: Option<(usize, usize)>,
+    /// The innermost lambda, `def`, class or decorated definition around this node's children
+    /// (this node included).
+    barrier: Option<Node<'t>>,
 }
 
 /// Builds the model of a parsed file with the same enter/leave walk the checker does (for
@@ -562,7 +634,7 @@ fn identifiers_in_target(target: Node<'_>) -> Vec<Node<'_>> {
     let mut out = Vec::new();
     let mut stack = vec![target];
     while let Some(n) = stack.pop() {
-        match n.kind() {
+        match n.kind_name() {
             "identifier" => out.push(n),
             "pattern_list"
             | "tuple_pattern"
@@ -581,19 +653,19 @@ fn identifiers_in_target(target: Node<'_>) -> Vec<Node<'_>> {
 
 /// The value of a plain string literal (no f-string interpolation), quotes removed.
 pub fn string_literal(node: Node<'_>, source: &str) -> Option<String> {
-    if node.kind() == "concatenated_string" {
+    if node.kind_name() == "concatenated_string" {
         let mut s = String::new();
         for part in named_children(node) {
             s.push_str(&string_literal(part, source)?);
         }
         return Some(s);
     }
-    if node.kind() != "string" {
+    if node.kind_name() != "string" {
         return None;
     }
     let mut out = String::new();
     for part in named_children(node) {
-        match part.kind() {
+        match part.kind_name() {
             "string_content" => out.push_str(text(part, source)),
             "interpolation" => return None,
             "escape_sequence" => out.push_str(&unescape(text(part, source))),
@@ -755,7 +827,7 @@ impl<'t> PythonModel<'t> {
                         .and_then(|p| {
                             super::ancestor_of_kind(p, &["class_definition", "function_definition"])
                         })
-                        .is_none_or(|a| a.kind() == "function_definition")
+                        .is_none_or(|a| a.kind_name() == "function_definition")
             });
             if found.is_some() {
                 return found;
@@ -772,7 +844,7 @@ impl<'t> PythonModel<'t> {
             let def = self.functions[f].node;
             let parent = def
                 .parent()
-                .filter(|p| p.kind() != "decorated_definition")
+                .filter(|p| p.kind_name() != "decorated_definition")
                 .or_else(|| def.parent()?.parent());
             parent.is_some_and(|p| p.id() == body.id())
         })
@@ -792,7 +864,7 @@ impl<'t> PythonModel<'t> {
         let mut parts: Vec<&str> = Vec::new();
         let mut cur = expr;
         loop {
-            match cur.kind() {
+            match cur.kind_name() {
                 "attribute" => {
                     parts.push(self.text(cur.field("attribute")?));
                     cur = cur.field("object")?;
@@ -833,7 +905,7 @@ impl<'t> PythonModel<'t> {
             match scope {
                 Some(f) => {
                     if let Some(v) = self.local_aliases.get(&(f, name)) {
-                        if v.kind() != "identifier" || self.text(*v) != name {
+                        if v.kind_name() != "identifier" || self.text(*v) != name {
                             return self.qualified_name_depth(*v, depth + 1);
                         }
                     }
@@ -844,8 +916,8 @@ impl<'t> PythonModel<'t> {
         }
         // A module-level alias: `config = tf.config.experimental`.
         let b = self.module_bindings.get(name)?;
-        if b.count == 1 && matches!(b.value.kind(), "attribute" | "identifier") {
-            if b.value.kind() == "identifier" && self.text(b.value) == name {
+        if b.count == 1 && matches!(b.value.kind_name(), "attribute" | "identifier") {
+            if b.value.kind_name() == "identifier" && self.text(b.value) == name {
                 return None;
             }
             return self.qualified_name_depth(b.value, depth + 1);
@@ -881,7 +953,7 @@ impl<'t> PythonModel<'t> {
     pub fn local_callee(&self, call: Node<'_>) -> Option<usize> {
         let func = call.field("function")?;
         let caller = self.enclosing_function(func);
-        match func.kind() {
+        match func.kind_name() {
             "identifier" => {
                 let name = self.text(func);
                 let candidates = self.functions_named(name);
@@ -953,15 +1025,15 @@ impl<'t> PythonModel<'t> {
             .assignments
             .partition_point(|a| a.start_byte() < at.start_byte());
         let assign = *self.assignments[..hi].iter().rev().find(|a| {
-            a.kind() == "assignment"
+            a.kind_name() == "assignment"
                 && a.end_byte() <= at.start_byte()
                 && a.field("left")
-                    .is_some_and(|l| l.kind() == "identifier" && self.text(l) == name)
+                    .is_some_and(|l| l.kind_name() == "identifier" && self.text(l) == name)
         })?;
         // A top-level statement of the cell (or module) that holds the use.
         let stmt = assign
             .parent()
-            .filter(|p| p.kind() == "expression_statement")?;
+            .filter(|p| p.kind_name() == "expression_statement")?;
         let root = stmt.parent().filter(|r| r.parent().is_none())?;
         let mut top = at;
         for _ in 0..4096 {
@@ -982,7 +1054,7 @@ impl<'t> PythonModel<'t> {
                 if n.start_byte() >= at.start_byte() {
                     break;
                 }
-                if n.kind() == "identifier" && self.text(n) == name && binds(n) {
+                if n.kind_name() == "identifier" && self.text(n) == name && binds(n) {
                     return None;
                 }
             }
@@ -1009,7 +1081,7 @@ impl<'t> PythonModel<'t> {
             return None;
         }
         let d = depth + 1;
-        match expr.kind() {
+        match expr.kind_name() {
             "integer" => parse_int(self.text(expr)).map(Value::Int),
             "float" => self
                 .text(expr)
@@ -1025,7 +1097,7 @@ impl<'t> PythonModel<'t> {
             "tuple" | "list" => {
                 let mut items = Vec::new();
                 for c in named_children(expr) {
-                    if c.kind() == "comment" {
+                    if c.kind_name() == "comment" {
                         continue;
                     }
                     items.push(self.fold(c, d)?);
@@ -1070,7 +1142,7 @@ impl<'t> PythonModel<'t> {
                 // `args.batch_size` where `args` comes from `parse_args()`.
                 let attr = self.text(expr.field("attribute")?);
                 let object = expr.field("object")?;
-                if object.kind() == "identifier" && !self.argparse_defaults.is_empty() {
+                if object.kind_name() == "identifier" && !self.argparse_defaults.is_empty() {
                     if let Some(v) = self.argparse_defaults.get(attr) {
                         return self.fold(*v, d);
                     }
@@ -1092,7 +1164,7 @@ impl<'t> PythonModel<'t> {
             .iter()
             .rev()
             .find(|a| {
-                a.kind() == "assignment" && a.field("left").map(|l| self.text(l)) == Some(name)
+                a.kind_name() == "assignment" && a.field("left").map(|l| self.text(l)) == Some(name)
             })?
             .field("right")
     }
@@ -1105,8 +1177,8 @@ impl<'t> PythonModel<'t> {
             if self.function_binds(f, name) {
                 let body = self.functions[f].node.field("body")?;
                 let mut found = None;
-                for n in descendants(body) {
-                    if n.kind() != "assignment" {
+                for n in self.assignments_within(body) {
+                    if n.kind_name() != "assignment" {
                         continue;
                     }
                     if self.enclosing_function(n) != Some(f) {
@@ -1115,7 +1187,7 @@ impl<'t> PythonModel<'t> {
                     let Some(left) = n.field("left") else {
                         continue;
                     };
-                    if left.kind() == "identifier" && self.text(left) == name {
+                    if left.kind_name() == "identifier" && self.text(left) == name {
                         if found.is_some() {
                             return None;
                         }
@@ -1129,83 +1201,100 @@ impl<'t> PythonModel<'t> {
         if b.count != 1 {
             return self.module_value_at(name, at);
         }
-        (b.value.kind() != "assignment" && b.value.id() != at.id()).then_some(b.value)
+        (b.value.kind_name() != "assignment" && b.value.id() != at.id()).then_some(b.value)
+    }
+
+    /// The assignments and augmented assignments under `node` (itself included), in document
+    /// order: read from the walk's list by byte range (an assignment never has the range of
+    /// one of its descendants, so one of `node`'s range is `node` or under it).
+    pub fn assignments_within(&self, node: Node<'_>) -> impl Iterator<Item = Node<'t>> + '_ {
+        let (start, end) = (node.start_byte(), node.end_byte());
+        let first = self.assignments.partition_point(|a| a.start_byte() < start);
+        self.assignments[first..]
+            .iter()
+            .take_while(move |a| a.start_byte() < end)
+            .filter(move |a| a.end_byte() <= end)
+            .copied()
     }
 
     /// Does function `f` bind `name` as a parameter or by assignment in its own body (including
     /// `global x; x = ...`, which rebinds the module's `x`)?
     pub fn function_binds(&self, f: usize, name: &str) -> bool {
         self.locals
-            .get_or_init(|| {
-                (0..self.functions.len())
-                    .map(|f| self.compute_locals(f))
-                    .collect()
-            })
+            .get_or_init(|| self.compute_locals())
             .get(f)
             .is_some_and(|l| l.contains(name))
     }
 
-    fn compute_locals(&self, f: usize) -> HashSet<&'t str> {
-        let mut out = HashSet::new();
-        let node = self.functions[f].node;
-        if let Some(params) = node.field("parameters") {
-            for p in named_children(params) {
-                let id = match p.kind() {
-                    "identifier" => Some(p),
-                    "default_parameter" | "typed_default_parameter" => p.field("name"),
-                    _ => named_children(p).find(|c| c.kind() == "identifier"),
-                };
-                if let Some(id) = id {
-                    out.insert(self.text(id));
-                }
-            }
-        }
-        let Some(body) = node.field("body") else {
-            return out;
-        };
-        let mut cursor = body.walk();
-        'walk: loop {
-            let n = cursor.node();
-            let mut descend = true;
-            match n.kind() {
-                "function_definition" | "class_definition" => {
-                    if let Some(name) = n.field("name") {
-                        out.insert(self.text(name));
+    /// The names each function binds: its parameters, and the binding sites the walk found in
+    /// its own body.
+    fn compute_locals(&self) -> Vec<HashSet<&'t str>> {
+        let mut out: Vec<HashSet<&'t str>> = self
+            .functions
+            .iter()
+            .map(|f| {
+                let mut names = HashSet::new();
+                if let Some(params) = f.node.field("parameters") {
+                    for p in named_children(params) {
+                        let id = match p.kind_name() {
+                            "identifier" => Some(p),
+                            "default_parameter" | "typed_default_parameter" => p.field("name"),
+                            _ => named_children(p).find(|c| c.kind_name() == "identifier"),
+                        };
+                        if let Some(id) = id {
+                            names.insert(self.text(id));
+                        }
                     }
-                    descend = false;
                 }
-                "lambda" => descend = false,
+                names
+            })
+            .collect();
+        for &(f, n) in &self.binding_sites {
+            let names = &mut out[f];
+            match n.kind_name() {
+                "function_definition" | "class_definition" | "named_expression" => {
+                    if let Some(name) = n.field("name") {
+                        names.insert(self.text(name));
+                    }
+                }
                 "assignment" | "augmented_assignment" | "for_statement" => {
                     if let Some(left) = n.field("left") {
-                        out.extend(identifiers_in_target(left).iter().map(|i| self.text(*i)));
-                    }
-                }
-                "named_expression" => {
-                    if let Some(name) = n.field("name") {
-                        out.insert(self.text(name));
+                        names.extend(identifiers_in_target(left).iter().map(|i| self.text(*i)));
                     }
                 }
                 "as_pattern_target" => {
-                    out.extend(identifiers_in_target(n).iter().map(|i| self.text(*i)));
+                    names.extend(identifiers_in_target(n).iter().map(|i| self.text(*i)));
                 }
                 _ => {}
             }
-            if descend && cursor.goto_first_child() {
-                continue;
-            }
-            loop {
-                if cursor.node().id() == body.id() {
-                    break 'walk;
-                }
-                if cursor.goto_next_sibling() {
-                    continue 'walk;
-                }
-                if !cursor.goto_parent() {
-                    break 'walk;
-                }
-            }
         }
         out
+    }
+
+    /// The calls and assignments under `node` (itself included), in document order, not looking
+    /// into code that does not run there (function and class definitions, lambdas).
+    ///
+    /// Read from the list the walk recorded rather than by walking the subtree: a node of the
+    /// list lies under `node` when its range does (a call or assignment never has the range of
+    /// one of its descendants), and is left out when its innermost definition or lambda lies
+    /// under `node` and is not `node` itself (such a node starts with its keyword or decorator,
+    /// so a node of the same range is either itself or an ancestor of it).
+    pub fn events_under(&self, node: Node<'_>) -> Vec<Node<'t>> {
+        let (start, end) = (node.start_byte(), node.end_byte());
+        let first = self
+            .exec_events
+            .partition_point(|(e, _)| e.start_byte() < start);
+        self.exec_events[first..]
+            .iter()
+            .take_while(|(e, _)| e.start_byte() < end)
+            .filter(|(e, barrier)| {
+                e.end_byte() <= end
+                    && barrier.is_none_or(|b| {
+                        b.id() == node.id() || b.start_byte() < start || end < b.end_byte()
+                    })
+            })
+            .map(|(e, _)| *e)
+            .collect()
     }
 }
 
@@ -1233,7 +1322,7 @@ fn binds(n: Node<'_>) -> bool {
         return false;
     };
     let is = |f: &str| p.field(f).is_some_and(|x| x.id() == n.id());
-    match p.kind() {
+    match p.kind_name() {
         "assignment" | "augmented_assignment" => p
             .field("left")
             .is_some_and(|l| l.byte_range().contains(&n.start_byte())),
@@ -1311,7 +1400,7 @@ mod tests {
 
     fn find<'t>(root: Node<'t>, src: &str, kind: &str, snippet: &str) -> Node<'t> {
         super::super::descendants(root)
-            .find(|n| n.kind() == kind && text(*n, src) == snippet)
+            .find(|n| n.kind_name() == kind && text(*n, src) == snippet)
             .unwrap_or_else(|| panic!("no {kind} `{snippet}`"))
     }
 

@@ -84,8 +84,11 @@ impl Rule for DeviceRecursion {
         let n = m.functions.len();
         // Edges: caller → (callee, call node); only to names with one device definition.
         let mut edges: Vec<Vec<(usize, tree_sitter::Node<'_>)>> = vec![Vec::new(); n];
+        // Whether each function is left alone, decided once (a function makes many calls).
+        let mut skip: Vec<Option<bool>> = vec![None; n];
+        let mut skipped = |f: usize| *skip[f].get_or_insert_with(|| skip_function(m, f));
         for c in &m.device_calls {
-            if skip_function(m, c.caller) || c.node.has_error() {
+            if skipped(c.caller) || c.node.has_error() {
                 continue;
             }
             // `sum<N - 1>(x)` recurses at compile time; `::min(a, b)` / `ns::f(x)` names
@@ -110,7 +113,7 @@ impl Rule for DeviceRecursion {
                 .node
                 .field("arguments")
                 .map(|a| crate::semantic::named_children(a).count());
-            if !skip_function(m, t) && argc == param_count(m, t) {
+            if !skipped(t) && argc == param_count(m, t) {
                 edges[c.caller].push((t, c.node));
             }
         }

@@ -65,10 +65,10 @@ pub(super) fn record_arrays<'t>(
             continue;
         }
         if matches!(
-            c.kind(),
+            c.kind_name(),
             "storage_class_specifier" | "type_qualifier" | "attribute_specifier" | "identifier"
-        ) || c.kind().ends_with("qualifier")
-            || c.kind().ends_with("specifier")
+        ) || c.kind_name().ends_with("qualifier")
+            || c.kind_name().ends_with("specifier")
         {
             for word in text(c, source).split(|ch: char| !(ch.is_alphanumeric() || ch == '_')) {
                 match word {
@@ -89,7 +89,7 @@ pub(super) fn record_arrays<'t>(
         _ => ArraySpace::Local,
     };
     for d in named_children(decl) {
-        let d = if d.kind() == "init_declarator" {
+        let d = if d.kind_name() == "init_declarator" {
             match d.field("declarator") {
                 Some(inner) => inner,
                 None => continue,
@@ -97,7 +97,7 @@ pub(super) fn record_arrays<'t>(
         } else {
             d
         };
-        if d.kind() != "array_declarator" {
+        if d.kind_name() != "array_declarator" {
             continue;
         }
         // `float a[2][3]` nests as array_declarator(array_declarator(a, 2), 3).
@@ -107,8 +107,8 @@ pub(super) fn record_arrays<'t>(
         for _ in 0..8 {
             extents.push(cur.field("size"));
             match cur.field("declarator") {
-                Some(inner) if inner.kind() == "array_declarator" => cur = inner,
-                Some(inner) if inner.kind() == "identifier" => {
+                Some(inner) if inner.kind_name() == "array_declarator" => cur = inner,
+                Some(inner) if inner.kind_name() == "identifier" => {
                     name = Some(text(inner, source));
                     break;
                 }
@@ -133,11 +133,11 @@ pub(super) fn record_arrays<'t>(
 
 /// The callee of a call from device code, unless it is a launch or a builtin-looking name.
 pub(super) fn device_callee<'t>(call: Node<'t>, source: &'t str) -> Option<&'t str> {
-    if named_children(call).any(|c| c.kind() == "kernel_call_syntax") {
+    if named_children(call).any(|c| c.kind_name() == "kernel_call_syntax") {
         return None;
     }
     let f = call.field("function")?;
-    let name = match f.kind() {
+    let name = match f.kind_name() {
         "identifier" | "qualified_identifier" => text(f, source),
         "template_function" => text(f.field("name")?, source),
         _ => return None,
@@ -157,7 +157,7 @@ impl<'t> CudaModel<'t> {
             return None;
         }
         let field = |f: &str| expr.field(f);
-        match expr.kind() {
+        match expr.kind_name() {
             "identifier" => self.constant_in(func, self.text(expr)),
             "parenthesized_expression" => self.eval_fn_depth(func, expr.named_child(0)?, depth + 1),
             "binary_expression" => {
@@ -222,7 +222,7 @@ impl<'t> CudaModel<'t> {
             return None;
         }
         let field = |f: &str| e.field(f);
-        match e.kind() {
+        match e.kind_name() {
             "parenthesized_expression" => self.range_depth(func, e.named_child(0)?, depth + 1),
             "identifier" => {
                 if let Some(v) = self.eval_in_function(func, e) {
@@ -273,7 +273,7 @@ impl<'t> CudaModel<'t> {
         let mut cur = id;
         for _ in 0..MAX_UP {
             let parent = cur.parent()?;
-            match parent.kind() {
+            match parent.kind_name() {
                 "if_statement"
                 | "conditional_expression"
                 | "while_statement"
@@ -314,9 +314,10 @@ impl<'t> CudaModel<'t> {
     /// `for (int k = a; k < b; ++k)` (or `<=`, `k += c` with c > 0) declaring `name`.
     fn loop_range(&self, func: &Function<'t>, f: Node<'t>, name: &str) -> Option<(i128, i128)> {
         let init = f.field("initializer")?;
-        let d = crate::semantic::descendants(init)
-            .find(|n| n.kind() == "init_declarator" || n.kind() == "assignment_expression")?;
-        let (var, start) = match d.kind() {
+        let d = crate::semantic::descendants(init).find(|n| {
+            n.kind_name() == "init_declarator" || n.kind_name() == "assignment_expression"
+        })?;
+        let (var, start) = match d.kind_name() {
             "init_declarator" => (d.field("declarator")?, d.field("value")?),
             _ => (d.field("left")?, d.field("right")?),
         };
@@ -325,7 +326,7 @@ impl<'t> CudaModel<'t> {
         }
         let lo = self.eval_in_function(func, start)?;
         let cond = f.field("condition")?;
-        if cond.kind() != "binary_expression" || self.text(cond.field("left")?) != name {
+        if cond.kind_name() != "binary_expression" || self.text(cond.field("left")?) != name {
             return None;
         }
         let bound = self.eval_in_function(func, cond.field("right")?)?;
@@ -352,12 +353,12 @@ impl<'t> CudaModel<'t> {
         let body = f.field("body")?;
         let changed = crate::semantic::descendants(body).any(|n| {
             if matches!(
-                n.kind(),
+                n.kind_name(),
                 "break_statement" | "continue_statement" | "return_statement" | "goto_statement"
             ) {
                 return true;
             }
-            let target = match n.kind() {
+            let target = match n.kind_name() {
                 "assignment_expression" => n.field("left"),
                 "update_expression" => n.field("argument"),
                 _ => None,
@@ -436,13 +437,13 @@ impl<'t> CudaModel<'t> {
         let [def] = k.defs[i].as_slice() else {
             return None;
         };
-        if def.parent()?.kind() != "init_declarator" || def.start_byte() > id.start_byte() {
+        if def.parent()?.kind_name() != "init_declarator" || def.start_byte() > id.start_byte() {
             return None;
         }
         // `tid++`, `++tid`: changed without an assignment.
         let body = func.node.field("body")?;
         let updated = crate::semantic::descendants(body).any(|n| {
-            n.kind() == "update_expression"
+            n.kind_name() == "update_expression"
                 && n.field("argument").is_some_and(|a| self.text(a) == name)
         });
         if updated {
@@ -510,5 +511,6 @@ impl<'t> CudaModel<'t> {
 
 /// Does `expr` mention the identifier `name`?
 fn mentions(expr: Node<'_>, name: &str, source: &str) -> bool {
-    crate::semantic::descendants(expr).any(|n| n.kind() == "identifier" && text(n, source) == name)
+    crate::semantic::descendants(expr)
+        .any(|n| n.kind_name() == "identifier" && text(n, source) == name)
 }

@@ -223,7 +223,7 @@ impl<'t> CudaBuilder<'t> {
             return;
         }
         // Guards that hold for the rest of the enclosing block.
-        let exit = match node.kind() {
+        let exit = match node.kind_name() {
             "if_statement" => guards::early_exit(node, self.source),
             "expression_statement" => guards::assertion(node, self.source, ASSERT_CALLS),
             _ => None,
@@ -248,7 +248,7 @@ impl<'t> CudaBuilder<'t> {
     /// What to remember about `node` while it is open, if anything.
     fn frame_kind(&mut self, node: Node<'t>) -> Option<FrameKind<'t>> {
         let field = |f: &str| node.field(f);
-        match node.kind() {
+        match node.kind_name() {
             "compound_statement" => Some(FrameKind::Compound),
             "template_declaration" => field("parameters").map(FrameKind::Template),
             "function_definition" => Some(self.enter_function(node)),
@@ -311,7 +311,7 @@ impl<'t> CudaBuilder<'t> {
                 ))
             }
             "binary_expression" => {
-                let op = field("operator")?.kind();
+                let op = field("operator")?.kind_name();
                 let negated = match op {
                     "&&" | "and" => false,
                     "||" | "or" => true,
@@ -380,7 +380,7 @@ impl<'t> CudaBuilder<'t> {
     /// Facts that do not depend on open nodes: constants, launches, checks, and inside a
     /// kernel its definitions and accesses.
     fn record(&mut self, node: Node<'t>, call_arg: bool) {
-        match node.kind() {
+        match node.kind_name() {
             "preproc_def" => {
                 if let (Some(name), Some(value)) = (node.field("name"), node.field("value")) {
                     self.constants.insert(
@@ -399,7 +399,7 @@ impl<'t> CudaBuilder<'t> {
             _ => {}
         }
         if let Some(f) = self.current_host_function() {
-            match node.kind() {
+            match node.kind_name() {
                 "declaration" | "assignment_expression" => self.glue.defs.push((f, node)),
                 "if_statement"
                 | "switch_statement"
@@ -415,7 +415,7 @@ impl<'t> CudaBuilder<'t> {
         if let Some(f) = self.current_function {
             let space = self.functions[f].space;
             if space.global || space.device {
-                match node.kind() {
+                match node.kind_name() {
                     "declaration" => arrays::record_arrays(f, node, self.source, &mut self.arrays),
                     "subscript_expression" => self.subscripts.push((f, node)),
                     "call_expression" => {
@@ -432,7 +432,7 @@ impl<'t> CudaBuilder<'t> {
             }
         }
         if let Some(k) = self.current_kernel {
-            if node.kind() == "call_expression" && is_barrier(node, self.source) {
+            if node.kind_name() == "call_expression" && is_barrier(node, self.source) {
                 self.barriers.push(super::Barrier {
                     kernel: k,
                     node,
@@ -463,10 +463,10 @@ impl<'t> CudaBuilder<'t> {
             .find(|f| matches!(f.kind, FrameKind::Compound))
             .map(|f| f.span)
             .unwrap_or(Span::new(0, self.source.len()));
-        let (name, value) = match node.kind() {
+        let (name, value) = match node.kind_name() {
             "init_declarator" => (field(node, "declarator"), field(node, "value")),
             "declaration" => {
-                for d in named_children(node).filter(|d| d.kind() == "identifier") {
+                for d in named_children(node).filter(|d| d.kind_name() == "identifier") {
                     self.host_defs
                         .entry((f, text(d, self.source)))
                         .or_default()
@@ -475,7 +475,7 @@ impl<'t> CudaBuilder<'t> {
                 return;
             }
             "assignment_expression" => {
-                let left = field(node, "left").map(|l| match l.kind() {
+                let left = field(node, "left").map(|l| match l.kind_name() {
                     "field_expression" => field(l, "argument").unwrap_or(l),
                     _ => l,
                 });
@@ -484,7 +484,7 @@ impl<'t> CudaBuilder<'t> {
             _ => return,
         };
         if let (Some(name), Some(value)) = (name, value) {
-            if name.kind() == "identifier" {
+            if name.kind_name() == "identifier" {
                 self.host_defs
                     .entry((f, text(name, self.source)))
                     .or_default()
@@ -499,15 +499,16 @@ impl<'t> CudaBuilder<'t> {
     fn record_constant_declaration(&mut self, node: Node<'t>) {
         let t = text(node, self.source);
         let is_const = named_children(node).any(|c| {
-            c.kind() == "type_qualifier" && matches!(text(c, self.source), "const" | "constexpr")
+            c.kind_name() == "type_qualifier"
+                && matches!(text(c, self.source), "const" | "constexpr")
         }) || t.starts_with("constexpr")
             || t.starts_with("static constexpr");
         if !is_const {
             return;
         }
-        for d in named_children(node).filter(|c| c.kind() == "init_declarator") {
+        for d in named_children(node).filter(|c| c.kind_name() == "init_declarator") {
             if let (Some(name), Some(value)) = (d.field("declarator"), d.field("value")) {
-                if name.kind() == "identifier" {
+                if name.kind_name() == "identifier" {
                     self.constants
                         .insert(text(name, self.source), ConstDef::Expr(value));
                 }
@@ -519,8 +520,8 @@ impl<'t> CudaBuilder<'t> {
         let Some(function) = node.field("function") else {
             return;
         };
-        if let Some(config) = named_children(node).find(|c| c.kind() == "kernel_call_syntax") {
-            let (name_node, template_args) = match function.kind() {
+        if let Some(config) = named_children(node).find(|c| c.kind_name() == "kernel_call_syntax") {
+            let (name_node, template_args) = match function.kind_name() {
                 "template_function" => (
                     function.field("name"),
                     function
@@ -543,7 +544,7 @@ impl<'t> CudaBuilder<'t> {
                     .field("arguments")
                     .map(|a| {
                         named_children(a)
-                            .filter(|c| c.kind() != "comment")
+                            .filter(|c| c.kind_name() != "comment")
                             .collect()
                     })
                     .unwrap_or_default(),
@@ -618,7 +619,8 @@ fn template_parameters<'t>(params: Node<'t>, source: &'t str) -> Vec<(&'t str, O
     named_children(params)
         .filter_map(|p| {
             let name = p.field("declarator").or_else(|| {
-                named_children(p).find(|c| matches!(c.kind(), "identifier" | "type_identifier"))
+                named_children(p)
+                    .find(|c| matches!(c.kind_name(), "identifier" | "type_identifier"))
             })?;
             let default = p
                 .field("default_value")

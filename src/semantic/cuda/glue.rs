@@ -216,7 +216,7 @@ impl<'t> Ctx<'_, 't> {
         if depth > 4 {
             return Origin::Other;
         }
-        match e.kind() {
+        match e.kind_name() {
             "identifier" => {
                 let name = text(e, self.source);
                 if let Some(index) = self.params.iter().position(|p| p.0 == name && p.1) {
@@ -299,10 +299,10 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
                 // The lambda, also inside `AT_WRAP([&] { … })` (AT_DISPATCH_V2).
                 let body = args
                     .iter()
-                    .find_map(|a| match a.kind() {
+                    .find_map(|a| match a.kind_name() {
                         "lambda_expression" => Some(*a),
                         "call_expression" => a.field("arguments").and_then(|x| {
-                            named_children(x).find(|l| l.kind() == "lambda_expression")
+                            named_children(x).find(|l| l.kind_name() == "lambda_expression")
                         }),
                         _ => None,
                     })
@@ -316,7 +316,7 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
             }
         }
         if let Some(f) = call.field("function") {
-            let binder = match f.kind() {
+            let binder = match f.kind_name() {
                 "field_expression" => f.field("field").is_some_and(|n| {
                     matches!(text(n, source), "def" | "impl" | "op" | "def_static")
                 }),
@@ -371,11 +371,11 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
         let mut locals: HashMap<&str, Vec<Node<'t>>> = HashMap::new();
         let mut tensor_args: HashMap<&str, &str> = HashMap::new();
         for d in &defs {
-            match d.kind() {
+            match d.kind_name() {
                 "declaration" => {
                     let ty = d.field("type").map_or("", |t| text(t, source));
                     for decl in named_children(*d) {
-                        let value = match decl.kind() {
+                        let value = match decl.kind_name() {
                             "init_declarator" => decl.field("value"),
                             _ => None,
                         };
@@ -391,8 +391,8 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
                                 tensor_args.insert(name, p.0);
                             }
                         }
-                        let value = if value.kind() == "initializer_list"
-                            || value.kind() == "argument_list"
+                        let value = if value.kind_name() == "initializer_list"
+                            || value.kind_name() == "argument_list"
                         {
                             match value.named_child(0) {
                                 Some(v) if value.named_child_count() == 1 => v,
@@ -406,7 +406,7 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
                 }
                 "assignment_expression" => {
                     if let (Some(l), Some(r)) = (d.field("left"), d.field("right")) {
-                        if l.kind() == "identifier" {
+                        if l.kind_name() == "identifier" {
                             locals.entry(text(l, source)).or_default().push(r);
                         }
                     }
@@ -442,7 +442,7 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
             cover(&mut covered, text(*c, source), false);
         }
         for d in &defs {
-            if d.kind() == "declaration" {
+            if d.kind_name() == "declaration" {
                 let ty = d.field("type").map_or("", |t| text(t, source));
                 if is_guard_type(ty) {
                     guard.get_or_insert(*d);
@@ -517,7 +517,7 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
                 .field("arguments")
                 .map(|a| {
                     named_children(a)
-                        .filter(|a| a.kind() != "comment")
+                        .filter(|a| a.kind_name() != "comment")
                         .map(|a| match cx.origin(a, 0) {
                             Origin::Param { index, contiguous } => {
                                 Some((index, if contiguous { CONTIG } else { 0 }))
@@ -611,7 +611,7 @@ fn pointer_use<'t>(
     let mut var = None;
     for _ in 0..6 {
         let Some(p) = up.parent() else { break };
-        match p.kind() {
+        match p.kind_name() {
             "parenthesized_expression" => up = p,
             "cast_expression" => {
                 let ty = p.field("type").map_or("", |t| text(t, source));
@@ -621,7 +621,7 @@ fn pointer_use<'t>(
             "argument_list" => {
                 let Some(c) = p.parent() else { break };
                 let f = c.field("function");
-                match f.filter(|f| f.kind() == "template_function") {
+                match f.filter(|f| f.kind_name() == "template_function") {
                     Some(tf)
                         if matches!(
                             last_name(tf.field("name").map_or("", |n| text(n, source))),

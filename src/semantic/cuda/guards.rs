@@ -115,9 +115,9 @@ pub(super) fn early_exit<'t>(
 /// `a < b`, `a >= b`, … (through parentheses).
 pub(super) fn is_comparison(e: Node<'_>) -> bool {
     let e = super::kernel::peel(e);
-    e.kind() == "binary_expression"
+    e.kind_name() == "binary_expression"
         && e.field("operator")
-            .is_some_and(|o| matches!(o.kind(), "<" | "<=" | ">" | ">=" | "&&"))
+            .is_some_and(|o| matches!(o.kind_name(), "<" | "<=" | ">" | ">=" | "&&"))
 }
 
 /// `assert(c);` and friends → the rest of the block runs when `c` holds.
@@ -128,7 +128,7 @@ pub(super) fn assertion<'t>(
 ) -> Option<(GuardKind, Node<'t>, bool)> {
     let call = stmt
         .named_child(0)
-        .filter(|c| c.kind() == "call_expression")?;
+        .filter(|c| c.kind_name() == "call_expression")?;
     let name = text(call.field("function")?, source);
     if !calls.contains(&super::last_name(name)) {
         return None;
@@ -141,7 +141,7 @@ pub(super) fn assertion<'t>(
 fn ends_in_jump(stmt: Node<'_>, source: &str) -> bool {
     let mut s = stmt;
     for _ in 0..8 {
-        match s.kind() {
+        match s.kind_name() {
             "return_statement" | "continue_statement" | "break_statement" | "goto_statement" => {
                 return true
             }
@@ -149,7 +149,7 @@ fn ends_in_jump(stmt: Node<'_>, source: &str) -> bool {
                 let last = (0..s.named_child_count() as u32)
                     .rev()
                     .filter_map(|i| s.named_child(i))
-                    .find(|c| c.kind() != "comment");
+                    .find(|c| c.kind_name() != "comment");
                 match last {
                     Some(l) => s = l,
                     None => return false,
@@ -158,7 +158,7 @@ fn ends_in_jump(stmt: Node<'_>, source: &str) -> bool {
             "expression_statement" => {
                 let f = s
                     .named_child(0)
-                    .filter(|c| c.kind() == "call_expression")
+                    .filter(|c| c.kind_name() == "call_expression")
                     .and_then(|c| c.field("function"));
                 return f.is_some_and(|f| {
                     matches!(text(f, source), "__trap" | "abort" | "exit" | "std::abort")
@@ -266,7 +266,7 @@ fn collect<'t>(
 ) {
     let opaque = |n: Node<'t>, mentions: &mut Vec<Span>| {
         for c in crate::semantic::descendants(n)
-            .filter(|c| c.kind() == "identifier")
+            .filter(|c| c.kind_name() == "identifier")
             .take(64)
         {
             mentions.push(Span::of(&c));
@@ -276,7 +276,7 @@ fn collect<'t>(
         return opaque(cond, mentions);
     }
     let d = depth + 1;
-    match cond.kind() {
+    match cond.kind_name() {
         "condition_clause" => match cond.field("value") {
             Some(v) => collect(v, positive, d, bounds, mentions),
             None => opaque(cond, mentions),
@@ -286,13 +286,13 @@ fn collect<'t>(
                 collect(v, positive, d, bounds, mentions);
             }
         }
-        "unary_expression" if cond.field("operator").is_some_and(|o| o.kind() == "!") => {
+        "unary_expression" if cond.field("operator").is_some_and(|o| o.kind_name() == "!") => {
             if let Some(a) = cond.field("argument") {
                 collect(a, !positive, d, bounds, mentions);
             }
         }
         "binary_expression" => {
-            let op = cond.field("operator").map(|o| o.kind()).unwrap_or("");
+            let op = cond.field("operator").map(|o| o.kind_name()).unwrap_or("");
             let (Some(l), Some(r)) = (cond.field("left"), cond.field("right")) else {
                 return opaque(cond, mentions);
             };
@@ -431,8 +431,8 @@ pub fn sum_terms(expr: Node<'_>) -> Option<Vec<(Node<'_>, bool)>> {
     let mut stack = vec![(expr, true)];
     while let Some((e, positive)) = stack.pop() {
         let e = super::kernel::peel(e);
-        let op = (e.kind() == "binary_expression")
-            .then(|| e.field("operator").map(|o| o.kind()))
+        let op = (e.kind_name() == "binary_expression")
+            .then(|| e.field("operator").map(|o| o.kind_name()))
             .flatten();
         match op {
             Some(op @ ("+" | "-")) => {

@@ -89,7 +89,7 @@ impl<'t> KernelBuild<'t> {
             .and_then(|d| find_function_declarator(d))
             .and_then(|d| d.field("parameters"));
         if let Some(list) = list {
-            for p in named_children(list).filter(|p| p.kind() == "parameter_declaration") {
+            for p in named_children(list).filter(|p| p.kind_name() == "parameter_declaration") {
                 let Some(decl) = p.field("declarator") else {
                     continue;
                 };
@@ -137,7 +137,7 @@ impl<'t> KernelBuild<'t> {
         if call_arg {
             self.record_pointer_arith(node, node, guard, false);
         }
-        match node.kind() {
+        match node.kind_name() {
             "init_declarator" => {
                 if let (Some(decl), Some(value)) = (field("declarator"), field("value")) {
                     if let (Some(name), _) = declarator_name(decl) {
@@ -148,7 +148,7 @@ impl<'t> KernelBuild<'t> {
             "assignment_expression" => {
                 if let (Some(left), Some(right)) = (field("left"), field("right")) {
                     let left = peel(left);
-                    if left.kind() == "identifier" {
+                    if left.kind_name() == "identifier" {
                         self.defs.push((text(left, self.source), right, guard));
                     }
                 }
@@ -165,13 +165,13 @@ impl<'t> KernelBuild<'t> {
                     return;
                 };
                 let base = peel_pointer(base, self.source);
-                if base.kind() == "identifier" {
+                if base.kind_name() == "identifier" {
                     let index = indices.named_child(0);
                     self.accesses
                         .push((node, text(base, self.source), index, guard));
                 }
             }
-            "pointer_expression" if field("operator").is_some_and(|o| o.kind() == "*") => {
+            "pointer_expression" if field("operator").is_some_and(|o| o.kind_name() == "*") => {
                 if let Some(arg) = field("argument") {
                     self.record_pointer_arith(node, arg, guard, true);
                 }
@@ -189,13 +189,13 @@ impl<'t> KernelBuild<'t> {
         deref: bool,
     ) {
         let e = peel(expr);
-        match e.kind() {
+        match e.kind_name() {
             "identifier" if deref => {
                 self.accesses
                     .push((access, text(e, self.source), None, guard))
             }
             "binary_expression" => {
-                if e.field("operator").is_none_or(|o| o.kind() != "+") {
+                if e.field("operator").is_none_or(|o| o.kind_name() != "+") {
                     return;
                 }
                 let (Some(l), Some(r)) = (e.field("left"), e.field("right")) else {
@@ -203,10 +203,10 @@ impl<'t> KernelBuild<'t> {
                 };
                 let (pl, pr) = (peel_pointer(l, self.source), peel_pointer(r, self.source));
                 // The pointer is whichever side is a plain name; the rule checks it is one.
-                if pl.kind() == "identifier" {
+                if pl.kind_name() == "identifier" {
                     self.accesses
                         .push((access, text(pl, self.source), Some(r), guard));
-                } else if pr.kind() == "identifier" {
+                } else if pr.kind_name() == "identifier" {
                     self.accesses
                         .push((access, text(pr, self.source), Some(l), guard));
                 }
@@ -383,7 +383,7 @@ impl<'t> Kernel<'t> {
             return None;
         }
         let e = peel_pointer(expr, source);
-        match e.kind() {
+        match e.kind_name() {
             "identifier" => {
                 let name = text(e, source);
                 match self.local(name) {
@@ -395,7 +395,7 @@ impl<'t> Kernel<'t> {
                         .then(Vec::new),
                 }
             }
-            "binary_expression" if e.field("operator").is_some_and(|o| o.kind() == "+") => {
+            "binary_expression" if e.field("operator").is_some_and(|o| o.kind_name() == "+") => {
                 let (l, r) = (e.field("left")?, e.field("right")?);
                 if let Some(mut offs) = self.global_pointer_expr(l, source, depth + 1) {
                     offs.push(r);
@@ -406,9 +406,9 @@ impl<'t> Kernel<'t> {
                     Some(offs)
                 }
             }
-            "pointer_expression" if e.field("operator").is_some_and(|o| o.kind() == "&") => {
+            "pointer_expression" if e.field("operator").is_some_and(|o| o.kind_name() == "&") => {
                 let sub = peel(e.field("argument")?);
-                if sub.kind() != "subscript_expression" {
+                if sub.kind_name() != "subscript_expression" {
                     return None;
                 }
                 let mut offs =
@@ -468,7 +468,7 @@ impl<'t> Kernel<'t> {
         let mut axes = [false; 3];
         for r in roots {
             for n in crate::semantic::descendants(r).take(4096) {
-                let is_block_idx = n.kind() == "field_expression"
+                let is_block_idx = n.kind_name() == "field_expression"
                     && n.field("argument")
                         .is_some_and(|a| text(a, source) == "blockIdx");
                 if !is_block_idx {
@@ -511,7 +511,7 @@ pub fn intersects(a: &LocalSet, b: &LocalSet) -> bool {
 pub fn identifiers<'s>(expr: Node<'_>, source: &'s str) -> Vec<&'s str> {
     let mut out = Vec::new();
     for n in crate::semantic::descendants(expr) {
-        if n.kind() == "identifier" {
+        if n.kind_name() == "identifier" {
             out.push(text(n, source));
             if out.len() > 256 {
                 break;
@@ -524,7 +524,7 @@ pub fn identifiers<'s>(expr: Node<'_>, source: &'s str) -> Vec<&'s str> {
 /// Peels parentheses and value casts.
 pub fn peel(mut e: Node<'_>) -> Node<'_> {
     for _ in 0..16 {
-        match e.kind() {
+        match e.kind_name() {
             "parenthesized_expression" => match e.named_child(0) {
                 Some(c) => e = c,
                 None => break,
@@ -543,7 +543,7 @@ pub fn peel(mut e: Node<'_>) -> Node<'_> {
 pub fn peel_pointer<'n>(mut e: Node<'n>, source: &str) -> Node<'n> {
     for _ in 0..16 {
         e = peel(e);
-        if e.kind() != "call_expression" {
+        if e.kind_name() != "call_expression" {
             break;
         }
         let Some(f) = e.field("function") else {
@@ -568,7 +568,7 @@ pub fn peel_pointer<'n>(mut e: Node<'n>, source: &str) -> Node<'n> {
 pub fn declarator_name(mut decl: Node<'_>) -> (Option<Node<'_>>, bool) {
     let mut pointer = false;
     for _ in 0..16 {
-        match decl.kind() {
+        match decl.kind_name() {
             "identifier" => return (Some(decl), pointer),
             "pointer_declarator" | "array_declarator" => pointer = true,
             "reference_declarator"
@@ -582,7 +582,7 @@ pub fn declarator_name(mut decl: Node<'_>) -> (Option<Node<'_>>, bool) {
             None => return (None, pointer),
         };
         // `T* __restrict__ p`: skip qualifiers in front of the name.
-        while decl.kind() == "type_qualifier" {
+        while decl.kind_name() == "type_qualifier" {
             match decl.next_named_sibling() {
                 Some(s) => decl = s,
                 None => return (None, pointer),
@@ -594,7 +594,7 @@ pub fn declarator_name(mut decl: Node<'_>) -> (Option<Node<'_>>, bool) {
 
 fn find_function_declarator(mut d: Node<'_>) -> Option<Node<'_>> {
     for _ in 0..8 {
-        if d.kind() == "function_declarator" {
+        if d.kind_name() == "function_declarator" {
             return Some(d);
         }
         d = d.field("declarator").or_else(|| d.named_child(0))?;

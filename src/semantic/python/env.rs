@@ -63,10 +63,14 @@ pub(super) fn collect<'t>(m: &PythonModel<'t>) -> Vec<EnvWrite<'t>> {
         let Some(args) = call.field("arguments") else {
             continue;
         };
+        let name = m.text(attr);
+        if !matches!(name, "setdefault" | "__setitem__" | "putenv" | "update") {
+            continue;
+        }
         let positional: Vec<Node<'t>> = named_children(args)
             .filter(|a| !matches!(a.kind(), "keyword_argument" | "comment"))
             .collect();
-        match m.text(attr) {
+        match name {
             "setdefault" | "__setitem__" if is_environ(m, object) => {
                 let default_only = m.text(attr) == "setdefault";
                 out.extend(key_value_write(m, call, &positional, default_only));

@@ -242,7 +242,7 @@ impl<'t> OrderBuilder<'_, 't> {
     /// Schedules the statements of a block (or module) to run next, in order.
     fn push_block(&mut self, block: Node<'t>, frame: u32) {
         let children: Vec<Node<'t>> = named_children(block)
-            .filter(|c| c.kind() != "comment")
+            .filter(|c| c.kind_name() != "comment")
             .collect();
         for c in children.into_iter().rev() {
             self.stack.push(Work::Stmt(c, frame));
@@ -251,7 +251,7 @@ impl<'t> OrderBuilder<'_, 't> {
 
     /// Schedules the events of an expression (or simple statement) to run next.
     fn push_events(&mut self, node: Node<'t>, frame: u32) {
-        let mut found = collect_events(node);
+        let mut found = self.m.events_under(node);
         // Inner calls run before the calls that take their results: post-order.
         found.sort_by_key(|n| (n.end_byte(), std::cmp::Reverse(n.start_byte())));
         for n in found.into_iter().rev() {
@@ -260,11 +260,11 @@ impl<'t> OrderBuilder<'_, 't> {
     }
 
     fn stmt(&mut self, node: Node<'t>, frame: u32) {
-        match node.kind() {
+        match node.kind_name() {
             "function_definition" => {}
             "decorated_definition" => {
                 if let Some(def) = node.field("definition") {
-                    if def.kind() == "class_definition" {
+                    if def.kind_name() == "class_definition" {
                         self.stmt(def, frame);
                     }
                 }
@@ -293,7 +293,7 @@ impl<'t> OrderBuilder<'_, 't> {
             }
             "while_statement" => {
                 let forever = node.field("condition").is_some_and(|c| {
-                    c.kind() == "true" || (c.kind() == "integer" && self.m.text(c) != "0")
+                    c.kind_name() == "true" || (c.kind_name() == "integer" && self.m.text(c) != "0")
                 });
                 let body_frame = self.frame(Some(frame), FrameKind::Conditional, !forever);
                 if let Some(alt) = node.field("alternative") {
@@ -317,11 +317,11 @@ impl<'t> OrderBuilder<'_, 't> {
                 };
                 let handlers = clauses
                     .iter()
-                    .filter(|c| matches!(c.kind(), "except_clause" | "except_group_clause"))
+                    .filter(|c| matches!(c.kind_name(), "except_clause" | "except_group_clause"))
                     .count();
                 let mut handler = handlers;
                 for c in clauses.into_iter().rev() {
-                    match c.kind() {
+                    match c.kind_name() {
                         "except_clause" | "except_group_clause" => {
                             let f = self.frame(Some(frame), arm(handler), true);
                             handler -= 1;
@@ -345,7 +345,7 @@ impl<'t> OrderBuilder<'_, 't> {
                     self.push_block(body, frame);
                 }
                 for c in named_children(node)
-                    .filter(|c| c.kind() == "with_clause")
+                    .filter(|c| c.kind_name() == "with_clause")
                     .collect::<Vec<_>>()
                 {
                     self.push_events(c, frame);
@@ -356,7 +356,7 @@ impl<'t> OrderBuilder<'_, 't> {
                     .field("body")
                     .map(|b| {
                         named_children(b)
-                            .filter(|c| c.kind() == "case_clause")
+                            .filter(|c| c.kind_name() == "case_clause")
                             .collect()
                     })
                     .unwrap_or_default();
@@ -392,7 +392,7 @@ impl<'t> OrderBuilder<'_, 't> {
     fn push_clause_body(&mut self, clause: Node<'t>, frame: u32) {
         if let Some(body) = clause.field("body").or_else(|| {
             named_children(clause)
-                .filter(|c| c.kind() == "block")
+                .filter(|c| c.kind_name() == "block")
                 .last()
         }) {
             self.push_block(body, frame);
@@ -405,7 +405,7 @@ impl<'t> OrderBuilder<'_, 't> {
         let mut arms: Vec<(Option<Node<'t>>, Option<Node<'t>>)> =
             vec![(None, node.field("consequence"))];
         for alt in node.children_by_field_name("alternative", &mut node.walk()) {
-            match alt.kind() {
+            match alt.kind_name() {
                 "elif_clause" => arms.push((alt.field("condition"), alt.field("consequence"))),
                 "else_clause" => arms.push((None, alt.field("body"))),
                 _ => {}
@@ -438,7 +438,7 @@ impl<'t> OrderBuilder<'_, 't> {
 
     fn event(&mut self, node: Node<'t>, frame: u32) {
         self.order.events.push(Event { node, frame });
-        if node.kind() != "call" {
+        if node.kind_name() != "call" {
             return;
         }
         let Some(callee) = self.expansion(node) else {
@@ -463,7 +463,7 @@ impl<'t> OrderBuilder<'_, 't> {
             return Some(f);
         }
         let func = call.field("function")?;
-        if func.kind() == "identifier" {
+        if func.kind_name() == "identifier" {
             let name = m.text(func);
             if m.qualified_name(func).is_none() {
                 if let Some(c) = m.local_class(call, name) {
@@ -472,7 +472,7 @@ impl<'t> OrderBuilder<'_, 't> {
             }
         }
         // Cheap test first: only `...run(...)` and `Fire(...)` can be app runners.
-        let last = match func.kind() {
+        let last = match func.kind_name() {
             "attribute" => func.field("attribute").map(|a| m.text(a)),
             _ => Some(m.text(func)),
         };
@@ -492,10 +492,10 @@ impl<'t> OrderBuilder<'_, 't> {
             return None;
         }
         let args = call.field("arguments")?;
-        let target = named_children(args).find_map(|a| match a.kind() {
+        let target = named_children(args).find_map(|a| match a.kind_name() {
             "identifier" => Some(a),
             "keyword_argument" if a.field("name").map(|n| m.text(n)) == Some("main") => {
-                a.field("value").filter(|v| v.kind() == "identifier")
+                a.field("value").filter(|v| v.kind_name() == "identifier")
             }
             _ => None,
         });
@@ -513,51 +513,18 @@ impl<'t> OrderBuilder<'_, 't> {
 
 /// `__name__ == "__main__"` (either side).
 pub(crate) fn is_main_guard(cond: Node<'_>, m: &PythonModel<'_>) -> bool {
-    if cond.kind() != "comparison_operator" {
+    if cond.kind_name() != "comparison_operator" {
         return false;
     }
     let parts: Vec<Node<'_>> = named_children(cond).collect();
     parts.len() == 2
         && parts
             .iter()
-            .any(|p| p.kind() == "identifier" && m.text(*p) == "__name__")
+            .any(|p| p.kind_name() == "identifier" && m.text(*p) == "__name__")
         && parts
             .iter()
             .any(|p| super::string_literal(*p, m.source).as_deref() == Some("__main__"))
         && m.text(cond).contains("==")
-}
-
-/// The calls and assignments under `node`, not looking into code that does not run here
-/// (function and class definitions, lambdas).
-fn collect_events(node: Node<'_>) -> Vec<Node<'_>> {
-    let mut out = Vec::new();
-    let mut cursor = node.walk();
-    'outer: loop {
-        let n = cursor.node();
-        if matches!(n.kind(), "call" | "assignment" | "augmented_assignment") {
-            out.push(n);
-        }
-        let skip = n.id() != node.id()
-            && matches!(
-                n.kind(),
-                "lambda" | "function_definition" | "class_definition" | "decorated_definition"
-            );
-        if !skip && cursor.goto_first_child() {
-            continue;
-        }
-        loop {
-            if cursor.node().id() == node.id() {
-                break 'outer;
-            }
-            if cursor.goto_next_sibling() {
-                continue 'outer;
-            }
-            if !cursor.goto_parent() {
-                break 'outer;
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -573,7 +540,7 @@ mod tests {
         let o = m.order();
         o.events(seq)
             .iter()
-            .filter(|e| e.node.kind() == "call")
+            .filter(|e| e.node.kind_name() == "call")
             .map(|e| m.text(e.node.field("function").unwrap()).to_string())
             .collect()
     }

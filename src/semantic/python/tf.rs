@@ -333,7 +333,7 @@ fn keras_init(rest: &str) -> Option<Init> {
 fn plain_receiver(m: &PythonModel<'_>, object: Node<'_>) -> bool {
     let mut cur = object;
     for _ in 0..8 {
-        match cur.kind() {
+        match cur.kind_name() {
             "identifier" => return m.qualified_name(object).is_none(),
             "attribute" => match cur.field("object") {
                 Some(o) => cur = o,
@@ -354,7 +354,7 @@ fn keras_class(m: &PythonModel<'_>, c: usize) -> bool {
             continue;
         };
         for base in named_children(bases) {
-            if !matches!(base.kind(), "identifier" | "attribute") {
+            if !matches!(base.kind_name(), "identifier" | "attribute") {
                 continue;
             }
             match m.qualified_name(base).map(|q| normalize(&q)) {
@@ -372,7 +372,7 @@ fn keras_class(m: &PythonModel<'_>, c: usize) -> bool {
                     return true;
                 }
                 Some(_) => {}
-                None if base.kind() == "identifier" && depth < 8 => {
+                None if base.kind_name() == "identifier" && depth < 8 => {
                     if let Some(b) = m.local_class(m.classes[c].node, m.text(base)) {
                         if b != c {
                             stack.push((b, depth + 1));
@@ -396,7 +396,7 @@ pub fn argument<'t>(
     let args = call.field("arguments")?;
     let mut pos = 0;
     for a in named_children(args) {
-        match a.kind() {
+        match a.kind_name() {
             "keyword_argument" => {
                 if a.field("name").map(|n| m.text(n)) == Some(name) {
                     return a.field("value");
@@ -426,7 +426,7 @@ fn has_keyword(m: &PythonModel<'_>, call: Node<'_>, names: &[&str]) -> bool {
         return false;
     };
     descendants(args).any(|n| {
-        n.kind() == "keyword_argument"
+        n.kind_name() == "keyword_argument"
             && n.field("name").is_some_and(|k| names.contains(&m.text(k)))
             && !folds_false(m, n.field("value"))
     })
@@ -541,7 +541,7 @@ impl<'t> TfFacts<'t> {
             return None;
         }
         let func = call.field("function")?;
-        match func.kind() {
+        match func.kind_name() {
             "identifier" => {
                 let c = m.local_class(call, m.text(func))?;
                 keras_class(m, c).then_some(Init::KerasModel)
@@ -586,7 +586,7 @@ impl<'t> TfFacts<'t> {
         }
         let last = call
             .field("function")
-            .map(|f| match f.kind() {
+            .map(|f| match f.kind_name() {
                 "attribute" => f.field("attribute").map(|a| m.text(a)).unwrap_or(""),
                 _ => m.text(f),
             })
@@ -620,9 +620,9 @@ impl<'t> TfFacts<'t> {
             let kind =
                 argument(call, 1, "device_type", m).and_then(|k| string_literal(k, m.source));
             let hides_gpus = devices.is_some_and(|d| {
-                (matches!(d.kind(), "list" | "tuple")
-                    && named_children(d).all(|c| c.kind() == "comment"))
-                    || (d.kind() == "call"
+                (matches!(d.kind_name(), "list" | "tuple")
+                    && named_children(d).all(|c| c.kind_name() == "comment"))
+                    || (d.kind_name() == "call"
                         && m.call_name(d)
                             .is_some_and(|n| n.ends_with("list_physical_devices"))
                         && argument(d, 0, "device_type", m)
@@ -652,7 +652,10 @@ impl<'t> TfFacts<'t> {
         if q.is_some() {
             return;
         }
-        let Some(func) = call.field("function").filter(|f| f.kind() == "attribute") else {
+        let Some(func) = call
+            .field("function")
+            .filter(|f| f.kind_name() == "attribute")
+        else {
             return;
         };
         let (Some(attr), Some(object)) = (func.field("attribute"), func.field("object")) else {

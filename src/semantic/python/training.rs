@@ -146,7 +146,7 @@ impl<'t> Training<'t> {
             }
             // `with torch.no_grad():`
             // (`grad_off` first: `Node::parent` costs the node's depth.)
-            if grad_off(m, call) && call.parent().is_some_and(|p| p.kind() == "with_item") {
+            if grad_off(m, call) && call.parent().is_some_and(|p| p.kind_name() == "with_item") {
                 if let Some(with) = super::super::ancestor_of_kind(call, &["with_statement"]) {
                     if let Some(body) = with.field("body") {
                         t.grad_free.push((body.start_byte(), body.end_byte(), call));
@@ -188,7 +188,7 @@ impl<'t> Training<'t> {
         }
         for f in &m.functions {
             for d in &f.decorators {
-                let Some(expr) = named_children(*d).find(|c| c.kind() != "comment") else {
+                let Some(expr) = named_children(*d).find(|c| c.kind_name() != "comment") else {
                     continue;
                 };
                 if grad_off(m, expr) {
@@ -261,22 +261,22 @@ impl<'t> Training<'t> {
             if a.start_byte() >= e {
                 break;
             }
-            if a.kind() != "assignment" || !inside(a) {
+            if a.kind_name() != "assignment" || !inside(a) {
                 continue;
             }
             let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
                 continue;
             };
             let binds = m.text(left) == target
-                || (left.kind() == "pattern_list" || left.kind() == "tuple_pattern")
+                || (left.kind_name() == "pattern_list" || left.kind_name() == "tuple_pattern")
                     && named_children(left).any(|c| m.text(c) == target);
             if binds && !mentions(m, right, target) {
                 return true;
             }
         }
-        crate::semantic::descendants(body).any(|n| match n.kind() {
+        crate::semantic::descendants(body).any(|n| match n.kind_name() {
             "call" => n.field("function").is_some_and(|f| {
-                f.kind() == "attribute"
+                f.kind_name() == "attribute"
                     && f.field("attribute").is_some_and(|a| m.text(a) == "clear")
                     && f.field("object").is_some_and(|o| m.text(o) == target)
             }),
@@ -310,7 +310,7 @@ impl<'t> Training<'t> {
         if self.grad_free(expr).is_some() {
             return Flow::Detached;
         }
-        match expr.kind() {
+        match expr.kind_name() {
             "parenthesized_expression" => match expr.named_child(0) {
                 Some(e) => self.flow_depth(m, e, backward, d + 1),
                 None => Flow::Unknown,
@@ -342,7 +342,7 @@ impl<'t> Training<'t> {
                 let Some(func) = expr.field("function") else {
                     return Flow::Unknown;
                 };
-                match func.kind() {
+                match func.kind_name() {
                     "identifier" => {
                         let name = m.text(func);
                         if DETACHING_BUILTINS.contains(&name) && m.qualified_name(func).is_none() {
@@ -437,15 +437,15 @@ impl<'t> Training<'t> {
             .assignments
             .partition_point(|a| a.start_byte() < at.start_byte());
         for &a in m.assignments[..hi].iter().rev() {
-            if a.kind() != "assignment" || a.end_byte() > at.start_byte() {
+            if a.kind_name() != "assignment" || a.end_byte() > at.start_byte() {
                 continue;
             }
             let Some(left) = a.field("left") else {
                 continue;
             };
-            let plain = left.kind() == "identifier" && m.text(left) == name;
-            let unpack = matches!(left.kind(), "pattern_list" | "tuple_pattern")
-                && named_children(left).any(|c| c.kind() == "identifier" && m.text(c) == name);
+            let plain = left.kind_name() == "identifier" && m.text(left) == name;
+            let unpack = matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
+                && named_children(left).any(|c| c.kind_name() == "identifier" && m.text(c) == name);
             if (plain || unpack) && m.enclosing_function(a) == scope {
                 return Some((a, plain));
             }
@@ -461,10 +461,10 @@ fn backward_call<'t>(m: &PythonModel<'_>, call: Node<'t>) -> Option<Option<Node<
     let func = call.field("function")?;
     let first_arg = || {
         call.field("arguments").and_then(|a| {
-            named_children(a).find(|c| !matches!(c.kind(), "keyword_argument" | "comment"))
+            named_children(a).find(|c| !matches!(c.kind_name(), "keyword_argument" | "comment"))
         })
     };
-    if func.kind() != "attribute" {
+    if func.kind_name() != "attribute" {
         return None;
     }
     let attr = m.text(func.field("attribute")?);
@@ -483,7 +483,7 @@ fn backward_call<'t>(m: &PythonModel<'_>, call: Node<'t>) -> Option<Option<Node<
         return Some(first_arg());
     }
     // `scaler.scale(loss).backward()`
-    if object.kind() == "call" {
+    if object.kind_name() == "call" {
         let inner = object.field("function");
         if inner
             .and_then(|f| f.field("attribute"))
@@ -503,7 +503,9 @@ fn is_optimizer_step(m: &PythonModel<'_>, call: Node<'_>) -> bool {
     let Some(func) = call.field("function") else {
         return false;
     };
-    if func.kind() != "attribute" || func.field("attribute").is_none_or(|a| m.text(a) != "step") {
+    if func.kind_name() != "attribute"
+        || func.field("attribute").is_none_or(|a| m.text(a) != "step")
+    {
         return false;
     }
     let Some(object) = func.field("object") else {
@@ -516,7 +518,7 @@ fn is_optimizer_step(m: &PythonModel<'_>, call: Node<'_>) -> bool {
 
 /// Does `expr` (a call or a decorator expression) turn autograd off?
 fn grad_off(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
-    let (func, call) = match expr.kind() {
+    let (func, call) = match expr.kind_name() {
         "call" => match expr.field("function") {
             Some(f) => (f, Some(expr)),
             None => return false,
@@ -529,10 +531,10 @@ fn grad_off(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
     };
     let first = call
         .and_then(|c| c.field("arguments"))
-        .and_then(|a| named_children(a).find(|c| c.kind() != "comment"));
+        .and_then(|a| named_children(a).find(|c| c.kind_name() != "comment"));
     let folds_false = first
         .and_then(|a| {
-            let a = if a.kind() == "keyword_argument" {
+            let a = if a.kind_name() == "keyword_argument" {
                 a.field("value")?
             } else {
                 a
@@ -571,7 +573,7 @@ fn enclosing_loops<'t>(m: &PythonModel<'t>, node: Node<'_>) -> Vec<Node<'t>> {
 pub fn root_name<'t>(m: &PythonModel<'t>, expr: Node<'_>) -> Option<&'t str> {
     let mut cur = expr;
     for _ in 0..MAX_FLOW_DEPTH {
-        match cur.kind() {
+        match cur.kind_name() {
             "identifier" | "attribute" => return Some(m.text(cur)),
             "parenthesized_expression" => cur = cur.named_child(0)?,
             "binary_operator" => cur = cur.field("left")?,
@@ -584,7 +586,7 @@ pub fn root_name<'t>(m: &PythonModel<'t>, expr: Node<'_>) -> Option<&'t str> {
 /// Does `expr` contain the name (or dotted target) `target`?
 pub fn mentions(m: &PythonModel<'_>, expr: Node<'_>, target: &str) -> bool {
     crate::semantic::descendants(expr)
-        .any(|n| matches!(n.kind(), "identifier" | "attribute") && m.text(n) == target)
+        .any(|n| matches!(n.kind_name(), "identifier" | "attribute") && m.text(n) == target)
 }
 
 /// A function name that computes a loss: `criterion`, `loss_fn`, `compute_loss`,
@@ -645,7 +647,7 @@ pub fn under_main_guard(m: &PythonModel<'_>, node: Node<'_>) -> bool {
     let mut child = node;
     let mut cur = node.parent();
     while let Some(p) = cur {
-        if p.kind() == "if_statement" {
+        if p.kind_name() == "if_statement" {
             let in_body = p.field("consequence").is_some_and(|c| c.id() == child.id());
             if in_body
                 && p.field("condition")
@@ -675,16 +677,16 @@ pub fn is_dataset_class(m: &PythonModel<'_>, c: usize) -> bool {
 
 /// The local class of a dataset expression: `Points()`, or a name assigned `Points(...)`.
 pub fn dataset_class(m: &PythonModel<'_>, expr: Node<'_>) -> Option<usize> {
-    let value = match expr.kind() {
+    let value = match expr.kind_name() {
         "call" => expr,
         "identifier" => m.last_assigned_before(m.text(expr), expr)?,
         _ => return None,
     };
-    if value.kind() != "call" {
+    if value.kind_name() != "call" {
         return None;
     }
     let func = value.field("function")?;
-    if func.kind() != "identifier" {
+    if func.kind_name() != "identifier" {
         return None;
     }
     m.local_class(func, m.text(func))
@@ -694,14 +696,14 @@ pub fn dataset_class(m: &PythonModel<'_>, expr: Node<'_>) -> Option<usize> {
 pub fn accumulation<'t>(m: &PythonModel<'t>, a: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
     let left = a.field("left")?;
     let right = a.field("right")?;
-    if !matches!(left.kind(), "identifier" | "attribute" | "subscript") {
+    if !matches!(left.kind_name(), "identifier" | "attribute" | "subscript") {
         return None;
     }
-    if a.kind() == "augmented_assignment" {
+    if a.kind_name() == "augmented_assignment" {
         let op = m.text(a.field("operator")?);
         return (op == "+=").then_some((left, right));
     }
-    if right.kind() != "binary_operator" || m.text(right.field("operator")?) != "+" {
+    if right.kind_name() != "binary_operator" || m.text(right.field("operator")?) != "+" {
         return None;
     }
     let (l, r) = (right.field("left")?, right.field("right")?);
@@ -747,7 +749,7 @@ impl<'t> Training<'t> {
             let Some(func) = c.field("function") else {
                 continue;
             };
-            if func.kind() != "attribute"
+            if func.kind_name() != "attribute"
                 || func
                     .field("attribute")
                     .is_none_or(|a| m.text(a) != "append")
@@ -793,7 +795,7 @@ mod tests {
         let aug = *m
             .assignments
             .iter()
-            .find(|a| a.kind() == "augmented_assignment")
+            .find(|a| a.kind_name() == "augmented_assignment")
             .unwrap();
         let lp = t.loop_of(&m, aug).unwrap();
         let rhs = aug.field("right").unwrap();

@@ -72,7 +72,7 @@ impl<'t> Kernel<'t> {
     pub fn per_thread(&self, model: &CudaModel<'t>, cond: Node<'_>) -> bool {
         crate::semantic::descendants(cond)
             .take(4096)
-            .filter(|n| matches!(n.kind(), "identifier" | "field_expression"))
+            .filter(|n| matches!(n.kind_name(), "identifier" | "field_expression"))
             .any(|n| match loop_counter_def(n, model.source) {
                 // A counter of an enclosing `for`: what its own loop starts and steps it by
                 // (locals are merged by name over the kernel, and `i` is often reused).
@@ -82,7 +82,8 @@ impl<'t> Kernel<'t> {
                             crate::semantic::descendants(u)
                                 .take(256)
                                 .filter(|x| {
-                                    x.kind() == "field_expression" || x.kind() == "identifier"
+                                    x.kind_name() == "field_expression"
+                                        || x.kind_name() == "identifier"
                                 })
                                 .filter(|x| text(*x, model.source) != text(n, model.source))
                                 .any(|x| self.flags(model, x).per_thread())
@@ -106,7 +107,7 @@ impl<'t> Kernel<'t> {
         let field = |f: &str| expr.field(f);
         let sub =
             |n: Option<Node<'_>>| n.map(|n| self.flags_depth(model, n, d)).unwrap_or_default();
-        match expr.kind() {
+        match expr.kind_name() {
             "field_expression" => match field("argument").map(|a| text(a, src)) {
                 Some("threadIdx") => Flags(Flags::TID),
                 Some("blockIdx") => Flags(Flags::BID),
@@ -133,7 +134,7 @@ impl<'t> Kernel<'t> {
             "number_literal" | "sizeof_expression" => Flags(Flags::CONST),
             "parenthesized_expression" => sub(expr.named_child(0)),
             "cast_expression" => sub(field("value")),
-            "unary_expression" => match field("operator").map(|o| o.kind()) {
+            "unary_expression" => match field("operator").map(|o| o.kind_name()) {
                 Some("-" | "+" | "~") => sub(field("argument")),
                 _ => Flags::default(),
             },
@@ -176,7 +177,7 @@ impl<'t> Kernel<'t> {
                 }
             }
             "binary_expression" => {
-                let op = field("operator").map(|o| o.kind()).unwrap_or("");
+                let op = field("operator").map(|o| o.kind_name()).unwrap_or("");
                 let (l, r) = (field("left"), field("right"));
                 let f = combine(op, sub(l), sub(r));
                 if op == "+" && f.is_global_index() && self.is_canonical_sum(l, r, src) {
@@ -196,8 +197,10 @@ impl<'t> Kernel<'t> {
         };
         let base_axis = |n: Node<'_>| {
             let n = self.resolve(n, src, 0);
-            let (a, b) = match n.kind() {
-                "binary_expression" if n.field("operator").is_some_and(|o| o.kind() == "*") => {
+            let (a, b) = match n.kind_name() {
+                "binary_expression"
+                    if n.field("operator").is_some_and(|o| o.kind_name() == "*") =>
+                {
                     (n.field("left")?, n.field("right")?)
                 }
                 "call_expression" => {
@@ -229,7 +232,7 @@ impl<'t> Kernel<'t> {
     /// The axis of `threadIdx.x`-style builtins, through casts and single-definition locals.
     fn builtin_axis<'s>(&self, n: Node<'_>, builtin: &str, src: &'s str) -> Option<&'s str> {
         let n = self.resolve(n, src, 0);
-        if n.kind() != "field_expression" || text(n.field("argument")?, src) != builtin {
+        if n.kind_name() != "field_expression" || text(n.field("argument")?, src) != builtin {
             return None;
         }
         // The node belongs to this file's tree, so its text borrows from `src`.
@@ -242,7 +245,7 @@ impl<'t> Kernel<'t> {
         't: 'n,
     {
         let mut n = peel_pointer(n, src);
-        if depth < 4 && n.kind() == "identifier" {
+        if depth < 4 && n.kind_name() == "identifier" {
             if let Some(i) = self.local(text(n, src)) {
                 if let [d] = self.defs[i].as_slice() {
                     n = self.resolve(*d, src, depth + 1);
@@ -366,17 +369,17 @@ fn block_decl_value<'n>(id: Node<'n>, source: &str) -> Option<Node<'n>> {
 }
 
 fn loop_counter_def<'n>(id: Node<'n>, source: &str) -> Option<(Node<'n>, Option<Node<'n>>)> {
-    if id.kind() != "identifier" {
+    if id.kind_name() != "identifier" {
         return None;
     }
     let name = text(id, source);
     let mut cur = id;
     for _ in 0..64 {
         cur = cur.parent()?;
-        if cur.kind() == "function_definition" {
+        if cur.kind_name() == "function_definition" {
             return None;
         }
-        if cur.kind() != "for_statement" {
+        if cur.kind_name() != "for_statement" {
             continue;
         }
         let Some(init) = cur.field("initializer") else {
@@ -384,7 +387,7 @@ fn loop_counter_def<'n>(id: Node<'n>, source: &str) -> Option<(Node<'n>, Option<
         };
         let decl = named_children(init)
             .chain(std::iter::once(init))
-            .filter(|d| d.kind() == "init_declarator")
+            .filter(|d| d.kind_name() == "init_declarator")
             .find(|d| {
                 d.field("declarator")
                     .is_some_and(|v| text(v, source) == name)
