@@ -166,25 +166,17 @@ impl Engine {
         let source = Arc::new(SourceFile::new(path.to_path_buf(), display.clone(), text));
         let Some(table) = self.table(lang) else {
             // Manifests are small: every one is parsed.
-            DEPENDENCIES.with(|d| d.borrow_mut().clear());
-            let outcome = catch_unwind(AssertUnwindSafe(|| self.check_manifest(&source)));
-            let mut dependencies = DEPENDENCIES.with(|d| std::mem::take(&mut *d.borrow_mut()));
-            dependencies.sort();
-            dependencies.dedup();
+            let (outcome, dependencies) = tracked(|| self.check_manifest(&source));
             return match outcome {
-                Ok(Ok((diagnostics, partial))) => FileResult {
-                    report: FileReport {
+                Ok(Ok((diagnostics, partial))) => {
+                    let report = FileReport {
                         display_path: display,
                         source,
                         diagnostics,
                         notebook,
-                    },
-                    status: Status::Checked,
-                    reason: None,
-                    partial,
-                    dependencies,
-                    links: Vec::new(),
-                },
+                    };
+                    checked(report, partial, dependencies, Vec::new())
+                }
                 Ok(Err(reason)) => skipped(path, display, reason),
                 Err(payload) => internal_error(path, display, payload),
             };
@@ -207,27 +199,18 @@ impl Engine {
                 links: Vec::new(),
             };
         }
-        DEPENDENCIES.with(|d| d.borrow_mut().clear());
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            self.check_source(&source, lang, table, notebook.as_deref())
-        }));
-        let mut dependencies = DEPENDENCIES.with(|d| std::mem::take(&mut *d.borrow_mut()));
-        dependencies.sort();
-        dependencies.dedup();
+        let (outcome, dependencies) =
+            tracked(|| self.check_source(&source, lang, table, notebook.as_deref()));
         match outcome {
-            Ok(Some((diagnostics, partial, links))) => FileResult {
-                report: FileReport {
+            Ok(Some((diagnostics, partial, links))) => {
+                let report = FileReport {
                     display_path: display,
                     source,
                     diagnostics,
                     notebook,
-                },
-                status: Status::Checked,
-                reason: None,
-                partial,
-                dependencies,
-                links,
-            },
+                };
+                checked(report, partial, dependencies, links)
+            }
             Ok(None) => skipped(path, display, "the parser gave up on it".into()),
             Err(payload) => internal_error(path, display, payload),
         }
@@ -715,5 +698,33 @@ fn io_reason(e: &std::io::Error) -> String {
         std::io::ErrorKind::PermissionDenied => "permission denied".into(),
         std::io::ErrorKind::NotFound => "no such file (a broken link?)".into(),
         _ => e.to_string(),
+    }
+}
+
+/// Runs `f` with panics caught, and returns with its outcome the files it noted as
+/// dependencies through [`note_dependency`], sorted and without repeats.
+fn tracked<T>(f: impl FnOnce() -> T) -> (std::thread::Result<T>, Vec<std::path::PathBuf>) {
+    DEPENDENCIES.with(|d| d.borrow_mut().clear());
+    let outcome = catch_unwind(AssertUnwindSafe(f));
+    let mut dependencies = DEPENDENCIES.with(|d| std::mem::take(&mut *d.borrow_mut()));
+    dependencies.sort();
+    dependencies.dedup();
+    (outcome, dependencies)
+}
+
+/// The result of a file that was checked.
+fn checked(
+    report: FileReport,
+    partial: bool,
+    dependencies: Vec<std::path::PathBuf>,
+    links: Vec<crate::link::Link>,
+) -> FileResult {
+    FileResult {
+        report,
+        status: Status::Checked,
+        reason: None,
+        partial,
+        dependencies,
+        links,
     }
 }

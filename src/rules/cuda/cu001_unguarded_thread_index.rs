@@ -1,5 +1,6 @@
 //! CU001: global-memory access with a global thread index and no bounds guard.
 
+use super::short;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Severity, Span};
@@ -306,14 +307,4 @@ fn line_of(source: &str, byte: usize) -> (usize, usize) {
             .map(|p| p + 1)
             .unwrap_or(0),
     )
-}
-
-/// An expression on one line, shortened.
-fn short(s: &str) -> String {
-    let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one.chars().count() > 60 {
-        format!("{}…", one.chars().take(59).collect::<String>())
-    } else {
-        one
-    }
 }

@@ -2,6 +2,7 @@
 //! narrowed to 32 bits in host glue before a launch.
 
 use super::cu001_unguarded_thread_index::SANITIZER;
+use super::short;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Severity, Span};
@@ -316,14 +317,4 @@ fn narrowed_count<'t>(
         }
     }
     None
-}
-
-/// An expression on one line, shortened.
-fn short(s: &str) -> String {
-    let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one.chars().count() > 60 {
-        format!("{}…", one.chars().take(59).collect::<String>())
-    } else {
-        one
-    }
 }

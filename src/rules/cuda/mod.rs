@@ -17,3 +17,13 @@ pub mod op002_non_contiguous_data_ptr;
 pub mod op003_unchecked_dtype_cast;
 pub mod op004_missing_device_guard;
 pub mod op005_tf_op_missing_validation;
+
+/// Source text on one line (whitespace runs folded), shortened to 60 characters for a message.
+pub(crate) fn short(s: &str) -> String {
+    let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() > 60 {
+        format!("{}…", one.chars().take(59).collect::<String>())
+    } else {
+        one
+    }
+}

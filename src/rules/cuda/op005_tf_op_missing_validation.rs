@@ -2,6 +2,7 @@
 //! validation, narrows the element count to 32 bits, or drops the status of `allocate_output`.
 
 use super::cu001_unguarded_thread_index::SANITIZER;
+use super::short;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Severity, Span};
@@ -229,15 +230,5 @@ fn check_allocations<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, c: &TfCompute
                 c.ctx
             ));
         ctx.report(d);
-    }
-}
-
-/// An expression on one line, shortened.
-fn short(s: &str) -> String {
-    let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one.chars().count() > 60 {
-        format!("{}…", one.chars().take(59).collect::<String>())
-    } else {
-        one
     }
 }

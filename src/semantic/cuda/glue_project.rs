@@ -256,20 +256,12 @@ impl<'a> Resolver<'a> {
                 result &= own;
             }
         }
-        for (ci, cf) in self.sees(file, &f.name) {
-            let cpath = &self.files[ci].0;
-            for (gi, g) in cf.fns.iter().enumerate() {
-                if g.name == f.name {
-                    continue;
-                }
-                for call in g.calls.iter().filter(|c| c.callee == f.name) {
-                    any = true;
-                    if callers.len() < 8 && !callers.iter().any(|c| c.0 == g.name) {
-                        callers.push((g.name.clone(), cpath.clone()));
-                    }
-                    if let Some(Some((j, granted))) = call.args.get(param) {
-                        result &= own | granted | self.cover(ci, gi, *j, depth + 1, callers);
-                    }
+        for (ci, gi) in self.callers_of(file, &f.name, callers) {
+            any = true;
+            let g = &self.files[ci].1.fns[gi];
+            for call in g.calls.iter().filter(|c| c.callee == f.name) {
+                if let Some(Some((j, granted))) = call.args.get(param) {
+                    result &= own | granted | self.cover(ci, gi, *j, depth + 1, callers);
                 }
             }
         }
@@ -278,6 +270,29 @@ impl<'a> Resolver<'a> {
         } else {
             ALL
         }
+    }
+
+    /// The functions that call `name` (defined in file `home`), as (file, function) indices;
+    /// each is also noted in `callers` (up to 8, for messages).
+    fn callers_of(
+        &self,
+        home: usize,
+        name: &str,
+        callers: &mut Vec<(String, Option<PathBuf>)>,
+    ) -> Vec<(usize, usize)> {
+        let mut found = Vec::new();
+        for (ci, cf) in self.sees(home, name) {
+            for (gi, g) in cf.fns.iter().enumerate() {
+                if g.name == name || !g.calls.iter().any(|c| c.callee == name) {
+                    continue;
+                }
+                if callers.len() < 8 && !callers.iter().any(|c| c.0 == g.name) {
+                    callers.push((g.name.clone(), self.files[ci].0.clone()));
+                }
+                found.push((ci, gi));
+            }
+        }
+        found
     }
 
     /// Does a device guard hold whenever function `func` of this file runs? `None`: yes (or
@@ -312,18 +327,9 @@ impl<'a> Resolver<'a> {
             any = true;
             all &= self.trusted(&f.name);
         }
-        for (ci, cf) in self.sees(file, &f.name) {
-            let cpath = &self.files[ci].0;
-            for (gi, g) in cf.fns.iter().enumerate() {
-                if g.name == f.name || !g.calls.iter().any(|c| c.callee == f.name) {
-                    continue;
-                }
-                any = true;
-                if callers.len() < 8 && !callers.iter().any(|c| c.0 == g.name) {
-                    callers.push((g.name.clone(), cpath.clone()));
-                }
-                all &= self.guarded(ci, gi, depth + 1, callers);
-            }
+        for (ci, gi) in self.callers_of(file, &f.name, callers) {
+            any = true;
+            all &= self.guarded(ci, gi, depth + 1, callers);
         }
         !any || all
     }
