@@ -14,7 +14,7 @@
 //! ranges are then looked up in the first tree, so both figures count the same kernels.
 
 use gpulint::lang::{self, Lang};
-use gpulint::semantic::descendants;
+use gpulint::lang::descendants;
 use std::path::PathBuf;
 use tree_sitter::{Node, Tree};
 

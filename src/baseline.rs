@@ -4,7 +4,7 @@
 //! reports only findings that are not in it. Moving code up or down keeps a baselined finding
 //! silent; a new finding of the same rule in the same file is reported.
 
-use crate::diagnostic::FileReport;
+use gpulint_diagnostics::FileReport;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::Path;

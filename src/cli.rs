@@ -1,15 +1,15 @@
 //! The command line: `gpulint [check] [PATH...]`, `gpulint rules`, `gpulint explain CODE`,
 //! `gpulint decode EXIT_CODE`.
 
-use crate::config::{self, LoadedConfig};
 use crate::decode;
-use crate::diagnostic::{FileReport, Severity};
-use crate::discover::{self, Excludes, DEFAULT_EXCLUDE};
-use crate::engine::{Engine, FileResult, Status};
-use crate::registry;
 use crate::render::{self, Format};
-use crate::settings::{parse_size, PerFileIgnore, Selector, Settings};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use gpulint_diagnostics::{FileReport, Severity};
+use gpulint_linter::engine::{Engine, FileResult, Status};
+use gpulint_linter::registry;
+use gpulint_linter::settings::{parse_size, PerFileIgnore, Selector, Settings};
+use gpulint_workspace::config::{self, LoadedConfig};
+use gpulint_workspace::discover::{self, Excludes, DEFAULT_EXCLUDE};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -41,7 +41,7 @@ enum Command {
         output_format: ListFormat,
     },
     /// Estimate the peak GPU memory of training the model(s) in a Python file.
-    Estimate(crate::memory::report::EstimateArgs),
+    Estimate(crate::estimate::EstimateArgs),
     /// Print the documentation of a rule, by code or name.
     Explain {
         /// A rule code (`CU001`) or name (`unguarded-thread-index`).
@@ -207,7 +207,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
         Command::Rules { output_format } => list_rules(output_format),
         Command::Explain { rule } => explain(&rule),
-        Command::Estimate(args) => crate::memory::report::run(args),
+        Command::Estimate(args) => crate::estimate::run(args),
         Command::Decode {
             code,
             output_format,
@@ -471,7 +471,7 @@ fn check(args: CheckArgs) -> ExitCode {
     let engine = Engine::new(settings);
     let mut results: Vec<FileResult> = match &args.stdin_filename {
         Some(path) => {
-            let Some(lang) = crate::lang::Lang::of_path(path) else {
+            let Some(lang) = gpulint_syntax::Lang::of_path(path) else {
                 return fail(format!(
                     "--stdin-filename {}: not a Python, CUDA/C++ or dependency manifest file name",
                     path.display()
@@ -532,14 +532,14 @@ fn check(args: CheckArgs) -> ExitCode {
     }
     if let Some(reason) = &args.add_noqa {
         let reason = Some(reason.as_str()).filter(|r| !r.is_empty());
-        let mut outcome = crate::noqa_writer::Outcome::default();
+        let mut outcome = gpulint_linter::noqa_writer::Outcome::default();
         for r in &results {
             if r.report.diagnostics.is_empty() {
                 continue;
             }
-            let lang = crate::lang::Lang::of_path(&r.report.source.path)
-                .unwrap_or(crate::lang::Lang::Python);
-            if let Err(e) = crate::noqa_writer::add_noqa(
+            let lang = gpulint_syntax::Lang::of_path(&r.report.source.path)
+                .unwrap_or(gpulint_syntax::Lang::Python);
+            if let Err(e) = gpulint_linter::noqa_writer::add_noqa(
                 &r.report.source.path,
                 &r.report,
                 lang,
@@ -599,24 +599,24 @@ fn check(args: CheckArgs) -> ExitCode {
 }
 
 /// The benchmark baseline: read a file and parse it once (a notebook cell by cell), nothing else.
-fn parse_only(path: &Path, lang: crate::lang::Lang, max_size: u64) -> bool {
-    let Ok(text) = crate::engine::read_source(path, max_size) else {
+fn parse_only(path: &Path, lang: gpulint_syntax::Lang, max_size: u64) -> bool {
+    let Ok(text) = gpulint_source::read_source(path, max_size) else {
         return false;
     };
-    if lang == crate::lang::Lang::Manifest {
+    if lang == gpulint_syntax::Lang::Manifest {
         // Manifests are read, not parsed with a grammar.
         return true;
     }
-    if crate::lang::is_notebook(path) {
-        let Ok(nb) = crate::notebook::parse(&text) else {
+    if gpulint_syntax::is_notebook(path) {
+        let Ok(nb) = gpulint_source::notebook::parse(&text) else {
             return false;
         };
         return nb
             .cells
             .iter()
-            .all(|c| crate::lang::parse_range(lang, &nb.source, c.start, c.end).is_some());
+            .all(|c| gpulint_syntax::parse_range(lang, &nb.source, c.start, c.end).is_some());
     }
-    crate::lang::parse(lang, &text).is_some()
+    gpulint_syntax::parse(lang, &text).is_some()
 }
 
 /// Checks the files in parallel, through the cache when asked, with a progress bar on a terminal.
@@ -630,7 +630,7 @@ fn run_files(
     excluded: &(dyn Fn(&Path) -> bool + Sync),
 ) -> Vec<FileResult> {
     let cache = use_cache.then(|| {
-        crate::cache::Cache::open(
+        gpulint_linter::cache::Cache::open(
             &engine.settings.root.join(".gpulint_cache"),
             &engine.settings.cache_key(),
         )
@@ -651,16 +651,16 @@ fn run_files(
         // to check).
         let out = match &cache {
             None => (engine.check_path(&c.path, c.display.clone(), c.lang), None),
-            Some(_) if c.lang == crate::lang::Lang::Manifest => {
+            Some(_) if c.lang == gpulint_syntax::Lang::Manifest => {
                 (engine.check_path(&c.path, c.display.clone(), c.lang), None)
             }
             Some(cache) => {
-                let bytes = match crate::engine::read_bytes(&c.path, engine.settings.max_file_size)
+                let bytes = match gpulint_source::read_bytes(&c.path, engine.settings.max_file_size)
                 {
                     Ok(b) => b,
                     Err(_) => return (engine.check_path(&c.path, c.display.clone(), c.lang), None),
                 };
-                let hash = crate::cache::content_hash(&bytes);
+                let hash = gpulint_linter::cache::content_hash(&bytes);
                 let k = key(c);
                 let hit = cache
                     .get(&k, hash, bytes.len().max(1) * 2)
@@ -674,7 +674,7 @@ fn run_files(
                     matches!(result.status, Status::Checked | Status::Prefiltered).then(|| {
                         (
                             k,
-                            crate::cache::Cache::entry(
+                            gpulint_linter::cache::Cache::entry(
                                 hash,
                                 result.status == Status::Checked,
                                 result.partial,
@@ -692,10 +692,10 @@ fn run_files(
         }
         out
     };
-    let mut checked: Vec<(FileResult, Option<(String, crate::cache::Entry)>)> =
+    let mut checked: Vec<(FileResult, Option<(String, gpulint_linter::cache::Entry)>)> =
         pool.install(|| files.par_iter().map(check_one).collect());
     // The C++/CUDA sources of the extensions that checked Python files build are checked too.
-    let extra = crate::link::extra_sources(
+    let extra = gpulint_linter::link::extra_sources(
         checked.iter().flat_map(|(r, _)| &r.links),
         files,
         cwd,
@@ -711,7 +711,7 @@ fn run_files(
         b.finish_and_clear();
     }
     let (mut results, entries): (Vec<FileResult>, Vec<_>) = checked.into_iter().unzip();
-    crate::link::annotate(&mut results, cwd);
+    gpulint_linter::link::annotate(&mut results, cwd);
     if let Some(cache) = cache {
         // A cache that cannot be written only makes the next run slower.
         let _ = cache.save(entries.into_iter().flatten().collect());
@@ -815,7 +815,7 @@ fn summary(
         n(Severity::Info)
     );
     if verbose {
-        for line in crate::link::describe_all(results) {
+        for line in gpulint_linter::link::describe_all(results) {
             let _ = writeln!(err, "{line}");
         }
         for r in results.iter().filter(|r| r.partial) {

@@ -5,7 +5,7 @@
 //! Appendix A); POSIX codes are fatal signals, shown by shells and containers as `128 + N` and by
 //! Python's `subprocess` as `-N`.
 
-use crate::registry;
+use gpulint_linter::registry;
 use std::fmt::Write;
 
 /// What an exit code is, once decoded.

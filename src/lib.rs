@@ -1,51 +1,41 @@
 //! gpulint: finds the causes of GPU training crashes in Python training code, CUDA kernels,
 //! their op glue and dependency manifests, before anything runs.
 //!
+//! This crate is the top of the workspace: the command line and its commands (`check`,
+//! `estimate`, `rules`, `explain`, `decode`), the output formats and the baseline. What it
+//! runs lives in the libraries under `crates/`, each of which may use only those below it:
+//!
+//! ```text
+//! gpulint_workspace    configuration discovery, one settings loader, file discovery
+//! gpulint_linter       settings, rules, registry, the walk, suppressions, engine, link pass
+//! gpulint_memory       the GPU-memory cost model and estimator
+//! gpulint_semantic     Python and CUDA semantic models
+//! gpulint_manifest     dependency manifests, PEP 508, versions, compatibility tables
+//! gpulint_diagnostics  severity, diagnostics, rule metadata
+//! gpulint_syntax       languages, grammars, parsing, tree helpers
+//! gpulint_source       reading and decoding files, line index, notebooks, spans
+//! ```
+//!
 //! The flow of one run: discover files → read → prefilter → parse once → one walk (semantic
 //! model + rule dispatch by node kind) → suppressions → the C++/CUDA sources that checked
-//! Python files build into extensions, checked in a second pass ([`link`]) → sort → render →
-//! exit code.
+//! Python files build into extensions, checked in a second pass → sort → render → exit code.
 
 pub mod baseline;
-pub mod cache;
-pub mod checker;
 pub mod cli;
-pub mod config;
 pub mod decode;
-pub mod diagnostic;
-pub mod discover;
-pub mod docs;
-pub mod engine;
-pub mod lang;
-pub mod link;
-pub mod manifest;
-pub mod memory;
-pub mod noqa_writer;
-pub mod notebook;
-pub mod registry;
+pub mod estimate;
 pub mod render;
-pub mod rule;
-pub mod rules;
-pub mod semantic;
-pub mod settings;
-pub mod source;
-pub mod suppress;
 
-use std::path::Path;
+// The libraries, under the names embedders and the tests use.
+pub use gpulint_diagnostics as diagnostic;
+pub use gpulint_linter::{
+    cache, checker, docs, engine, link, noqa_writer, registry, rule, rules, settings, suppress,
+};
+pub use gpulint_manifest as manifest;
+pub use gpulint_memory as memory;
+pub use gpulint_semantic as semantic;
+pub use gpulint_source::notebook;
+pub use gpulint_syntax as lang;
+pub use gpulint_workspace::{config, discover};
 
-/// Checks `text` as the file at `path` with `settings`, and returns its findings, sorted.
-/// The entry point for tests and embedders.
-pub fn check_source(
-    path: &Path,
-    text: &str,
-    settings: &settings::Settings,
-) -> Vec<diagnostic::Diagnostic> {
-    let Some(lang) = lang::Lang::of_path(path) else {
-        return Vec::new();
-    };
-    let engine = engine::Engine::new(settings.clone());
-    engine
-        .check_text(path, path.display().to_string(), text.to_string(), lang)
-        .report
-        .diagnostics
-}
+pub use gpulint_linter::check_source;

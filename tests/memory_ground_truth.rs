@@ -11,7 +11,8 @@
 //!
 //! Run with `--nocapture` to see the comparison table.
 
-use gpulint::memory::{self, report::with_python_model};
+use gpulint::memory;
+use gpulint::semantic::with_python_model;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,5 +1,5 @@
 use super::{each, position};
-use crate::diagnostic::FileReport;
+use gpulint_diagnostics::FileReport;
 use std::fmt::Write;
 
 pub fn render(reports: &[&FileReport]) -> String {

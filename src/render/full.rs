@@ -1,7 +1,7 @@
-use crate::diagnostic::{FileReport, Severity};
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label, Severity as CsSeverity};
 use codespan_reporting::files::SimpleFile;
 use codespan_reporting::term::{self, termcolor, Config, Styles, StylesWriter};
+use gpulint_diagnostics::{FileReport, Severity};
 
 pub fn render(reports: &[&FileReport], color: bool) -> String {
     let config = Config::default();

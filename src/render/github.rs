@@ -1,5 +1,5 @@
 use super::{each, slash_path};
-use crate::diagnostic::{FileReport, Severity};
+use gpulint_diagnostics::{FileReport, Severity};
 use std::fmt::Write;
 
 /// Escaping of workflow-command data (the message).

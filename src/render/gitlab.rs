@@ -4,7 +4,7 @@
 //! requires; `type` and `categories` are kept for Code Climate consumers.
 
 use super::{each, slash_path};
-use crate::diagnostic::{FileReport, Severity};
+use gpulint_diagnostics::{FileReport, Severity};
 use serde::Serialize;
 
 #[derive(Serialize)]

@@ -1,5 +1,5 @@
 use super::each;
-use crate::diagnostic::FileReport;
+use gpulint_diagnostics::FileReport;
 use serde::Serialize;
 
 /// One finding in `--output-format json`. The field set is a documented contract.

@@ -3,7 +3,7 @@
 //! gpulint ran.
 
 use super::{each, position, slash_path};
-use crate::diagnostic::{Diagnostic, FileReport};
+use gpulint_diagnostics::{Diagnostic, FileReport};
 use std::fmt::Write;
 
 /// Escapes text for XML content and attribute values. Characters XML 1.0 forbids (most control

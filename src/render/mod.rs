@@ -8,8 +8,8 @@ mod json;
 mod junit;
 mod sarif;
 
-use crate::diagnostic::{Diagnostic, FileReport};
 use clap::ValueEnum;
+use gpulint_diagnostics::{Diagnostic, FileReport};
 
 /// `--output-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

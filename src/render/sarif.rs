@@ -1,6 +1,6 @@
 use super::{each, slash_path};
-use crate::diagnostic::{FileReport, Severity};
-use crate::registry;
+use gpulint_diagnostics::{FileReport, Severity};
+use gpulint_linter::registry;
 use serde_json::{json, Value};
 
 fn level(s: Severity) -> &'static str {

@@ -1,0 +1,320 @@
+//! CU003: a 32-bit global thread index compared against a 64-bit size, and element counts
+//! narrowed to 32 bits in host glue before a launch.
+
+use super::cu001_unguarded_thread_index::SANITIZER;
+use super::short;
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rule::{Rule, RuleLang, RuleMeta};
+use gpulint_diagnostics::{Severity, Span};
+use gpulint_semantic::cuda::narrow::{method_name, narrowing_of, COUNT_CALLS, INT32_LIMITS};
+use gpulint_semantic::cuda::{Flags, GuardKind};
+use gpulint_syntax::descendants;
+use gpulint_syntax::Lang;
+use gpulint_syntax::NodeExt;
+use tree_sitter::Node;
+
+declare_rule! {
+    /// ## What it does
+    /// Finds kernels that compute a global thread index (`blockIdx.x * blockDim.x +
+    /// threadIdx.x`) into a 32-bit variable (`int`, `unsigned`, `int32_t`, `uint32_t`) and
+    /// bound it with a size parameter declared 64-bit (`int64_t`, `size_t`, `long`,
+    /// `long long`): the kernel is written for tensors with more than 2³¹ − 1 elements, but its
+    /// index cannot reach them.
+    ///
+    /// Kernels whose size parameter is itself 32-bit are not reported here: they are
+    /// consistently limited to small tensors, and the glue must check the size. So in host
+    /// glue, the rule also finds element counts narrowed to 32 bits that reach a kernel launch in
+    /// the same file as an argument, directly or through a local: `int n = x.numel();`,
+    /// `static_cast<int>(x.numel())`, `int size = t.NumElements()` (outside TensorFlow op
+    /// kernels, where OP005 reports it), and `const int total = x.size(0) * x.size(1) *
+    /// x.size(2)` (a warning). It stays silent when the function checks the 32-bit limit
+    /// before the launch (`TORCH_CHECK(x.numel() <= std::numeric_limits<int>::max())`,
+    /// `INT_MAX`, `canUse32BitIndexMath(x)`, `kint32max`), for 64-bit counts (`int64_t n`), for
+    /// single dimensions (`int channels = x.size(1)`), for block counts
+    /// (`int blocks = (x.numel() + 255) / 256`) and for counts that only size the grid. A
+    /// narrowed element count is an error.
+    ///
+    /// ## Why is this risky?
+    /// The product `blockIdx.x * blockDim.x` is evaluated in 32-bit unsigned arithmetic and the
+    /// result is stored in a 32-bit variable. With more than 2³¹ − 1 elements (about 8.6 GB of
+    /// fp32, common for embeddings and large batches) the index wraps or turns negative, and the
+    /// kernel reads or writes far outside the tensor: an illegal memory access, or silent
+    /// corruption. The comparison `i < n` against the 64-bit size does not catch it.
+    ///
+    /// ## Example
+    /// ```cuda
+    /// __global__ void scale(const float* x, float* y, float a, int64_t n) {
+    ///     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    ///     if (i < n) y[i] = a * x[i];
+    /// }
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```cuda
+    /// __global__ void scale(const float* x, float* y, float a, int64_t n) {
+    ///     int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    ///     if (i < n) y[i] = a * x[i];
+    /// }
+    /// ```
+    ///
+    /// ## References
+    /// - TensorFlow "Create an op", GPU kernels (`OP_REQUIRES(context, input_tensor.NumElements()
+    ///   <= tensorflow::kint32max, …)`): <https://www.tensorflow.org/guide/create_op#gpu_kernels>
+    /// - microsoft/onnxruntime#28107 (int32 index overflow in Gather, CUDA error 700):
+    ///   <https://github.com/microsoft/onnxruntime/issues/28107>
+    /// - tensorflow/tensorflow#60330 (illegal address when the element count exceeds int32):
+    ///   <https://github.com/tensorflow/tensorflow/issues/60330>
+    /// - Compute Sanitizer, memcheck tool:
+    ///   <https://docs.nvidia.com/compute-sanitizer/ComputeSanitizer/index.html#memcheck-tool>
+    pub static CU003 = {
+        code: "CU003",
+        name: "int32-thread-index",
+        lang: RuleLang::Source(Lang::Cuda),
+        severity: Severity::Warning,
+        summary: "32-bit thread index or element count on tensor-sized buffers: it overflows on large tensors",
+        kinds: &[],
+        needles: &["__global__", "GLOBAL", "<<<"],
+        options: &[],
+    };
+}
+
+const NARROW: &[&str] = &[
+    "int",
+    "unsigned",
+    "unsigned int",
+    "int32_t",
+    "uint32_t",
+    "uint",
+];
+const WIDE: &[&str] = &[
+    "int64_t",
+    "size_t",
+    "long",
+    "long long",
+    "unsigned long",
+    "unsigned long long",
+    "uint64_t",
+    "ssize_t",
+    "ptrdiff_t",
+];
+
+pub struct Int32ThreadIndex;
+
+impl Rule for Int32ThreadIndex {
+    fn meta(&self) -> &'static RuleMeta {
+        &CU003
+    }
+
+    fn check_file(&self, ctx: &mut Context<'_>) {
+        check_glue(ctx);
+        let m = ctx.cuda();
+        for k in &m.kernels {
+            if k.too_large || k.node.has_error() {
+                continue;
+            }
+            let (ks, ke) = (k.node.start_byte(), k.node.end_byte());
+            let mut done: Vec<&str> = Vec::new();
+            for g in &m.guards {
+                if !matches!(
+                    g.kind,
+                    GuardKind::If | GuardKind::EarlyExit | GuardKind::Loop
+                ) || g.cond.start_byte() < ks
+                    || g.cond.end_byte() > ke
+                {
+                    continue;
+                }
+                let mut c = g.cond;
+                for _ in 0..4 {
+                    c = match c.kind() {
+                        "condition_clause" | "parenthesized_expression" => {
+                            match c.field("value").or_else(|| c.named_child(0)) {
+                                Some(inner) => inner,
+                                None => break,
+                            }
+                        }
+                        _ => break,
+                    };
+                }
+                if c.kind() != "binary_expression"
+                    || !c
+                        .field("operator")
+                        .is_some_and(|o| matches!(o.kind(), "<" | "<=" | ">=" | ">"))
+                {
+                    continue;
+                }
+                let (Some(l), Some(r)) = (c.field("left"), c.field("right")) else {
+                    continue;
+                };
+                let (idx, size) = (m.text(l), m.text(r));
+                let Some(p) = k.param(size) else {
+                    continue;
+                };
+                let pty = p.node.field("type").map(|t| m.text(t).trim()).unwrap_or("");
+                if !WIDE.contains(&pty) || done.contains(&idx) {
+                    continue;
+                }
+                let Some(li) = k.local(idx) else {
+                    continue;
+                };
+                if !k.flags[li].has(Flags::CANONICAL) {
+                    continue;
+                }
+                // The declaration of the index: a 32-bit type.
+                let Some(decl) = k.defs[li].iter().find_map(|v| {
+                    let d = v.parent()?.parent()?;
+                    (d.kind() == "declaration").then_some(d)
+                }) else {
+                    continue;
+                };
+                let ty = decl.field("type").map(|t| m.text(t).trim()).unwrap_or("");
+                if !NARROW.contains(&ty) {
+                    continue;
+                }
+                done.push(idx);
+                let Some(tnode) = decl.field("type") else {
+                    continue;
+                };
+                let d = ctx
+                    .diagnostic(
+                        tnode,
+                        format!("thread index `{idx}` is a 32-bit `{ty}`, but it is bounded by `{size}`, a 64-bit `{pty}`: past 2³¹ − 1 elements it wraps and the kernel accesses memory far outside the tensor"),
+                    )
+                    .primary_label(format!("`{idx}` is 32-bit"))
+                    .with_label(Span::of(&p.node), "the size is 64-bit")
+                    .with_label(g.label, "this check cannot catch the wrapped index")
+                    .note("`blockIdx.x * blockDim.x` is evaluated in 32-bit unsigned arithmetic")
+                    .help(format!("declare `int64_t {idx} = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;`; confirm at run time with `{SANITIZER}`"));
+                ctx.report(d);
+            }
+        }
+    }
+}
+
+/// Host glue that narrows a 64-bit element count to 32 bits and passes it to a launch in this
+/// file, with no check against the 32-bit limit before the launch.
+fn check_glue(ctx: &mut Context<'_>) {
+    let m = ctx.cuda();
+    let src = m.source;
+    let computes = m.tf_computes();
+    let mut seen: Vec<usize> = Vec::new();
+    for l in &m.launches {
+        if l.node.has_error() {
+            continue;
+        }
+        let Some(func) = m.enclosing_function(l.node) else {
+            continue;
+        };
+        if func.space.global || func.space.device {
+            continue;
+        }
+        // `TORCH_CHECK(n <= INT_MAX)`, `canUse32BitIndexMath(x)`, … before the launch.
+        let before = &src[func.node.start_byte()..l.node.start_byte()];
+        if INT32_LIMITS.iter().any(|t| before.contains(t)) {
+            continue;
+        }
+        // TF op kernels: OP005 reports the narrowed `NumElements()`.
+        let in_tf_op = computes
+            .iter()
+            .any(|c| m.functions[c.function].node.id() == func.node.id());
+        // The expressions that reach the kernel: its arguments, and one step back through
+        // the locals they name (`int n = x.numel(); int count = n * 2;`). A count that only
+        // sizes the grid is not an index the kernel uses.
+        let exprs: Vec<Node<'_>> = l.args.clone();
+        let mut values: Vec<(Node<'_>, Option<Node<'_>>)> =
+            exprs.iter().map(|e| (*e, None)).collect();
+        for e in &exprs {
+            for id in descendants(*e)
+                .take(256)
+                .filter(|n| n.kind() == "identifier")
+            {
+                for v in m.host_values_at(l, m.text(id)) {
+                    values.push((v, Some(id)));
+                    for id2 in descendants(v)
+                        .take(256)
+                        .filter(|n| n.kind() == "identifier")
+                    {
+                        for v2 in m.host_values_at(l, m.text(id2)) {
+                            values.push((v2, Some(id)));
+                        }
+                    }
+                }
+            }
+        }
+        for (v, via) in values {
+            let Some((narrow, ty, what, count)) = narrowed_count(v, src, in_tf_op) else {
+                continue;
+            };
+            if seen.contains(&narrow.id()) {
+                continue;
+            }
+            seen.push(narrow.id());
+            let mut d = ctx
+                .diagnostic(
+                    narrow,
+                    format!(
+                        "`{}` narrows {what} to a 32-bit `{ty}` that reaches the launch of `{}`, with no check against the 32-bit limit: past 2³¹ − 1 elements it wraps and the kernel indexes out of range",
+                        short(m.text(narrow)),
+                        l.kernel
+                    ),
+                )
+                .primary_label(format!("narrowed to `{ty}`"))
+                .with_label(
+                    via.map(|n| Span::of(&n)).unwrap_or(Span::of(&l.node)),
+                    "passed to the kernel launch here",
+                );
+            if !count {
+                d = d.severity(Severity::Warning);
+            } else {
+                d = d.severity(Severity::Error);
+            }
+            d = d.help(format!(
+                "keep sizes in `int64_t`, or check first: `TORCH_CHECK({} <= std::numeric_limits<int>::max(), \"tensor too large for 32-bit indexing\");`; confirm at run time with `{SANITIZER}`",
+                short(m.text(v))
+            ));
+            ctx.report(d);
+        }
+    }
+}
+
+/// If `v` narrows an element count (`x.numel()`, `t.NumElements()`) or a product of three or
+/// more sizes (`x.size(0) * x.size(1) * x.size(2)`) to 32 bits: the narrowing node, the type,
+/// what was narrowed, and whether it is a full element count.
+fn narrowed_count<'t>(
+    v: Node<'t>,
+    src: &'t str,
+    in_tf_op: bool,
+) -> Option<(Node<'t>, &'t str, &'static str, bool)> {
+    let calls: Vec<Node<'t>> = std::iter::once(v)
+        .chain(descendants(v).take(256))
+        .filter(|n| n.kind() == "call_expression")
+        .collect();
+    for c in &calls {
+        let Some(name) = method_name(*c, src) else {
+            continue;
+        };
+        if !COUNT_CALLS.contains(&name) || (in_tf_op && name == "NumElements") {
+            continue;
+        }
+        if let Some((n, ty)) = narrowing_of(*c, src) {
+            return Some((n, ty, "the element count", true));
+        }
+    }
+    let sizes: Vec<&Node<'t>> = calls
+        .iter()
+        .filter(|c| matches!(method_name(**c, src), Some("size" | "dim_size")))
+        .collect();
+    if sizes.len() >= 3 {
+        if let Some((n, ty)) = narrowing_of(*sizes[0], src) {
+            // The whole product is narrowed, not one factor used as an argument.
+            let product = descendants(n)
+                .filter(|x| x.kind() == "call_expression")
+                .filter(|x| matches!(method_name(*x, src), Some("size" | "dim_size")))
+                .count();
+            if product >= 3 {
+                return Some((n, ty, "a product of tensor sizes", false));
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,172 @@
+//! CU008: `__syncthreads()` reached only by some threads of the block.
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rule::{Rule, RuleLang, RuleMeta};
+use gpulint_diagnostics::Severity;
+use gpulint_semantic::cuda::{CudaModel, Flags, Guard, GuardKind, Kernel};
+use gpulint_syntax::Lang;
+use gpulint_syntax::NodeExt;
+
+declare_rule! {
+    /// ## What it does
+    /// Finds block-wide barriers (`__syncthreads()`, `__syncthreads_count/and/or`,
+    /// `this_thread_block().sync()`) in a kernel that sit inside an `if`, `?:`, `&&`/`||` or
+    /// loop whose condition differs between the threads of a block: it reads `threadIdx`, or a
+    /// variable computed from it (`tid`, `lane`, the global index). A barrier after an early
+    /// `if (i >= n) return;` (or `continue`/`break`) on such a condition is reported as a
+    /// warning, once per exit, at the first barrier after it.
+    ///
+    /// Conditions that are the same for the whole block are not reported: `blockIdx`,
+    /// `blockDim`, `gridDim`, kernel parameters and constants (`if (blockIdx.x == 0)`,
+    /// `for (int s = blockDim.x / 2; s > 0; s >>= 1)`). Loops over a compile-time bound
+    /// (`for (col = lane; col < Traits::COLS; col += STRIDE)`, where the bound is chosen as a
+    /// multiple of the stride), grid-stride loop macros and macros the analysis does not
+    /// understand are not reported either.
+    ///
+    /// ## Why is this risky?
+    /// "`__syncthreads()` is allowed in conditional code but only if the conditional evaluates
+    /// identically across the entire thread block, otherwise the code execution is likely to hang
+    /// or produce unintended side effects." Threads that skip the barrier leave the others
+    /// waiting for them, or pair with a different barrier: the kernel hangs (a watchdog reset
+    /// on Windows) or computes with shared memory that was not written yet.
+    ///
+    /// ## Example
+    /// ```cuda
+    /// __global__ void block_sum(const float* x, float* out, int n) {
+    ///     __shared__ float buf[256];
+    ///     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    ///     if (i < n) {
+    ///         buf[threadIdx.x] = x[i];
+    ///         __syncthreads();
+    ///     }
+    ///     if (threadIdx.x == 0) out[blockIdx.x] = buf[0];
+    /// }
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```cuda
+    /// __global__ void block_sum(const float* x, float* out, int n) {
+    ///     __shared__ float buf[256];
+    ///     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    ///     buf[threadIdx.x] = i < n ? x[i] : 0.f;
+    ///     __syncthreads();
+    ///     if (threadIdx.x == 0) out[blockIdx.x] = buf[0];
+    /// }
+    /// ```
+    ///
+    /// ## References
+    /// - CUDA C++ Programming Guide, *Synchronization Functions*:
+    ///   <https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#synchronization-functions>
+    /// - NVIDIA CUDA C++ guideline CUDA-1.14 (Axivion):
+    ///   <https://doc.qt.io/axivion/reference/analysis_configuration/CUDA-1.14.html>
+    /// - Compute Sanitizer, synccheck tool:
+    ///   <https://docs.nvidia.com/compute-sanitizer/ComputeSanitizer/index.html#synccheck-tool>
+    pub static CU008 = {
+        code: "CU008",
+        name: "divergent-barrier",
+        lang: RuleLang::Source(Lang::Cuda),
+        severity: Severity::Error,
+        summary: "`__syncthreads()` under a condition that differs between the threads of a block",
+        kinds: &[],
+        needles: &["__syncthreads", "this_thread_block"],
+        options: &[],
+    };
+}
+
+/// Guards further out than this are not searched.
+const MAX_CHAIN: usize = 256;
+
+pub struct DivergentBarrier;
+
+impl Rule for DivergentBarrier {
+    fn meta(&self) -> &'static RuleMeta {
+        &CU008
+    }
+
+    fn check_file(&self, ctx: &mut Context<'_>) {
+        let m = ctx.cuda();
+        // One warning per early exit: the first barrier after it.
+        let mut exits_reported: Vec<gpulint_diagnostics::Span> = Vec::new();
+        for b in &m.barriers {
+            let Some(k) = m.kernels.get(b.kernel) else {
+                continue;
+            };
+            if k.too_large || k.node.has_error() {
+                continue;
+            }
+            // The innermost divergent guard; an enclosing branch beats an early exit.
+            let mut found = None;
+            for g in m.guard_chain(b.guard).take(MAX_CHAIN) {
+                let branch = match g.kind {
+                    GuardKind::If
+                    | GuardKind::Else
+                    | GuardKind::Loop
+                    | GuardKind::Ternary
+                    | GuardKind::ShortCircuit => true,
+                    GuardKind::EarlyExit => false,
+                    _ => continue,
+                };
+                if !k.per_thread(m, g.cond) || constant_trip_bound(m, k, g) {
+                    continue;
+                }
+                if branch {
+                    found = Some((g, true));
+                    break;
+                }
+                if found.is_none() {
+                    found = Some((g, false));
+                }
+            }
+            let Some((g, branch)) = found else {
+                continue;
+            };
+            let cond = m.text(g.cond);
+            let cond = match cond.strip_prefix('(').and_then(|c| c.strip_suffix(')')) {
+                Some(inner) if !inner.contains(['(', ')']) => inner,
+                _ => cond,
+            };
+            let cond: String = cond.split_whitespace().collect::<Vec<_>>().join(" ");
+            if !branch {
+                if exits_reported.contains(&g.label) {
+                    continue;
+                }
+                exits_reported.push(g.label);
+            }
+            let mut d = if branch {
+                ctx.diagnostic(
+                    b.node,
+                    format!("`{}` runs only in threads where `{cond}` holds, and that differs between the threads of a block", m.text(b.node)),
+                )
+                .primary_label("barrier under a per-thread condition")
+                .with_label(g.label, "this condition reads `threadIdx`")
+            } else {
+                ctx.diagnostic(
+                    b.node,
+                    format!("`{}` comes after threads with `{cond}` have left: not every thread of the block reaches it", m.text(b.node)),
+                )
+                .severity(Severity::Warning)
+                .primary_label("barrier after a per-thread exit")
+                .with_label(g.label, "some threads leave here")
+            };
+            d = d
+                .note("every thread of the block must reach the same `__syncthreads()`; otherwise the block hangs or reads shared memory before it is written")
+                .help("move the barrier out of the condition and guard only the work (`if (i < n) buf[t] = x[i]; __syncthreads();`); confirm at run time with `compute-sanitizer --tool synccheck ./your_app`");
+            ctx.report(d);
+        }
+    }
+}
+
+/// `for (col = lane; col < Traits::COLS; col += STRIDE)`: a compile-time bound, which kernels
+/// pick as a multiple of the stride, so every thread runs the same number of iterations.
+fn constant_trip_bound(m: &CudaModel<'_>, k: &Kernel<'_>, g: &Guard<'_>) -> bool {
+    if g.kind != GuardKind::Loop || g.cond.kind() != "binary_expression" {
+        return false;
+    }
+    let Some(bound) = g.cond.field("right") else {
+        return false;
+    };
+    let f = k.flags(m, bound);
+    m.text(bound).contains("::")
+        || f.has(Flags::CONST) && !f.has(Flags::PARAM | Flags::TID | Flags::BID | Flags::BDIM)
+}

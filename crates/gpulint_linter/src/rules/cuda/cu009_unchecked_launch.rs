@@ -1,0 +1,197 @@
+//! CU009: a kernel launch not followed by an error check.
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
+use gpulint_diagnostics::Severity;
+use gpulint_syntax::Lang;
+use tree_sitter::Node;
+
+declare_rule! {
+    /// ## What it does
+    /// Finds kernel launches `kernel<<<grid, block, smem, stream>>>(…);` whose next statement
+    /// (after any further launches in a row) does not check for launch errors:
+    /// `C10_CUDA_KERNEL_LAUNCH_CHECK()`, `AT_CUDA_CHECK(cudaGetLastError())`,
+    /// `cudaGetLastError()` / `cudaPeekAtLastError()` (checked by a macro such as `CUDA_CHECK`,
+    /// `checkCudaErrors` or `gpuErrchk`), or one of the names in the `check-macros` option.
+    /// When the launch is the last statement of a lambda (an `AT_DISPATCH_*` body) or of a
+    /// `switch` case, the statement after the dispatch or the `switch` counts. A launch that
+    /// ends its function is not reported: the caller may check.
+    ///
+    /// ## Why is this risky?
+    /// "Kernel launches do not return any error code, so `cudaPeekAtLastError()` or
+    /// `cudaGetLastError()` must be called just after the kernel launch to retrieve any
+    /// pre-launch errors." Without the check, an invalid configuration (too many threads, too
+    /// much shared memory) means the kernel silently never runs and later code consumes garbage,
+    /// and asynchronous faults are reported by some unrelated later call.
+    ///
+    /// ## Example
+    /// ```cuda
+    /// __global__ void fill(float* y, float v, int n) {
+    ///     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    ///     if (i < n) y[i] = v;
+    /// }
+    ///
+    /// torch::Tensor ones_like(torch::Tensor x) {
+    ///     auto y = torch::empty_like(x);
+    ///     const int n = x.numel();
+    ///     fill<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+    ///         y.data_ptr<float>(), 1.f, n);
+    ///     return y;
+    /// }
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```cuda
+    /// __global__ void fill(float* y, float v, int n) {
+    ///     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    ///     if (i < n) y[i] = v;
+    /// }
+    ///
+    /// torch::Tensor ones_like(torch::Tensor x) {
+    ///     auto y = torch::empty_like(x);
+    ///     const int n = x.numel();
+    ///     fill<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+    ///         y.data_ptr<float>(), 1.f, n);
+    ///     C10_CUDA_KERNEL_LAUNCH_CHECK();
+    ///     return y;
+    /// }
+    /// ```
+    ///
+    /// ## References
+    /// - CUDA C++ Programming Guide, *Error Checking*:
+    ///   <https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#error-checking>
+    /// - PyTorch's launch checker, `torch/testing/_internal/check_kernel_launches.py`:
+    ///   <https://github.com/pytorch/pytorch/blob/main/torch/testing/_internal/check_kernel_launches.py>
+    /// - NVIDIA CUDA C++ guideline CUDA-1.4 (Axivion):
+    ///   <https://doc.qt.io/axivion/reference/analysis_configuration/CUDA-1.4.html>
+    pub static CU009 = {
+        code: "CU009",
+        name: "unchecked-kernel-launch",
+        lang: RuleLang::Source(Lang::Cuda),
+        severity: Severity::Warning,
+        summary: "Kernel launch without an error check",
+        kinds: &[],
+        needles: &["<<<"],
+        options: &[RuleOption {
+            key: "check-macros",
+            kind: OptionKind::StringList,
+            default: "[]",
+            doc: "Names of calls or macros that check for launch errors, in addition to C10_CUDA_KERNEL_LAUNCH_CHECK, cudaGetLastError, cudaPeekAtLastError, AT_CUDA_CHECK, CUDA_CHECK, checkCudaErrors, gpuErrchk and friends.",
+        }],
+    };
+}
+
+/// Calls that check for launch errors.
+pub const LAUNCH_CHECKS: &[&str] = &[
+    "C10_CUDA_KERNEL_LAUNCH_CHECK",
+    "cudaGetLastError",
+    "cudaPeekAtLastError",
+    "AT_CUDA_CHECK",
+    "C10_CUDA_CHECK",
+    "CUDA_CHECK",
+    "checkCudaErrors",
+    "gpuErrchk",
+    "getLastCudaError",
+    "CUDA_POST_KERNEL_CHECK",
+    "CUDA_KERNEL_LOOP_CHECK",
+    "cudaCheckError",
+    "CHECK_CUDA_ERROR",
+    "TF_CHECK_OK",
+    "GPU_LAUNCH_KERNEL",
+    "hipGetLastError",
+    "cudaDeviceSynchronize",
+];
+
+/// Statements searched after the launch's block ends (lambda bodies, dispatch macros).
+const MAX_UP: usize = 12;
+
+pub struct UncheckedKernelLaunch;
+
+impl Rule for UncheckedKernelLaunch {
+    fn meta(&self) -> &'static RuleMeta {
+        &CU009
+    }
+
+    fn check_file(&self, ctx: &mut Context<'_>) {
+        let extra = ctx.option_strings("check-macros");
+        let m = ctx.cuda();
+        let is_check = |n: Node<'_>| {
+            let t = m.text(n);
+            LAUNCH_CHECKS.iter().any(|c| t.contains(c))
+                || extra.iter().any(|c| t.contains(c.as_str()))
+        };
+        for l in &m.launches {
+            if l.node.has_error() {
+                continue;
+            }
+            let Some(stmt) = l
+                .node
+                .parent()
+                .filter(|p| p.kind() == "expression_statement")
+            else {
+                continue;
+            };
+            let mut cur = stmt;
+            let mut checked = false;
+            let mut decided = false;
+            for _ in 0..MAX_UP {
+                // Skip further launches in a row.
+                let mut next = cur.next_named_sibling();
+                while let Some(n) = next {
+                    if n.kind() == "comment" || (m.text(n).contains("<<<") && !is_check(n)) {
+                        next = n.next_named_sibling();
+                    } else {
+                        break;
+                    }
+                }
+                // `case …: launch; break;`: the check may follow the `switch`.
+                if let Some(n) = next.filter(|n| n.kind() == "break_statement") {
+                    match gpulint_syntax::ancestor_of_kind(n, &["switch_statement"]) {
+                        Some(sw) => {
+                            cur = sw;
+                            continue;
+                        }
+                        None => break,
+                    }
+                }
+                if let Some(n) = next {
+                    checked = is_check(n);
+                    decided = true;
+                    break;
+                }
+                // Last statement of its block: go out to the enclosing statement
+                // (a lambda passed to AT_DISPATCH_*, an `if` body).
+                let mut up = cur.parent();
+                while let Some(u) = up {
+                    if u.kind() == "function_definition" {
+                        up = None;
+                        break;
+                    }
+                    if u.kind().ends_with("_statement") && u.kind() != "compound_statement" {
+                        break;
+                    }
+                    up = u.parent();
+                }
+                match up {
+                    Some(u) => cur = u,
+                    None => break,
+                }
+            }
+            if checked {
+                continue;
+            }
+            // The end of the function: a caller may check; report only when it was decided by
+            // a following statement that is not a check.
+            if !decided {
+                continue;
+            }
+            let d = ctx
+                .diagnostic(l.node, format!("launch of `{}` is not followed by an error check", l.kernel))
+                .primary_label("launch errors are not retrieved")
+                .note("a launch returns no error code: an invalid configuration means the kernel never runs, and faults surface later in unrelated calls")
+                .help("add `C10_CUDA_KERNEL_LAUNCH_CHECK();` (PyTorch) or `CUDA_CHECK(cudaGetLastError());` right after the launch; confirm at run time with `compute-sanitizer --tool memcheck ./your_app`");
+            ctx.report(d);
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! OP004: an op launches kernels for tensor inputs with no CUDA device guard.
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
+use gpulint_diagnostics::{Severity, Span};
+use gpulint_semantic::cuda::glue::Origin;
+use gpulint_semantic::cuda::glue_project::{describe_callers, Resolver};
+use gpulint_syntax::Lang;
+
+declare_rule! {
+    /// ## What it does
+    /// Finds host functions that launch a kernel (`<<<…>>>`) with raw pointers from their
+    /// tensor parameters and hold no device guard: `at::cuda::OptionalCUDAGuard`,
+    /// `c10::cuda::CUDAGuard`, `c10::cuda::OptionalCUDAGuard`, `at::DeviceGuard`, a
+    /// `CUDAStreamGuard`, or `cudaSetDevice(x.get_device())`.
+    ///
+    /// A guard in a caller covers the launcher: callers in the same file and in the C/C++
+    /// files of its directory and their parent are followed up to the function bound to
+    /// Python (`m.def`, `TORCH_LIBRARY` `.impl`). A launcher whose callers cannot be seen is
+    /// not reported. If the Python side always runs the op under `torch.cuda.device(x.device)`
+    /// (or the extension only ever runs on one GPU), list the bound functions in
+    /// `python-guarded`, or `["*"]`.
+    ///
+    /// ## Why is this risky?
+    /// A kernel is launched on the *current* device, usually `cuda:0`, whatever device the
+    /// inputs live on. PyTorch switches devices for its own (codegen'd) ops, but a custom
+    /// extension bound with pybind11 runs on whatever device is current: with inputs on
+    /// `cuda:1` the kernel dereferences pointers from another device's context and fails
+    /// with an illegal memory access.
+    ///
+    /// ## Example
+    /// ```cuda
+    /// #include <torch/extension.h>
+    /// #include <ATen/cuda/CUDAContext.h>
+    /// __global__ void neg_kernel(const float* x, float* y, int64_t n) {
+    ///     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    ///     if (i < n) y[i] = -x[i];
+    /// }
+    /// torch::Tensor neg(torch::Tensor x) {
+    ///     TORCH_CHECK(x.is_cuda() && x.is_contiguous(), "x must be a contiguous CUDA tensor");
+    ///     auto y = torch::empty_like(x);
+    ///     int64_t n = x.numel();
+    ///     auto stream = at::cuda::getCurrentCUDAStream();
+    ///     neg_kernel<<<(n + 255) / 256, 256, 0, stream>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+    ///     return y;
+    /// }
+    /// PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("neg", &neg); }
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```cuda
+    /// #include <torch/extension.h>
+    /// #include <ATen/cuda/CUDAContext.h>
+    /// #include <c10/cuda/CUDAGuard.h>
+    /// __global__ void neg_kernel(const float* x, float* y, int64_t n) {
+    ///     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    ///     if (i < n) y[i] = -x[i];
+    /// }
+    /// torch::Tensor neg(torch::Tensor x) {
+    ///     TORCH_CHECK(x.is_cuda() && x.is_contiguous(), "x must be a contiguous CUDA tensor");
+    ///     const at::cuda::OptionalCUDAGuard guard(device_of(x));
+    ///     auto y = torch::empty_like(x);
+    ///     int64_t n = x.numel();
+    ///     auto stream = at::cuda::getCurrentCUDAStream();
+    ///     neg_kernel<<<(n + 255) / 256, 256, 0, stream>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+    ///     return y;
+    /// }
+    /// PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("neg", &neg); }
+    /// ```
+    ///
+    /// ## References
+    /// - pytorch/pytorch#54077, "[cuda extension] tutorial should mention device guard":
+    ///   <https://github.com/pytorch/pytorch/issues/54077>
+    /// - pytorch/tutorials#1133 (illegal memory access with inputs on another GPU):
+    ///   <https://github.com/pytorch/tutorials/issues/1133>
+    /// - Tiiiger/QPyTorch#46 (fixed by setting the device):
+    ///   <https://github.com/Tiiiger/QPyTorch/issues/46>
+    pub static OP004 = {
+        code: "OP004",
+        name: "missing-device-guard",
+        lang: RuleLang::Source(Lang::Cuda),
+        severity: Severity::Warning,
+        summary: "Op launches kernels for tensor inputs without a CUDA device guard",
+        kinds: &[],
+        needles: &["<<<"],
+        options: &[RuleOption {
+            key: "python-guarded",
+            kind: OptionKind::StringList,
+            default: "[]",
+            doc: "Functions bound to Python that always run under `torch.cuda.device(...)` matching their inputs, or in single-GPU deployments (\"*\" for all).",
+        }],
+    };
+}
+
+pub struct MissingDeviceGuard;
+
+impl Rule for MissingDeviceGuard {
+    fn meta(&self) -> &'static RuleMeta {
+        &OP004
+    }
+
+    fn check_file(&self, ctx: &mut Context<'_>) {
+        let m = ctx.cuda();
+        let trusted = ctx.option_strings("python-guarded");
+        let mut resolver: Option<Resolver<'_>> = None;
+        for gf in &m.glue.fns {
+            if gf.guard.is_some() {
+                continue;
+            }
+            // The first launch that takes a pointer from a tensor parameter.
+            let hit = gf.launches.iter().find_map(|&l| {
+                gf.uses
+                    .iter()
+                    .find(|u| matches!(u.origin, Origin::Param { .. }) && gf.use_reaches(m, u, l))
+                    .map(|u| (l, u))
+            });
+            let Some((launch, u)) = hit else {
+                continue;
+            };
+            let Some(callers) = resolver
+                .get_or_insert_with(|| {
+                    Resolver::new(
+                        &m.glue.facts,
+                        &ctx.file.path,
+                        &ctx.settings.semantic_options(),
+                        &trusted,
+                    )
+                })
+                .unguarded(gf.facts)
+            else {
+                continue;
+            };
+            let Origin::Param { index, .. } = u.origin else {
+                continue;
+            };
+            let name = gf.params[index].0;
+            let fname = &m.functions[gf.func].name;
+            let l = &m.launches[launch];
+            let mut d = ctx
+                .diagnostic(
+                    l.node,
+                    format!("`{fname}` launches kernel `{}` without a CUDA device guard", l.kernel),
+                )
+                .primary_label("runs on the current device, which need not be the inputs' device")
+                .with_label(Span::of(&u.node), format!("`{name}` may live on another GPU"))
+                .note(format!(
+                    "a custom op runs on whatever device is current (usually cuda:0): with `{name}` on cuda:1 the kernel dereferences another device's memory and fails with an illegal memory access"
+                ));
+            if !callers.is_empty() {
+                d = d.note(format!(
+                    "its callers {} hold no guard either",
+                    describe_callers(&callers)
+                ));
+            }
+            d = d.help(format!(
+                "add `const at::cuda::OptionalCUDAGuard guard(device_of({name}));` at the top of `{fname}` (or of the function bound to Python); confirm at run time with `compute-sanitizer --tool memcheck python train.py` with the inputs on cuda:1"
+            ));
+            ctx.report(d);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::settings::Settings;
+    use std::path::Path;
+
+    const SRC: &str = r#"#include <torch/extension.h>
+__global__ void neg_kernel(const float* x, float* y, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = -x[i];
+}
+torch::Tensor neg(torch::Tensor x) {
+  auto y = torch::empty_like(x);
+  int64_t n = x.numel();
+  neg_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+  return y;
+}
+TORCH_LIBRARY_IMPL(my_ops, CUDA, m) { m.impl("neg", &neg); }
+"#;
+
+    fn op004(settings: &Settings) -> usize {
+        crate::check_source(Path::new("neg_op.cu"), SRC, settings)
+            .iter()
+            .filter(|d| d.code == "OP004")
+            .count()
+    }
+
+    #[test]
+    fn python_side_device_context_is_configurable() {
+        assert_eq!(op004(&Settings::default()), 1);
+        let mut settings = Settings::default();
+        let mut table = toml::Table::new();
+        table.insert(
+            "python-guarded".into(),
+            toml::Value::Array(vec!["neg".into()]),
+        );
+        settings.rule_options.insert("OP004".into(), table);
+        assert_eq!(op004(&settings), 0);
+    }
+}

@@ -1,0 +1,193 @@
+//! KR003: `mixed_float16` model whose softmax output layer is left in float16.
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rule::{Rule, RuleLang, RuleMeta};
+use gpulint_diagnostics::{Severity, Span};
+use gpulint_semantic::python::mixed_precision::{float16_policy, policy_applies_to};
+use gpulint_semantic::python::tf::{argument, normalize};
+use gpulint_semantic::python::{string_literal, PythonModel};
+use gpulint_syntax::named_children;
+use gpulint_syntax::Lang;
+use gpulint_syntax::NodeExt;
+use tree_sitter::Node;
+
+declare_rule! {
+    /// ## What it does
+    /// Under a global `mixed_float16` policy, finds the output layer of a Keras model that
+    /// applies softmax in float16: `Dense(..., activation="softmax")`, `Activation("softmax")`
+    /// or `Softmax()` without `dtype="float32"`, when it is the last layer of a
+    /// `Sequential([...])` list, the last `model.add(...)`, or the layer whose output is the
+    /// `outputs` of `Model(inputs, outputs)`. Modules that never train (`compile`, `fit`,
+    /// `GradientTape`) are left alone, and so are models built above a module-level policy
+    /// call (an earlier notebook section, still in float32).
+    ///
+    /// ## Why is this risky?
+    /// The mixed-precision guide: "A softmax activation at the end of the model should be
+    /// float32 … if the intermediate tensor flowing from the softmax to the loss is float16
+    /// or bfloat16, numeric issues may occur." Probabilities close to 0 or 1 lose precision
+    /// and the cross-entropy becomes inaccurate or infinite, so training degrades or produces
+    /// NaN.
+    ///
+    /// ## Example
+    /// ```python
+    /// import tensorflow as tf
+    ///
+    /// tf.keras.mixed_precision.set_global_policy("mixed_float16")
+    /// model = tf.keras.Sequential([
+    ///     tf.keras.layers.Dense(256, activation="relu"),
+    ///     tf.keras.layers.Dense(10, activation="softmax"),
+    /// ])
+    /// model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// import tensorflow as tf
+    ///
+    /// tf.keras.mixed_precision.set_global_policy("mixed_float16")
+    /// model = tf.keras.Sequential([
+    ///     tf.keras.layers.Dense(256, activation="relu"),
+    ///     tf.keras.layers.Dense(10),
+    ///     tf.keras.layers.Activation("softmax", dtype="float32"),
+    /// ])
+    /// model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    /// ```
+    ///
+    /// ## References
+    /// - TensorFlow guide "Mixed precision", *Building the model*:
+    ///   <https://www.tensorflow.org/guide/mixed_precision#building_the_model>
+    pub static KR003 = {
+        code: "KR003",
+        name: "float16-softmax-output",
+        lang: RuleLang::Source(Lang::Python),
+        severity: Severity::Info,
+        summary: "mixed_float16 model with its softmax output left in float16",
+        kinds: &[],
+        needles: &["mixed_float16"],
+        options: &[],
+    };
+}
+
+pub struct Float16SoftmaxOutput;
+
+/// Is the call a Keras layer that applies softmax without `dtype="float32"`?
+fn float16_softmax(m: &PythonModel<'_>, call: Node<'_>) -> bool {
+    let Some(q) = m.call_name(call).map(|q| normalize(&q)) else {
+        return false;
+    };
+    let is_softmax = |a: Option<Node<'_>>| {
+        a.is_some_and(|a| {
+            string_literal(a, m.source).as_deref() == Some("softmax")
+                || m.qualified_name(a).is_some_and(|q| q.ends_with(".softmax"))
+        })
+    };
+    let softmax = match q.as_str() {
+        "keras.layers.Dense" => is_softmax(argument(call, 1, "activation", m)),
+        "keras.layers.Activation" => is_softmax(argument(call, 0, "activation", m)),
+        "keras.layers.Softmax" => true,
+        _ => false,
+    };
+    softmax
+        && argument(call, usize::MAX, "dtype", m)
+            .is_none_or(|d| string_literal(d, m.source).is_some_and(|s| s != "float32"))
+}
+
+/// Is the layer call the model's output layer?
+fn is_output(m: &PythonModel<'_>, layer: Node<'_>) -> bool {
+    let Some(p) = layer.parent() else {
+        return false;
+    };
+    // Last element of `Sequential([...])`.
+    if p.kind() == "list" {
+        let last = named_children(p).filter(|c| c.kind() != "comment").last();
+        let seq = p
+            .parent()
+            .and_then(|a| a.parent())
+            .filter(|c| c.kind() == "call")
+            .and_then(|c| m.call_name(c))
+            .is_some_and(|q| normalize(&q).ends_with("Sequential"));
+        return seq && last.map(|l| l.id()) == Some(layer.id());
+    }
+    // The last `model.add(layer)`.
+    if p.kind() == "argument_list" {
+        let Some(add) = p.parent().filter(|c| c.kind() == "call") else {
+            return false;
+        };
+        let Some(func) = add.field("function").filter(|f| f.kind() == "attribute") else {
+            return false;
+        };
+        if func.field("attribute").map(|a| m.text(a)) != Some("add") {
+            return false;
+        }
+        let object = func.field("object").map(|o| m.text(o));
+        let scope = m.enclosing_function(add);
+        return !m.calls.iter().any(|(c, s)| {
+            *s == scope
+                && c.start_byte() > add.end_byte()
+                && c.field("function").is_some_and(|f| {
+                    f.kind() == "attribute"
+                        && f.field("attribute").map(|a| m.text(a)) == Some("add")
+                        && f.field("object").map(|o| m.text(o)) == object
+                })
+        });
+    }
+    // `outputs = Dense(..., activation="softmax")(x)` then `Model(inputs, outputs)`.
+    if p.kind() == "call" && p.field("function").map(|f| f.id()) == Some(layer.id()) {
+        let Some(name) = p
+            .parent()
+            .filter(|a| a.kind() == "assignment")
+            .and_then(|a| a.field("left"))
+            .filter(|l| l.kind() == "identifier")
+            .map(|l| m.text(l))
+        else {
+            return false;
+        };
+        let scope = m.enclosing_function(p);
+        return m.calls.iter().any(|(c, s)| {
+            *s == scope
+                && m.call_name(*c).is_some_and(|q| {
+                    matches!(normalize(&q).as_str(), "keras.Model" | "keras.models.Model")
+                })
+                && argument(*c, 1, "outputs", m).is_some_and(|o| m.text(o) == name)
+        });
+    }
+    false
+}
+
+impl Rule for Float16SoftmaxOutput {
+    fn meta(&self) -> &'static RuleMeta {
+        &KR003
+    }
+
+    fn check_file(&self, ctx: &mut Context<'_>) {
+        let m = ctx.python();
+        let Some(policy) = float16_policy(m) else {
+            return;
+        };
+        let trains = m.calls.iter().any(|(c, _)| {
+            c.field("function").is_some_and(|f| {
+                let t = m.text(f);
+                t.ends_with(".compile") || t.ends_with(".fit") || t.ends_with("GradientTape")
+            })
+        });
+        if !trains {
+            return;
+        }
+        for &(call, _) in &m.calls {
+            if !float16_softmax(m, call)
+                || !is_output(m, call)
+                || !policy_applies_to(m, policy, call)
+            {
+                continue;
+            }
+            ctx.report(
+                ctx.diagnostic(call, "the model's softmax output runs in float16 under the `mixed_float16` policy: the probabilities fed to the loss lose precision")
+                    .primary_label("softmax computed in float16")
+                    .with_label(Span::of(&policy), "the `mixed_float16` policy is set here")
+                    .note("\"A softmax activation at the end of the model should be float32\" (TensorFlow mixed-precision guide)")
+                    .help("keep the last Dense linear and add `tf.keras.layers.Activation('softmax', dtype='float32')`, or pass `dtype='float32'` to the output layer"),
+            );
+        }
+    }
+}

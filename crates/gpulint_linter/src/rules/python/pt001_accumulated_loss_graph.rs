@@ -1,0 +1,185 @@
+//! PT001: a graph-attached loss accumulated across training iterations.
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rule::{Rule, RuleLang, RuleMeta};
+use gpulint_diagnostics::{Severity, Span};
+use gpulint_semantic::python::training::{accumulation, Flow};
+use gpulint_syntax::Lang;
+use gpulint_syntax::NodeExt;
+
+declare_rule! {
+    /// ## What it does
+    /// Finds a loss tensor that is added to an accumulator living across the iterations of a
+    /// training loop (a loop that calls `backward()` or an optimizer's `step()`):
+    /// `total_loss += loss`, `total = total + loss`, `self.running += loss`,
+    /// `stats["loss"] += loss`, and `self.total += loss` in a per-step method such as Lightning's
+    /// `training_step`. The loss is followed through local assignments: a value from a
+    /// criterion or loss call, a model output's `.loss`, or the tensor `backward()` runs on.
+    ///
+    /// `loss.item()`, `loss.detach()`, `float(loss)`, `.tolist()`, `.cpu()`, values computed
+    /// under `torch.no_grad()` / `inference_mode()`, accumulators re-created every iteration,
+    /// and accumulators that are themselves backpropagated later (a deliberate combined
+    /// `backward()`) are fine. Applies to files that import `torch`.
+    ///
+    /// ## Why is this risky?
+    /// The PyTorch FAQ: "`total_loss` is accumulating history across your training loop, since
+    /// `loss` is a differentiable variable with autograd history. You can fix this by writing
+    /// `total_loss += float(loss)`". Each step's graph (and the activations it holds) stays
+    /// alive through the accumulator, so GPU memory grows every step until the run dies with
+    /// CUDA out of memory.
+    ///
+    /// ## Example
+    /// ```python
+    /// import torch
+    ///
+    /// def train(model, loader, optimizer, criterion):
+    ///     total_loss = 0.0
+    ///     for x, y in loader:
+    ///         optimizer.zero_grad()
+    ///         loss = criterion(model(x), y)
+    ///         loss.backward()
+    ///         optimizer.step()
+    ///         total_loss += loss
+    ///     return total_loss / len(loader)
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// import torch
+    ///
+    /// def train(model, loader, optimizer, criterion):
+    ///     total_loss = 0.0
+    ///     for x, y in loader:
+    ///         optimizer.zero_grad()
+    ///         loss = criterion(model(x), y)
+    ///         loss.backward()
+    ///         optimizer.step()
+    ///         total_loss += loss.item()
+    ///     return total_loss / len(loader)
+    /// ```
+    ///
+    /// ## References
+    /// - PyTorch FAQ, *My model reports "cuda runtime error(2): out of memory"* → "Don't
+    ///   accumulate history across your training loop":
+    ///   <https://pytorch.org/docs/stable/notes/faq.html>
+    pub static PT001 = {
+        code: "PT001",
+        name: "accumulated-loss-graph",
+        lang: RuleLang::Source(Lang::Python),
+        severity: Severity::Warning,
+        summary: "Graph-attached loss accumulated across training iterations",
+        kinds: &[],
+        needles: &["torch"],
+        options: &[],
+    };
+}
+
+pub struct AccumulatedLossGraph;
+
+/// Methods that a trainer calls once per training step.
+const STEP_HOOKS: &[&str] = &["training_step", "train_step", "training_step_end"];
+
+impl Rule for AccumulatedLossGraph {
+    fn meta(&self) -> &'static RuleMeta {
+        &PT001
+    }
+
+    fn check_file(&self, ctx: &mut Context<'_>) {
+        let m = ctx.python();
+        if !m.imports_torch() {
+            return;
+        }
+        let t = m.training();
+        if t.backward.is_empty()
+            && t.loops.iter().all(|l| !l.is_training())
+            && STEP_HOOKS.iter().all(|h| m.functions_named(h).is_empty())
+        {
+            return;
+        }
+        for &a in &m.assignments {
+            let Some((target, value)) = accumulation(m, a) else {
+                continue;
+            };
+            if t.grad_free(a).is_some() {
+                continue;
+            }
+            let acc = m.text(target);
+            let scope = m.enclosing_function(a);
+            let (flow, place, place_label) = match t.loop_of(m, a) {
+                Some(lp) => {
+                    if !lp.is_training() || t.rebound_in(m, lp, acc) {
+                        continue;
+                    }
+                    (
+                        t.flow(m, value, &lp.backward),
+                        lp.header(),
+                        "the training loop",
+                    )
+                }
+                // A per-step hook (`training_step`) accumulating into the object: the
+                // attribute lives across all steps.
+                None => {
+                    let Some(f) = scope else {
+                        continue;
+                    };
+                    let func = &m.functions[f];
+                    if !STEP_HOOKS.contains(&func.name.as_str()) || !acc.starts_with("self.") {
+                        continue;
+                    }
+                    let backward: Vec<_> = t
+                        .backward
+                        .iter()
+                        .filter(|(b, _)| m.enclosing_function(*b) == Some(f))
+                        .copied()
+                        .collect();
+                    (
+                        t.flow(m, value, &backward),
+                        func.node.field("name").unwrap_or(func.node),
+                        "runs once per training step",
+                    )
+                }
+            };
+            let Flow::Attached(source) = flow else {
+                continue;
+            };
+            // A deliberate combined backward: the accumulator is backpropagated itself.
+            if t.is_backward_receiver(m, scope, acc).is_some() {
+                continue;
+            }
+            let vtext = m.text(value);
+            let mut d = ctx
+                .diagnostic(
+                    a,
+                    format!(
+                        "`{acc}` accumulates `{vtext}`, which still carries its autograd graph, across training iterations"
+                    ),
+                )
+                .primary_label("every step's graph stays alive through this accumulator")
+                .with_label(Span::of(&place), place_label);
+            if source.id() != value.id() {
+                d = d.with_label(
+                    Span::of(&source),
+                    "the value comes from here, with its graph",
+                );
+            }
+            ctx.report(
+                d.note("GPU memory grows with every iteration until CUDA runs out of memory")
+                    .help(format!(
+                        "accumulate a Python number: `{acc} += {}.item()` (or `float(...)`, or `.detach()` to keep a tensor)",
+                        paren(vtext)
+                    )),
+            );
+        }
+    }
+}
+
+fn paren(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+    {
+        s.to_string()
+    } else {
+        format!("({s})")
+    }
+}

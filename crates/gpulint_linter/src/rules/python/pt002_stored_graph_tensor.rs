@@ -1,0 +1,189 @@
+//! PT002: graph-attached tensors stored in containers that outlive the training loop.
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rule::{Rule, RuleLang, RuleMeta};
+use gpulint_diagnostics::{Severity, Span};
+use gpulint_semantic::python::training::Flow;
+use gpulint_semantic::python::PythonModel;
+use gpulint_syntax::named_children;
+use gpulint_syntax::Lang;
+use gpulint_syntax::NodeExt;
+use tree_sitter::Node;
+
+declare_rule! {
+    /// ## What it does
+    /// Finds a loss or model output that still carries its autograd graph being stored in a
+    /// container that lives across the iterations of a training loop (a loop that calls
+    /// `backward()` or an optimizer's `step()`): `losses.append(loss)`,
+    /// `history[step] = loss`, `self.outputs.append(out)`.
+    ///
+    /// Detached values (`.item()`, `.detach()`, `.cpu()`, `.tolist()`, `float(...)`), values
+    /// computed under `torch.no_grad()` / `inference_mode()`, and containers re-created or
+    /// cleared in every iteration are fine. Applies to files that import `torch`.
+    ///
+    /// ## Why is this risky?
+    /// Every stored tensor keeps the whole graph of its step alive, with the activations saved
+    /// for backward. The PyTorch FAQ: "Don't hold onto tensors and variables you don't need",
+    /// and "`total_loss` is accumulating history across your training loop". GPU memory grows
+    /// with every iteration until CUDA runs out of memory.
+    ///
+    /// ## Example
+    /// ```python
+    /// import torch
+    ///
+    /// def train(model, loader, optimizer, criterion):
+    ///     losses = []
+    ///     for x, y in loader:
+    ///         optimizer.zero_grad()
+    ///         loss = criterion(model(x), y)
+    ///         loss.backward()
+    ///         optimizer.step()
+    ///         losses.append(loss)
+    ///     return losses
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// import torch
+    ///
+    /// def train(model, loader, optimizer, criterion):
+    ///     losses = []
+    ///     for x, y in loader:
+    ///         optimizer.zero_grad()
+    ///         loss = criterion(model(x), y)
+    ///         loss.backward()
+    ///         optimizer.step()
+    ///         losses.append(loss.item())
+    ///     return losses
+    /// ```
+    ///
+    /// ## References
+    /// - PyTorch FAQ, *My model reports "cuda runtime error(2): out of memory"* → "Don't hold
+    ///   onto tensors and variables you don't need":
+    ///   <https://pytorch.org/docs/stable/notes/faq.html>
+    pub static PT002 = {
+        code: "PT002",
+        name: "stored-graph-tensor",
+        lang: RuleLang::Source(Lang::Python),
+        severity: Severity::Warning,
+        summary: "Graph-attached tensor stored in a container across training iterations",
+        kinds: &[],
+        needles: &["torch"],
+        options: &[],
+    };
+}
+
+pub struct StoredGraphTensor;
+
+impl Rule for StoredGraphTensor {
+    fn meta(&self) -> &'static RuleMeta {
+        &PT002
+    }
+
+    fn check_file(&self, ctx: &mut Context<'_>) {
+        let m = ctx.python();
+        if !m.imports_torch() {
+            return;
+        }
+        let t = m.training();
+        if t.loops.iter().all(|l| !l.is_training()) {
+            return;
+        }
+        let mut stores: Vec<(Node<'_>, Node<'_>, Node<'_>)> = Vec::new();
+        for &(call, _) in &m.calls {
+            if let Some((c, v)) = append(m, call) {
+                stores.push((call, c, v));
+            }
+        }
+        for &a in &m.assignments {
+            if a.kind() != "assignment" {
+                continue;
+            }
+            let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
+                continue;
+            };
+            if left.kind() == "subscript" {
+                if let Some(c) = left.field("value") {
+                    stores.push((a, c, right));
+                }
+            }
+        }
+        stores.sort_by_key(|s| s.0.start_byte());
+        for (at, container, value) in stores {
+            if !matches!(container.kind(), "identifier" | "attribute") {
+                continue;
+            }
+            let Some(lp) = t.loop_of(m, at) else {
+                continue;
+            };
+            if !lp.is_training() || t.grad_free(at).is_some() {
+                continue;
+            }
+            let Flow::Attached(source) = t.flow(m, value, &lp.backward) else {
+                continue;
+            };
+            let name = m.text(container);
+            if t.rebound_in(m, lp, name) {
+                continue;
+            }
+            // Stored to be backpropagated together later (`torch.stack(losses).sum().backward()`).
+            let scope = m.enclosing_function(at);
+            if t.backward.iter().any(|(b, loss)| {
+                m.enclosing_function(*b) == scope
+                    && loss
+                        .is_some_and(|l| gpulint_semantic::python::training::mentions(m, l, name))
+            }) {
+                continue;
+            }
+            let vtext = m.text(value);
+            let mut d = ctx
+                .diagnostic(
+                    at,
+                    format!(
+                        "`{vtext}` is stored in `{name}` with its autograd graph, and `{name}` outlives the training iteration"
+                    ),
+                )
+                .primary_label("each stored tensor keeps its step's graph and activations alive")
+                .with_label(Span::of(&lp.header()), "the training loop");
+            if source.id() != value.id() {
+                d = d.with_label(
+                    Span::of(&source),
+                    "the value comes from here, with its graph",
+                );
+            }
+            ctx.report(
+                d.note("GPU memory grows with every iteration until CUDA runs out of memory")
+                    .help(format!(
+                        "store `{}.item()` for a number, or `.detach()` (`.detach().cpu()`) for a tensor",
+                        if vtext.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.') {
+                            vtext.to_string()
+                        } else {
+                            format!("({vtext})")
+                        }
+                    )),
+            );
+        }
+    }
+}
+
+/// `c.append(v)` / `c.insert(i, v)`: the container and the stored value.
+fn append<'t>(m: &PythonModel<'t>, call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
+    let func = call.field("function")?;
+    if func.kind() != "attribute" {
+        return None;
+    }
+    let attr = m.text(func.field("attribute")?);
+    let args: Vec<Node<'t>> = named_children(call.field("arguments")?)
+        .filter(|a| a.kind() != "comment")
+        .collect();
+    let value = match (attr, args.as_slice()) {
+        ("append", [v]) => *v,
+        ("insert", [_, v]) => *v,
+        _ => return None,
+    };
+    if value.kind() == "keyword_argument" {
+        return None;
+    }
+    Some((func.field("object")?, value))
+}

@@ -1,0 +1,282 @@
+//! Resolved settings for one run: which rules are on, per-file ignores, rule options.
+
+use crate::registry;
+use globset::{Glob, GlobMatcher};
+use gpulint_diagnostics::Severity;
+pub use gpulint_source::{format_size, parse_size};
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+/// Default GPU-memory budget: 8 GiB.
+pub const DEFAULT_GPU_MEMORY: u64 = 8 << 30;
+
+pub use gpulint_source::MAX_FILE_SIZE;
+
+/// A rule selector: `ALL`, a prefix such as `CU` or `TF00`, or a full code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selector(String);
+
+impl Selector {
+    /// Parses a selector; errors name what was expected.
+    pub fn parse(s: &str) -> Result<Selector, String> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("ALL") {
+            return Ok(Selector("ALL".into()));
+        }
+        let upper = s.to_ascii_uppercase();
+        if let Some(m) = registry::all_metas().into_iter().find(|m| m.name == s) {
+            return Ok(Selector(m.code.to_string()));
+        }
+        if upper.is_empty()
+            || !registry::all_metas()
+                .iter()
+                .any(|m| m.code.starts_with(&upper))
+        {
+            return Err(format!(
+                "unknown rule selector `{s}`: expected `ALL`, a rule code (e.g. `TF002`), a code prefix (e.g. `CU`), or a rule name (see `gpulint rules`)"
+            ));
+        }
+        Ok(Selector(upper))
+    }
+
+    pub fn matches(&self, code: &str) -> bool {
+        self.0 == "ALL" || code.starts_with(&self.0)
+    }
+
+    /// Does it name this exact code (not through a prefix or `ALL`)?
+    pub fn is_exact(&self, code: &str) -> bool {
+        self.0 == code
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// `per-file-ignores`: files matching the glob ignore the selected rules.
+#[derive(Debug, Clone)]
+pub struct PerFileIgnore {
+    pub pattern: String,
+    matcher: GlobMatcher,
+    /// Patterns without a `/` also match the file name alone, as in `.gitignore`.
+    basename_only: bool,
+    pub selectors: Vec<Selector>,
+}
+
+impl PerFileIgnore {
+    pub fn new(pattern: &str, selectors: Vec<Selector>) -> Result<PerFileIgnore, String> {
+        let glob = Glob::new(pattern).map_err(|e| format!("invalid glob `{pattern}`: {e}"))?;
+        Ok(PerFileIgnore {
+            pattern: pattern.to_string(),
+            matcher: glob.compile_matcher(),
+            basename_only: !pattern.contains('/'),
+            selectors,
+        })
+    }
+
+    pub fn matches(&self, relative: &Path) -> bool {
+        self.matcher.is_match(relative)
+            || (self.basename_only
+                && relative
+                    .file_name()
+                    .is_some_and(|n| self.matcher.is_match(Path::new(n))))
+    }
+}
+
+/// Everything that decides what a file's check reports.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Codes of the enabled rules, tool rules included.
+    pub enabled: BTreeSet<&'static str>,
+    /// Codes named exactly by `select`/`extend-select` (GL003 is shown only then or with
+    /// `--verbose`).
+    pub explicit: BTreeSet<&'static str>,
+    pub per_file_ignores: Vec<PerFileIgnore>,
+    /// Base directory that per-file-ignore globs are relative to.
+    pub root: PathBuf,
+    pub rule_options: HashMap<String, toml::Table>,
+    pub fail_on: Severity,
+    pub gpu_memory: u64,
+    /// Where `gpu_memory` came from, for messages.
+    pub gpu_memory_origin: BudgetOrigin,
+    pub verbose: bool,
+    pub max_file_size: u64,
+    /// The paths the run checks: files a manifest includes (`-r other.txt`) are read only
+    /// below these. Empty: only below the manifest's own directory.
+    pub roots: Vec<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings::with_selection(&[Selector("ALL".into())], &[], &[])
+    }
+}
+
+impl Settings {
+    /// Settings that enable `select ∪ extend_select − ignore`.
+    pub fn with_selection(
+        select: &[Selector],
+        extend_select: &[Selector],
+        ignore: &[Selector],
+    ) -> Settings {
+        let mut enabled = BTreeSet::new();
+        let mut explicit = BTreeSet::new();
+        for m in registry::all_metas() {
+            let on = select
+                .iter()
+                .chain(extend_select)
+                .any(|s| s.matches(m.code));
+            let off = ignore.iter().any(|s| s.matches(m.code));
+            if on && !off {
+                enabled.insert(m.code);
+            }
+            if select
+                .iter()
+                .chain(extend_select)
+                .any(|s| s.is_exact(m.code))
+            {
+                explicit.insert(m.code);
+            }
+        }
+        Settings {
+            enabled,
+            explicit,
+            per_file_ignores: Vec::new(),
+            root: PathBuf::from("."),
+            rule_options: HashMap::new(),
+            fail_on: Severity::Warning,
+            gpu_memory: DEFAULT_GPU_MEMORY,
+            gpu_memory_origin: BudgetOrigin::Default,
+            verbose: false,
+            max_file_size: MAX_FILE_SIZE,
+            roots: Vec::new(),
+        }
+    }
+
+    /// The options of the semantic models, taken from the rules' configuration.
+    pub fn semantic_options(&self) -> gpulint_semantic::Options {
+        let list = |code: &str, key: &str| -> Vec<String> {
+            self.rule_option(code, key)
+                .and_then(|v| v.as_array())
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        gpulint_semantic::Options {
+            loop_macros: list("CU001", "loop-macros"),
+            dispatch_macros: list("OP003", "dispatch-macros"),
+        }
+    }
+
+    pub fn rule_option(&self, code: &str, key: &str) -> Option<&toml::Value> {
+        self.rule_options.get(code)?.get(key)
+    }
+
+    pub fn is_enabled(&self, code: &str) -> bool {
+        self.enabled.contains(code)
+    }
+
+    /// Are findings of `code` in the file at `path` ignored by `per-file-ignores`?
+    pub fn ignored_for(&self, path: &Path, code: &str) -> bool {
+        if self.per_file_ignores.is_empty() {
+            return false;
+        }
+        let relative = path.strip_prefix(&self.root).unwrap_or(path);
+        let relative = relative.strip_prefix("./").unwrap_or(relative);
+        self.per_file_ignores
+            .iter()
+            .any(|p| p.selectors.iter().any(|s| s.matches(code)) && p.matches(relative))
+    }
+
+    /// A text that changes whenever a setting that affects findings changes (for the cache).
+    pub fn cache_key(&self) -> String {
+        let options: std::collections::BTreeMap<_, _> = self
+            .rule_options
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect();
+        let ignores: Vec<(String, Vec<&str>)> = self
+            .per_file_ignores
+            .iter()
+            .map(|p| {
+                (
+                    p.pattern.clone(),
+                    p.selectors.iter().map(Selector::as_str).collect(),
+                )
+            })
+            .collect();
+        format!(
+            "{:?}|{:?}|{:?}|{}|{:?}|{}|{:?}|{}|{}",
+            self.enabled,
+            self.explicit,
+            ignores,
+            self.root.display(),
+            options,
+            self.gpu_memory,
+            // Messages say where the budget came from.
+            self.gpu_memory_origin,
+            self.verbose,
+            self.max_file_size
+        )
+    }
+
+    /// Should GL003 (partially parsed) findings be shown?
+    pub fn show_parse_errors(&self) -> bool {
+        self.is_enabled("GL003") && (self.verbose || self.explicit.contains("GL003"))
+    }
+}
+
+/// Where the GPU-memory budget came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BudgetOrigin {
+    Default,
+    /// `--gpu-memory SIZE`.
+    Flag,
+    /// `gpu-memory` in this configuration file.
+    Config(PathBuf),
+    /// `--gpu NAME`: the card's display name.
+    GpuFlag(String),
+    /// `gpu = "NAME"` in this configuration file.
+    GpuConfig(String, PathBuf),
+}
+
+impl BudgetOrigin {
+    /// `the default; set --gpu-memory SIZE or --gpu NAME`, `RTX 3060, from --gpu`.
+    pub fn describe(&self) -> String {
+        match self {
+            BudgetOrigin::Default => {
+                "the default; set `--gpu-memory SIZE` or `--gpu NAME`, or `gpu-memory`/`gpu` in gpulint.toml".into()
+            }
+            BudgetOrigin::Flag => "from `--gpu-memory`".into(),
+            BudgetOrigin::Config(p) => format!("from `gpu-memory` in {}", p.display()),
+            BudgetOrigin::GpuFlag(name) => format!("{name}, from `--gpu`"),
+            BudgetOrigin::GpuConfig(name, p) => format!("{name}, from `gpu` in {}", p.display()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selection() {
+        let all = Settings::default();
+        assert!(all.is_enabled("GL001"));
+        let gl = Settings::with_selection(
+            &[Selector::parse("GL").unwrap()],
+            &[],
+            &[Selector::parse("GL001").unwrap()],
+        );
+        assert!(!gl.is_enabled("GL001"));
+        assert!(gl.is_enabled("GL002"));
+        assert!(Selector::parse("XX9").is_err());
+        assert_eq!(
+            Selector::parse("unused-suppression").unwrap().as_str(),
+            "GL001"
+        );
+    }
+}

@@ -1,0 +1,315 @@
+//! The CUDA/C++ semantic model: the function table with execution spaces, integer constants,
+//! kernel launches, and per kernel the thread-index derivation of its variables, its accesses
+//! to global memory and the guards that dominate each of them.
+//!
+//! Everything is collected from the enter/leave events of the checker's one walk; `finish`
+//! then computes the per-kernel facts once, so a rule never walks a kernel again.
+
+mod arrays;
+mod builder;
+mod consts;
+pub mod glue;
+pub mod glue_project;
+pub mod guards;
+pub mod kernel;
+pub mod launch;
+pub mod narrow;
+pub mod tf_op;
+
+pub use arrays::{ArrayDecl, ArraySpace, DeviceCall};
+pub use builder::CudaBuilder;
+pub use consts::{parse_c_int, sizeof_scalar};
+pub use guards::{Bound, Guard, GuardKind};
+pub use kernel::{Access, Flags, Kernel, Param};
+pub use launch::GridKind;
+
+use consts::ConstDef;
+use gpulint_source::Span;
+use gpulint_syntax::text;
+use gpulint_syntax::NodeExt;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use tree_sitter::Node;
+
+/// Where a function runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExecSpace {
+    pub global: bool,
+    pub device: bool,
+    pub host: bool,
+}
+
+/// A function definition (never a loop macro that the grammar misread as one).
+#[derive(Debug, Clone)]
+pub struct Function<'t> {
+    pub node: Node<'t>,
+    pub name: String,
+    pub space: ExecSpace,
+    /// Template parameters with their value where known: from every launch in this file
+    /// agreeing, or from the default.
+    pub template_params: Vec<(&'t str, Option<i128>)>,
+}
+
+/// A kernel launch `name<<<grid, block, smem, stream>>>(args)`.
+#[derive(Debug, Clone)]
+pub struct Launch<'t> {
+    pub node: Node<'t>,
+    /// The kernel's name without namespace or template arguments.
+    pub kernel: &'t str,
+    pub template_args: Vec<Node<'t>>,
+    /// The `<<<…>>>` arguments: grid, block, shared bytes, stream.
+    pub config: Vec<Node<'t>>,
+    pub args: Vec<Node<'t>>,
+}
+
+/// Grid-stride loop macros known out of the box (extended by CU001's `loop-macros`). Their
+/// arguments are `(var, bound)`, `(var, bound, type)` or `(var, bound, var2, bound2)`.
+pub const LOOP_MACROS: &[&str] = &[
+    "CUDA_1D_KERNEL_LOOP",
+    "CUDA_1D_KERNEL_LOOP_T",
+    "CUDA_KERNEL_LOOP",
+    "CUDA_KERNEL_LOOP_TYPE",
+    "CUDA_2D_KERNEL_LOOP",
+    "GPU_1D_KERNEL_LOOP",
+    "GPU_KERNEL_LOOP",
+    "HIP_1D_KERNEL_LOOP",
+    "HIP_KERNEL_LOOP",
+    "MUSA_1D_KERNEL_LOOP",
+    "MUSA_2D_KERNEL_LOOP",
+    "KERNEL_LOOP",
+    "CUDA_GRID_STRIDE_LOOP",
+];
+
+/// A block-wide barrier in a kernel, with the innermost guard that holds there.
+#[derive(Debug, Clone, Copy)]
+pub struct Barrier<'t> {
+    /// Index into [`CudaModel::kernels`].
+    pub kernel: usize,
+    pub node: Node<'t>,
+    pub guard: Option<u32>,
+}
+
+/// Everything rules ask about a C/C++/CUDA file.
+pub struct CudaModel<'t> {
+    pub source: &'t str,
+    pub root: Node<'t>,
+    pub functions: Vec<Function<'t>>,
+    pub kernels: Vec<Kernel<'t>>,
+    pub launches: Vec<Launch<'t>>,
+    /// Every guard of every kernel; a guard's `prev` links to the one enclosing it.
+    pub guards: Vec<Guard<'t>>,
+    /// `TORCH_CHECK(n % 256 == 0)`-style checks: the launch grid may be exact.
+    pub divisibility_checks: Vec<Node<'t>>,
+    /// Allocations: `cudaMalloc`, `malloc`, `torch::empty`, `new_zeros`, …
+    pub allocations: Vec<Node<'t>>,
+    /// Arrays declared in `__global__` / `__device__` functions.
+    pub arrays: Vec<ArrayDecl<'t>>,
+    /// Calls made from `__global__` / `__device__` functions.
+    pub device_calls: Vec<DeviceCall<'t>>,
+    /// Subscripts `a[i]` in `__global__` / `__device__` functions: (function, node).
+    pub subscripts: Vec<(usize, Node<'t>)>,
+    /// Block-wide barriers (`__syncthreads()`) in kernels.
+    pub barriers: Vec<Barrier<'t>>,
+    constants: HashMap<&'t str, ConstDef<'t>>,
+    /// Values of named constants already folded (`None`: not an integer constant).
+    constant_cache: RefCell<HashMap<String, Option<i128>>>,
+    loop_macros: Vec<String>,
+    /// Definitions in host functions: (function, name) → values (`None`: declared without one).
+    host_defs: HashMap<(usize, &'t str), Vec<HostDef<'t>>>,
+    /// Torch op glue: tensor parameters, raw pointers, checks, dispatches, guards, bindings.
+    pub glue: glue::Glue<'t>,
+}
+
+/// A definition in host code: `dim3 grid(…)`, `grid.x = …`, or `dim3 grid;` (no value).
+#[derive(Debug, Clone, Copy)]
+struct HostDef<'t> {
+    value: Option<Node<'t>>,
+    /// The block it is visible in.
+    scope: Span,
+}
+
+/// Does an argument list size something by twice an extent (`2 * n`, `n * 2`, `n << 1`)?
+fn is_doubled(args: &str) -> bool {
+    let compact: String = args.chars().filter(|c| !c.is_whitespace()).collect();
+    let b = compact.as_bytes();
+    compact.contains("<<1")
+        || compact
+            .match_indices("*2")
+            .any(|(i, _)| !b.get(i + 2).is_some_and(u8::is_ascii_digit))
+        || compact.match_indices("2*").any(|(i, _)| {
+            i == 0 || !b[i - 1].is_ascii_alphanumeric() && b[i - 1] != b'_' && b[i - 1] != b'.'
+        })
+}
+
+/// `ns::name` → `name`.
+pub fn last_name(s: &str) -> &str {
+    s.rsplit("::").next().unwrap_or(s).trim()
+}
+
+/// The `__global__` / `__device__` / `__host__` qualifiers of a function definition, also when
+/// spelled through a specifier macro (`CUTLASS_DEVICE`, `C10_HOST_DEVICE`, `DS_D_INLINE`).
+pub fn exec_space(func: Node<'_>, source: &str) -> ExecSpace {
+    let mut space = ExecSpace::default();
+    let mut cursor = func.walk();
+    for c in func.children(&mut cursor) {
+        if c.kind() == "function_declarator" || c.kind() == "compound_statement" {
+            break;
+        }
+        let t = text(c, source);
+        for word in t.split(|ch: char| !(ch.is_alphanumeric() || ch == '_')) {
+            match word {
+                "__global__" => space.global = true,
+                "__device__" => space.device = true,
+                "__host__" => space.host = true,
+                _ => {
+                    if let Some((g, d, h)) = gpulint_syntax::cuda_retry::specifier_macro_space(word)
+                    {
+                        space.global |= g;
+                        space.device |= d;
+                        space.host |= h;
+                    }
+                }
+            }
+        }
+    }
+    space
+}
+
+/// The name of a function definition (`foo`, `ns::foo` → `foo`, template-id → its name).
+pub fn function_name<'s>(func: Node<'_>, source: &'s str) -> Option<&'s str> {
+    let mut decl = func.field("declarator")?;
+    // Peel pointer/reference declarators down to the function declarator.
+    for _ in 0..8 {
+        if decl.kind() == "function_declarator" {
+            break;
+        }
+        decl = decl.field("declarator").or_else(|| decl.named_child(0))?;
+    }
+    let mut name = decl.field("declarator")?;
+    for _ in 0..8 {
+        match name.kind() {
+            "qualified_identifier" => name = name.field("name")?,
+            "template_function" => name = name.field("name")?,
+            _ => break,
+        }
+    }
+    Some(text(name, source))
+}
+
+impl<'t> CudaModel<'t> {
+    pub fn text(&self, node: Node<'_>) -> &'t str {
+        text(node, self.source)
+    }
+
+    /// Kernels (`__global__` functions).
+    pub fn kernel_functions(&self) -> impl Iterator<Item = &Function<'t>> {
+        self.functions.iter().filter(|f| f.space.global)
+    }
+
+    /// The function of a kernel.
+    pub fn function(&self, kernel: &Kernel<'t>) -> &Function<'t> {
+        &self.functions[kernel.function]
+    }
+
+    /// The function definition that contains `node` (a loop macro's block belongs to the
+    /// function around it).
+    pub fn enclosing_function(&self, node: Node<'_>) -> Option<&Function<'t>> {
+        let (start, end) = (node.start_byte(), node.end_byte());
+        self.functions
+            .iter()
+            .filter(|f| f.node.start_byte() <= start && end <= f.node.end_byte())
+            .min_by_key(|f| f.node.end_byte() - f.node.start_byte())
+    }
+
+    /// Launches of the kernel called `name` in this file.
+    pub fn launches_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Launch<'t>> + 'a {
+        self.launches.iter().filter(move |l| l.kernel == name)
+    }
+
+    /// The guards that hold at an access whose innermost guard is `top`, innermost first.
+    pub fn guard_chain(&self, top: Option<u32>) -> impl Iterator<Item = &Guard<'t>> {
+        let mut next = top;
+        std::iter::from_fn(move || {
+            let g = self.guards.get(next? as usize)?;
+            next = g.prev;
+            Some(g)
+        })
+    }
+
+    /// Allocations sized by a doubled extent (`empty({2 * n})`, `n * 2`): concatenation buffers.
+    pub fn doubled_allocations(&self) -> impl Iterator<Item = Node<'t>> + '_ {
+        self.allocations.iter().copied().filter(|a| {
+            a.field("arguments")
+                .is_some_and(|args| is_doubled(self.text(args)))
+        })
+    }
+
+    /// Is a buffer allocated with a size computed from this launch's grid (`grid.x * block.x`)?
+    /// Then it holds one element per thread.
+    pub fn allocation_sized_by_grid(&self, launch: &Launch<'t>) -> bool {
+        let Some(grid) = launch.config.first() else {
+            return false;
+        };
+        let name_of = |e: Node<'t>| {
+            let e = kernel::peel(e);
+            match e.kind() {
+                "identifier" => Some(self.text(e)),
+                "field_expression" => e.field("argument").map(|a| self.text(a)),
+                _ => None,
+            }
+        };
+        let (Some(grid), Some(block)) = (
+            name_of(*grid),
+            launch.config.get(1).and_then(|b| name_of(*b)),
+        ) else {
+            return false;
+        };
+        self.allocations.iter().any(|a| {
+            a.field("arguments").is_some_and(|args| {
+                let names = guards::name_tokens(self.text(args));
+                names.contains(&grid) && names.contains(&block)
+            })
+        })
+    }
+
+    /// Is `name` a grid-stride loop macro (built in, or from CU001's `loop-macros`)?
+    pub fn is_loop_macro(&self, name: &str) -> bool {
+        self.loop_macros.iter().any(|m| m == name)
+    }
+
+    fn resolve_template_values(&mut self) {
+        for i in 0..self.functions.len() {
+            if self.functions[i].template_params.is_empty() {
+                continue;
+            }
+            let name = self.functions[i].name.clone();
+            let params = self.functions[i].template_params.clone();
+            let launches: Vec<Vec<Node<'t>>> = self
+                .launches
+                .iter()
+                .filter(|l| l.kernel == name && !l.template_args.is_empty())
+                .map(|l| l.template_args.clone())
+                .collect();
+            let resolved = params
+                .iter()
+                .enumerate()
+                .map(|(pos, (pname, default))| {
+                    let mut value: Option<Option<i128>> = None;
+                    for args in &launches {
+                        let v = args.get(pos).and_then(|a| self.eval(*a)).or(*default);
+                        match value {
+                            None => value = Some(v),
+                            Some(prev) if prev != v => value = Some(None),
+                            _ => {}
+                        }
+                    }
+                    (*pname, value.unwrap_or(*default))
+                })
+                .collect();
+            self.functions[i].template_params = resolved;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,348 @@
+//! Torch op glue across files: the callers of a launcher in the files next to it.
+//!
+//! Extensions split their glue: a `.cpp` wrapper, bound to Python, checks its inputs and calls
+//! `foo_cuda(…)`, which a `.cu` file defines and launches from. Whether `foo_cuda`'s tensors
+//! are validated is decided by its callers: in this file, or in a C/C++ file of the same
+//! directory or its parent. A function whose callers cannot be seen is never reported. Sibling
+//! files are read only when a rule is about to report, and cached for the whole run.
+
+use super::glue::{FileFacts, ALL};
+use super::CudaBuilder;
+use super::GridKind;
+use crate::Options;
+use gpulint_syntax::{parse, Lang};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+
+/// Sibling files larger than this are not read.
+const MAX_FILE_SIZE: u64 = 1 << 20;
+/// C/C++/CUDA files looked at per directory (the first by name).
+const MAX_DIR_ENTRIES: usize = 400;
+/// Call-chain depth followed upwards.
+const MAX_DEPTH: usize = 5;
+
+const EXTENSIONS: &[&str] = &["cpp", "cc", "cxx", "cu", "cuh", "h", "hpp", "c"];
+
+static FILES: LazyLock<Mutex<HashMap<PathBuf, Option<Arc<FileFacts>>>>> =
+    LazyLock::new(Default::default);
+static DIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<Vec<PathBuf>>>>> = LazyLock::new(Default::default);
+
+fn dir_files(dir: &Path) -> Arc<Vec<PathBuf>> {
+    if let Some(v) = DIRS.lock().ok().and_then(|m| m.get(dir).cloned()) {
+        return v;
+    }
+    let files = gpulint_source::sorted_dir_files(dir, MAX_DIR_ENTRIES, |p| {
+        p.extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| EXTENSIONS.contains(&e))
+    });
+    let files = Arc::new(files);
+    if let Ok(mut m) = DIRS.lock() {
+        m.insert(dir.to_path_buf(), files.clone());
+    }
+    files
+}
+
+fn file_facts(path: &Path, options: &Options) -> Option<Arc<FileFacts>> {
+    if let Some(f) = FILES.lock().ok().and_then(|m| m.get(path).cloned()) {
+        return f;
+    }
+    let facts = (|| {
+        if std::fs::metadata(path).ok()?.len() > MAX_FILE_SIZE {
+            return None;
+        }
+        let text = gpulint_source::decode(std::fs::read(path).ok()?).ok()?;
+        if !super::glue::is_glue_text(&text) {
+            return Some(Arc::new(FileFacts::default()));
+        }
+        let tree = parse(Lang::Cuda, &text)?;
+        let mut b = CudaBuilder::new(&text, options);
+        gpulint_syntax::walk(&tree, |node, entering| {
+            if entering {
+                b.enter(node)
+            } else {
+                b.leave(node)
+            }
+        });
+        let model = b.finish(&tree);
+        Some(Arc::new(model.glue.facts.clone()))
+    })();
+    if let Ok(mut m) = FILES.lock() {
+        m.insert(path.to_path_buf(), facts.clone());
+    }
+    facts
+}
+
+/// Per file: the worst grid of the launches of each kernel name in it.
+type LaunchGrids = HashMap<String, GridKind>;
+
+static LAUNCHES: LazyLock<Mutex<HashMap<PathBuf, Arc<LaunchGrids>>>> =
+    LazyLock::new(Default::default);
+
+fn launch_grids(path: &Path, options: &Options) -> Arc<LaunchGrids> {
+    if let Some(g) = LAUNCHES.lock().ok().and_then(|m| m.get(path).cloned()) {
+        return g;
+    }
+    let grids = (|| {
+        if std::fs::metadata(path).ok()?.len() > MAX_FILE_SIZE {
+            return None;
+        }
+        let text = gpulint_source::decode(std::fs::read(path).ok()?).ok()?;
+        if !text.contains("<<<") {
+            return None;
+        }
+        let tree = gpulint_syntax::cuda_retry::reparse(&text, parse(Lang::Cuda, &text)?);
+        let mut b = CudaBuilder::new(&text, options);
+        gpulint_syntax::walk(&tree, |node, entering| {
+            if entering {
+                b.enter(node)
+            } else {
+                b.leave(node)
+            }
+        });
+        let model = b.finish(&tree);
+        let mut grids = LaunchGrids::new();
+        for l in &model.launches {
+            let kind = model.grid_kind(l).unwrap_or(GridKind::Unknown);
+            let e = grids.entry(l.kernel.to_string()).or_insert(kind);
+            *e = (*e).max(kind);
+        }
+        Some(grids)
+    })()
+    .unwrap_or_default();
+    let grids = Arc::new(grids);
+    if let Ok(mut m) = LAUNCHES.lock() {
+        m.insert(path.to_path_buf(), grids.clone());
+    }
+    grids
+}
+
+/// The worst grid over the launches of kernel `name` in the C/C++/CUDA files of the directory
+/// of `path` and its parent (recorded as dependencies); `None` when none of them launches it.
+pub fn sibling_launch_grid(path: &Path, options: &Options, name: &str) -> Option<GridKind> {
+    let me = std::path::absolute(path).ok()?;
+    let dir = me.parent()?;
+    let mut worst: Option<GridKind> = None;
+    for d in std::iter::once(dir).chain(dir.parent()) {
+        if !d.is_dir() {
+            continue;
+        }
+        gpulint_source::note_dependency(d);
+        for f in dir_files(d).iter().filter(|f| **f != me) {
+            gpulint_source::note_dependency(f);
+            if let Some(kind) = launch_grids(f, options).get(name) {
+                worst = Some(worst.map_or(*kind, |w| w.max(*kind)));
+            }
+        }
+    }
+    worst
+}
+
+/// Where a check or guard was looked for.
+#[derive(Debug, Default, Clone)]
+pub struct Reach {
+    /// What is validated on every path from an entry point (`ALL` when a path is unknown).
+    pub props: u8,
+    /// Callers seen on the way (name and, for another file, its path).
+    pub callers: Vec<(String, Option<PathBuf>)>,
+}
+
+/// Resolves checks and guards through the callers of a function.
+pub struct Resolver<'a> {
+    files: Vec<(Option<PathBuf>, Arc<FileFacts>)>,
+    /// Functions whose Python callers validate their inputs (`*`: all).
+    trusted: &'a [String],
+    /// Functions visited in the current question; past `MAX_VISITS` the answer is "unknown".
+    visits: std::cell::Cell<usize>,
+}
+
+/// Caller visits per question (a call graph with much fan-in is not explored exhaustively).
+const MAX_VISITS: usize = 2_000;
+
+impl<'a> Resolver<'a> {
+    /// The facts of this file and, when `path` is a real file, the C/C++ files of its directory
+    /// and its parent (recorded as dependencies of this file's findings).
+    pub fn new(here: &FileFacts, path: &Path, options: &Options, trusted: &'a [String]) -> Self {
+        let mut files = vec![(None, Arc::new(here.clone()))];
+        let me = std::path::absolute(path).ok();
+        let dir = me.as_deref().and_then(Path::parent);
+        let dirs: Vec<&Path> = dir.into_iter().chain(dir.and_then(Path::parent)).collect();
+        for d in dirs {
+            if !d.is_dir() {
+                continue;
+            }
+            gpulint_source::note_dependency(d);
+            for f in dir_files(d).iter() {
+                if Some(f) == me.as_ref() {
+                    continue;
+                }
+                gpulint_source::note_dependency(f);
+                if let Some(facts) = file_facts(f, options) {
+                    if !facts.fns.is_empty() || !facts.bound.is_empty() {
+                        files.push((Some(f.clone()), facts));
+                    }
+                }
+            }
+        }
+        Resolver {
+            files,
+            trusted,
+            visits: std::cell::Cell::new(0),
+        }
+    }
+
+    fn trusted(&self, name: &str) -> bool {
+        self.trusted.iter().any(|t| t == "*" || t == name)
+    }
+
+    /// The files whose mentions of `name` may refer to the definition in file `home`: that
+    /// file, and the others that do not define a function of that name themselves.
+    fn sees(&self, home: usize, name: &str) -> impl Iterator<Item = (usize, &FileFacts)> + '_ {
+        let name = name.to_string();
+        self.files
+            .iter()
+            .enumerate()
+            .filter(move |(i, (_, f))| *i == home || !f.fns.iter().any(|g| g.name == name))
+            .map(|(i, (_, f))| (i, f.as_ref()))
+    }
+
+    fn bound(&self, home: usize, name: &str) -> bool {
+        self.sees(home, name).any(|(_, f)| f.bound.contains(name))
+    }
+
+    /// Is it handed around as a pointer (a registration macro) where its callers cannot be seen?
+    fn opaque(&self, home: usize, name: &str) -> bool {
+        !self.bound(home, name)
+            && self
+                .sees(home, name)
+                .any(|(_, f)| f.referenced.contains(name))
+    }
+
+    /// What is validated about parameter `param` of function `func` of this file, on every
+    /// path from a binding: its own checks and those of its callers.
+    pub fn coverage(&self, func: usize, param: usize) -> Reach {
+        let mut reach = Reach::default();
+        self.visits.set(0);
+        reach.props = self.cover(0, func, param, 0, &mut reach.callers);
+        reach
+    }
+
+    fn cover(
+        &self,
+        file: usize,
+        func: usize,
+        param: usize,
+        depth: usize,
+        callers: &mut Vec<(String, Option<PathBuf>)>,
+    ) -> u8 {
+        let Some(f) = self.files.get(file).and_then(|(_, f)| f.fns.get(func)) else {
+            return ALL;
+        };
+        let own = f.covered.get(param).copied().unwrap_or(ALL);
+        self.visits.set(self.visits.get() + 1);
+        if own == ALL
+            || self.visits.get() > MAX_VISITS
+            || depth > MAX_DEPTH
+            || self.opaque(file, &f.name)
+        {
+            return ALL;
+        }
+        let mut any = false;
+        let mut result = ALL;
+        if self.bound(file, &f.name) {
+            any = true;
+            if !self.trusted(&f.name) {
+                result &= own;
+            }
+        }
+        for (ci, gi) in self.callers_of(file, &f.name, callers) {
+            any = true;
+            let g = &self.files[ci].1.fns[gi];
+            for call in g.calls.iter().filter(|c| c.callee == f.name) {
+                if let Some(Some((j, granted))) = call.args.get(param) {
+                    result &= own | granted | self.cover(ci, gi, *j, depth + 1, callers);
+                }
+            }
+        }
+        if any {
+            result
+        } else {
+            ALL
+        }
+    }
+
+    /// The functions that call `name` (defined in file `home`), as (file, function) indices;
+    /// each is also noted in `callers` (up to 8, for messages).
+    fn callers_of(
+        &self,
+        home: usize,
+        name: &str,
+        callers: &mut Vec<(String, Option<PathBuf>)>,
+    ) -> Vec<(usize, usize)> {
+        let mut found = Vec::new();
+        for (ci, cf) in self.sees(home, name) {
+            for (gi, g) in cf.fns.iter().enumerate() {
+                if g.name == name || !g.calls.iter().any(|c| c.callee == name) {
+                    continue;
+                }
+                if callers.len() < 8 && !callers.iter().any(|c| c.0 == g.name) {
+                    callers.push((g.name.clone(), self.files[ci].0.clone()));
+                }
+                found.push((ci, gi));
+            }
+        }
+        found
+    }
+
+    /// Does a device guard hold whenever function `func` of this file runs? `None`: yes (or
+    /// unknown); `Some(callers)`: no guard on some path from a binding.
+    pub fn unguarded(&self, func: usize) -> Option<Vec<(String, Option<PathBuf>)>> {
+        let mut callers = Vec::new();
+        self.visits.set(0);
+        (!self.guarded(0, func, 0, &mut callers)).then_some(callers)
+    }
+
+    fn guarded(
+        &self,
+        file: usize,
+        func: usize,
+        depth: usize,
+        callers: &mut Vec<(String, Option<PathBuf>)>,
+    ) -> bool {
+        let Some(f) = self.files.get(file).and_then(|(_, f)| f.fns.get(func)) else {
+            return true;
+        };
+        self.visits.set(self.visits.get() + 1);
+        if f.guarded
+            || self.visits.get() > MAX_VISITS
+            || depth > MAX_DEPTH
+            || self.opaque(file, &f.name)
+        {
+            return true;
+        }
+        let mut any = false;
+        let mut all = true;
+        if self.bound(file, &f.name) {
+            any = true;
+            all &= self.trusted(&f.name);
+        }
+        for (ci, gi) in self.callers_of(file, &f.name, callers) {
+            any = true;
+            all &= self.guarded(ci, gi, depth + 1, callers);
+        }
+        !any || all
+    }
+}
+
+/// `name` (`file.cpp`) for a message.
+pub fn describe_callers(callers: &[(String, Option<PathBuf>)]) -> String {
+    callers
+        .iter()
+        .map(|(n, p)| match p.as_ref().and_then(|p| p.file_name()) {
+            Some(f) => format!("`{n}` ({})", f.to_string_lossy()),
+            None => format!("`{n}`"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,860 @@
+//! TensorFlow facts: which calls initialize the device runtime (the GPU-init boundary), which
+//! configure devices, and whether GPU memory growth or a memory limit is configured.
+//!
+//! The boundary is computed once per file, per sequence of the execution order, and shared:
+//! TF001 (configuration after it), TF002 (`TF_FORCE_GPU_ALLOW_GROWTH` only counts before it),
+//! TF004 (only configuration before it takes effect and can collide) and TF013 (environment
+//! variables after it are ignored) all ask [`TfFacts::first_init_before`] /
+//! [`TfFacts::runs_before_boundary`].
+//!
+//! Names are resolved through imports and normalized first: `tf.compat.v1.X` is `tf.X`, and
+//! `tf.keras.X`, `tensorflow.python.keras.X`, `tf_keras.X` and Keras 3's `keras.X` are all `keras.X`.
+
+use super::order::{Event, ExecOrder};
+use super::{string_literal, PythonModel};
+use gpulint_syntax::NodeExt;
+use gpulint_syntax::{descendants, named_children};
+use std::collections::HashMap;
+use tree_sitter::Node;
+
+/// Why a call initializes the TensorFlow device runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Init {
+    TensorOp,
+    Variable,
+    Dataset,
+    KerasLayer,
+    KerasModel,
+    KerasMetric,
+    /// `compile`, `fit`, `predict`, ... on a model.
+    ModelMethod,
+    Strategy,
+    /// `list_logical_devices`, connecting to a TPU cluster, memory statistics.
+    DeviceQuery,
+    /// `tf.test.is_gpu_available`, `device_lib.list_local_devices`: create the GPU devices with
+    /// the default settings (later configuration raises or is ignored).
+    DeviceList,
+    /// `tf.saved_model.load`.
+    Load,
+}
+
+impl Init {
+    /// What the call does, for a label: "`Dense(...)` builds a Keras layer".
+    pub fn describe(self) -> &'static str {
+        match self {
+            Init::TensorOp => "runs a TensorFlow op",
+            Init::Variable => "creates a variable",
+            Init::Dataset => "creates a dataset from tensors",
+            Init::KerasLayer => "builds a Keras layer",
+            Init::KerasModel => "builds a Keras model",
+            Init::KerasMetric => "creates a Keras metric and its variables",
+            Init::ModelMethod => "runs a Keras model method",
+            Init::Strategy => "creates a distribution strategy",
+            Init::DeviceQuery => "queries the initialized devices",
+            Init::DeviceList => "creates the GPU devices with the default settings",
+            Init::Load => "loads a saved model",
+        }
+    }
+}
+
+/// A device configuration call that must run before the runtime is initialized (TF001).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigFn {
+    MemoryGrowth,
+    VisibleDevices,
+    LogicalDevices,
+}
+
+/// What kind of memory configuration a piece of evidence is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryConfig {
+    /// `set_memory_growth(gpu, True)`, or a helper named after it.
+    Growth,
+    /// A logical/virtual device configuration with `memory_limit=`.
+    Limit,
+    /// `TF_FORCE_GPU_ALLOW_GROWTH=true` in the environment (only counts before the boundary).
+    Env,
+    /// TF1 `gpu_options.allow_growth` / `per_process_gpu_memory_fraction`.
+    Tf1,
+}
+
+/// The TensorFlow facts of one file.
+#[derive(Debug, Default)]
+pub struct TfFacts<'t> {
+    /// The module runs in TF1 graph mode (`disable_eager_execution`, `Session`, `placeholder`,
+    /// TF1-only namespaces such as `tf.contrib` and `tf.app`): plain ops only build a graph and
+    /// do not initialize the runtime.
+    pub graph_mode: bool,
+    /// The module targets TPUs (`TPUStrategy`, `TPUClusterResolver`, `tf.tpu.*`, `TPUEstimator`).
+    pub uses_tpu: bool,
+    inits: HashMap<usize, Init>,
+    configs: HashMap<usize, ConfigFn>,
+    /// Calls to the TF001 configuration functions, in document order.
+    pub config_calls: Vec<(Node<'t>, ConfigFn)>,
+    /// GPU memory growth or limit configuration, in document order.
+    pub memory_config: Vec<(Node<'t>, MemoryConfig)>,
+    /// Evidence that the script hides all GPUs (`set_visible_devices([], 'GPU')`,
+    /// `CUDA_VISIBLE_DEVICES=-1` before the boundary).
+    pub cpu_only: Vec<Node<'t>>,
+    /// Training entry points: `.fit(`, `tf.GradientTape()`, `apply_gradients`, `minimize`,
+    /// an Estimator's `.train(input_fn=...)` or `tf.estimator.train_and_evaluate`.
+    pub training: Vec<Node<'t>>,
+    /// Per sequence of the execution order: positions of the init events.
+    init_positions: Vec<Vec<usize>>,
+}
+
+const MODEL_METHODS: &[&str] = &[
+    "compile",
+    "fit",
+    "fit_generator",
+    "predict",
+    "predict_generator",
+    "predict_on_batch",
+    "evaluate",
+    "evaluate_generator",
+    "train_on_batch",
+    "test_on_batch",
+    "build",
+];
+
+/// `tf.<name>` functions that create or compute tensors.
+const TOP_OPS: &[&str] = &[
+    "abs",
+    "add",
+    "add_n",
+    "argmax",
+    "argmin",
+    "argsort",
+    "boolean_mask",
+    "broadcast_to",
+    "cast",
+    "clip_by_value",
+    "concat",
+    "constant",
+    "convert_to_tensor",
+    "cumsum",
+    "divide",
+    "einsum",
+    "equal",
+    "exp",
+    "expand_dims",
+    "eye",
+    "fill",
+    "gather",
+    "gather_nd",
+    "greater",
+    "identity",
+    "less",
+    "linspace",
+    "log",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "matmul",
+    "maximum",
+    "meshgrid",
+    "minimum",
+    "multiply",
+    "norm",
+    "not_equal",
+    "one_hot",
+    "ones",
+    "ones_like",
+    "pad",
+    "pow",
+    "print",
+    "random_normal",
+    "random_uniform",
+    "range",
+    "reduce_all",
+    "reduce_any",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_min",
+    "reduce_prod",
+    "reduce_sum",
+    "repeat",
+    "reshape",
+    "reverse",
+    "roll",
+    "round",
+    "scatter_nd",
+    "sequence_mask",
+    "sigmoid",
+    "slice",
+    "sort",
+    "split",
+    "sqrt",
+    "square",
+    "squeeze",
+    "stack",
+    "subtract",
+    "tanh",
+    "tensor_scatter_nd_update",
+    "tensordot",
+    "tile",
+    "transpose",
+    "truncated_normal",
+    "unique",
+    "unstack",
+    "where",
+    "zeros",
+    "zeros_like",
+];
+
+/// `tf.<module>.<op>` modules whose lower-case functions are ops.
+const OP_MODULES: &[&str] = &[
+    "math", "linalg", "nn", "image", "signal", "sparse", "strings", "bitwise", "random",
+];
+
+const DATASET_SOURCES: &[&str] = &[
+    "data.Dataset.from_tensor_slices",
+    "data.Dataset.from_tensors",
+    "data.Dataset.range",
+    "data.Dataset.from_generator",
+    "data.Dataset.zip",
+    "data.Dataset.list_files",
+    "data.TFRecordDataset",
+    "data.TextLineDataset",
+    "data.FixedLengthRecordDataset",
+    "data.experimental.make_csv_dataset",
+];
+
+/// Modules whose estimators also have a `.fit`.
+const FIT_LOOKALIKES: &[&str] = &["sklearn", "xgboost", "lightgbm", "catboost", "statsmodels"];
+
+/// `tensorflow.compat.v1.X` → `tensorflow.X`; the Keras spellings → `keras.X`.
+pub fn normalize(q: &str) -> String {
+    let mut s = q.to_string();
+    for compat in ["tensorflow.compat.v1.", "tensorflow.compat.v2."] {
+        if let Some(rest) = s.strip_prefix(compat) {
+            s = format!("tensorflow.{rest}");
+        }
+    }
+    for prefix in [
+        "tensorflow.python.keras.",
+        "tensorflow.keras.",
+        "tf_keras.",
+        "keras.src.",
+    ] {
+        if let Some(rest) = s.strip_prefix(prefix) {
+            return format!("keras.{rest}");
+        }
+    }
+    s
+}
+
+fn starts_upper(s: &str) -> bool {
+    s.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+}
+
+fn last_segment(s: &str) -> &str {
+    s.rsplit('.').next().unwrap_or(s)
+}
+
+/// Does the `tensorflow.<rest>` call initialize the runtime?
+fn tf_init(rest: &str, graph_mode: bool) -> Option<Init> {
+    let last = last_segment(rest);
+    let kind = match rest {
+        "config.list_logical_devices"
+        | "config.experimental.list_logical_devices"
+        | "config.experimental_connect_to_cluster"
+        | "config.experimental_connect_to_host"
+        | "tpu.experimental.initialize_tpu_system"
+        | "config.experimental.get_memory_info"
+        | "config.experimental.get_memory_usage" => return Some(Init::DeviceQuery),
+        "test.is_gpu_available"
+        | "test.gpu_device_name"
+        | "python.client.device_lib.list_local_devices" => return Some(Init::DeviceList),
+        _ if rest.starts_with("distribute.")
+            && last.ends_with("Strategy")
+            && starts_upper(last) =>
+        {
+            return Some(Init::Strategy)
+        }
+        "Variable" => Init::Variable,
+        "saved_model.load" => Init::Load,
+        "summary.create_file_writer" => Init::TensorOp,
+        _ if DATASET_SOURCES.contains(&rest) => Init::Dataset,
+        _ if !rest.contains('.') && TOP_OPS.contains(&rest) => Init::TensorOp,
+        _ => {
+            let (module, op) = rest.split_once('.')?;
+            let op_ok = !op.contains('.') && op.starts_with(|c: char| c.is_ascii_lowercase());
+            let math = OP_MODULES.contains(&module) && rest != "random.set_seed";
+            let io = module == "io"
+                && (op.starts_with("decode_") || op.starts_with("parse_") || op == "read_file");
+            if !(op_ok && (math || io)) {
+                return None;
+            }
+            Init::TensorOp
+        }
+    };
+    // In graph mode, ops and variables only add graph nodes.
+    (!graph_mode).then_some(kind)
+}
+
+/// Does the `keras.<rest>` call initialize the runtime?
+fn keras_init(rest: &str) -> Option<Init> {
+    let last = last_segment(rest);
+    match rest {
+        "Input" | "layers.Input" => Some(Init::KerasLayer),
+        "Model"
+        | "Sequential"
+        | "models.Model"
+        | "models.Sequential"
+        | "models.load_model"
+        | "models.clone_model"
+        | "models.model_from_json"
+        | "saving.load_model" => Some(Init::KerasModel),
+        _ if rest.starts_with("layers.") && starts_upper(last) => Some(Init::KerasLayer),
+        _ if rest.starts_with("applications.") && starts_upper(last) => Some(Init::KerasModel),
+        _ if rest.starts_with("metrics.")
+            && starts_upper(last)
+            && rest.matches('.').count() == 1 =>
+        {
+            Some(Init::KerasMetric)
+        }
+        _ if (rest.starts_with("ops.") || rest.starts_with("random."))
+            && last.starts_with(|c: char| c.is_ascii_lowercase()) =>
+        {
+            Some(Init::TensorOp)
+        }
+        "backend.variable"
+        | "backend.constant"
+        | "backend.zeros"
+        | "backend.ones"
+        | "backend.random_normal"
+        | "backend.random_uniform" => Some(Init::TensorOp),
+        _ => None,
+    }
+}
+
+/// `model`, `self.model`, `self.net.head`: a plain receiver a Keras model can be bound to.
+fn plain_receiver(m: &PythonModel<'_>, object: Node<'_>) -> bool {
+    let mut cur = object;
+    for _ in 0..8 {
+        match cur.kind_name() {
+            "identifier" => return m.qualified_name(object).is_none(),
+            "attribute" => match cur.field("object") {
+                Some(o) => cur = o,
+                None => return false,
+            },
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Does local class `c` derive (directly or through local classes) from a Keras `Model`/`Layer`
+/// or `tf.Module`?
+fn keras_class(m: &PythonModel<'_>, c: usize) -> bool {
+    let mut stack = vec![(c, 0)];
+    while let Some((c, depth)) = stack.pop() {
+        let Some(bases) = m.classes[c].node.field("superclasses") else {
+            continue;
+        };
+        for base in named_children(bases) {
+            if !matches!(base.kind_name(), "identifier" | "attribute") {
+                continue;
+            }
+            match m.qualified_name(base).map(|q| normalize(&q)) {
+                Some(q)
+                    if matches!(
+                        q.as_str(),
+                        "keras.Model"
+                            | "keras.models.Model"
+                            | "keras.Sequential"
+                            | "keras.layers.Layer"
+                            | "keras.Layer"
+                            | "tensorflow.Module"
+                    ) =>
+                {
+                    return true;
+                }
+                Some(_) => {}
+                None if base.kind_name() == "identifier" && depth < 8 => {
+                    if let Some(b) = m.local_class(m.classes[c].node, m.text(base)) {
+                        if b != c {
+                            stack.push((b, depth + 1));
+                        }
+                    }
+                }
+                None => {}
+            }
+        }
+    }
+    false
+}
+
+/// A positional argument (`index`) or keyword argument (`name`) of a call.
+pub fn argument<'t>(
+    call: Node<'t>,
+    index: usize,
+    name: &str,
+    m: &PythonModel<'_>,
+) -> Option<Node<'t>> {
+    let args = call.field("arguments")?;
+    let mut pos = 0;
+    for a in named_children(args) {
+        match a.kind_name() {
+            "keyword_argument" => {
+                if a.field("name").map(|n| m.text(n)) == Some(name) {
+                    return a.field("value");
+                }
+            }
+            "comment" | "list_splat" | "dictionary_splat" => {}
+            _ => {
+                if pos == index {
+                    return Some(a);
+                }
+                pos += 1;
+            }
+        }
+    }
+    None
+}
+
+/// Does the expression fold to a false value?
+fn folds_false(m: &PythonModel<'_>, expr: Option<Node<'_>>) -> bool {
+    expr.and_then(|e| m.const_value(e))
+        .is_some_and(|v| !v.truthy())
+}
+
+/// Is there a keyword argument `name` anywhere in the call's arguments (nested calls included)?
+fn has_keyword(m: &PythonModel<'_>, call: Node<'_>, names: &[&str]) -> bool {
+    let Some(args) = call.field("arguments") else {
+        return false;
+    };
+    descendants(args).any(|n| {
+        n.kind_name() == "keyword_argument"
+            && n.field("name").is_some_and(|k| names.contains(&m.text(k)))
+            && !folds_false(m, n.field("value"))
+    })
+}
+
+impl<'t> TfFacts<'t> {
+    pub(super) fn build(m: &PythonModel<'t>) -> TfFacts<'t> {
+        let mut facts = TfFacts::default();
+        if !m.imports_tensorflow() && !m.imports_keras() {
+            return facts;
+        }
+        let raw: Vec<Option<String>> = m.calls.iter().map(|(c, _)| m.call_name(*c)).collect();
+        // TF1 namespaces (gone from TF2 unless spelled `tf.compat.v1`) mean graph mode.
+        facts.graph_mode = raw.iter().flatten().any(|q| {
+            q.starts_with("tensorflow.contrib.")
+                || q.starts_with("tensorflow.app.")
+                || matches!(
+                    q.as_str(),
+                    "tensorflow.get_collection"
+                        | "tensorflow.get_variable"
+                        | "tensorflow.variable_scope"
+                )
+        });
+        let names: Vec<Option<String>> = raw.iter().map(|q| q.as_deref().map(normalize)).collect();
+        for q in names.iter().flatten() {
+            match q.as_str() {
+                "tensorflow.disable_eager_execution"
+                | "tensorflow.disable_v2_behavior"
+                | "tensorflow.Session"
+                | "tensorflow.InteractiveSession"
+                | "tensorflow.placeholder" => facts.graph_mode = true,
+                _ => {}
+            }
+            if q.starts_with("tensorflow.tpu.")
+                || q.starts_with("tensorflow.contrib.tpu.")
+                || q.starts_with("tensorflow.contrib.cluster_resolver.TPU")
+                || ["TPUStrategy", "TPUClusterResolver", "TPUEstimator"].contains(&last_segment(q))
+            {
+                facts.uses_tpu = true;
+            }
+        }
+        let fit_lookalikes = FIT_LOOKALIKES.iter().any(|l| m.imports_module(l));
+        for (i, &(call, _)) in m.calls.iter().enumerate() {
+            let q = names[i].as_deref();
+            if let Some(init) = facts.classify_init(m, call, q, fit_lookalikes) {
+                facts.inits.insert(call.id(), init);
+            }
+            facts.classify_config(m, call, q);
+            facts.classify_training(m, call, q, fit_lookalikes);
+        }
+        for &a in &m.attribute_assignments {
+            let Some(left) = a.field("left") else {
+                continue;
+            };
+            let name = left.field("attribute").map(|n| m.text(n));
+            if matches!(
+                name,
+                Some("allow_growth" | "per_process_gpu_memory_fraction")
+            ) && !folds_false(m, a.field("right"))
+            {
+                facts.memory_config.push((a, MemoryConfig::Tf1));
+            }
+        }
+        let order = m.order();
+        facts.init_positions = (0..order.sequences().len())
+            .map(|s| {
+                order
+                    .events(s)
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| facts.inits.contains_key(&e.node.id()))
+                    .map(|(i, _)| i)
+                    .collect()
+            })
+            .collect();
+        for w in m.env_writes() {
+            if w.key == "TF_FORCE_GPU_ALLOW_GROWTH" && w.value_is("true") {
+                facts.memory_config.push((w.node, MemoryConfig::Env));
+            }
+            if w.key == "CUDA_VISIBLE_DEVICES"
+                && (w.value_is("-1") || w.value_is(""))
+                && facts.runs_before_boundary(order, w.node)
+            {
+                facts.cpu_only.push(w.node);
+            }
+        }
+        facts.memory_config.sort_by_key(|(n, _)| n.start_byte());
+        facts
+    }
+
+    fn classify_init(
+        &self,
+        m: &PythonModel<'t>,
+        call: Node<'t>,
+        q: Option<&str>,
+        fit_lookalikes: bool,
+    ) -> Option<Init> {
+        if let Some(q) = q {
+            if let Some(rest) = q.strip_prefix("tensorflow.") {
+                return tf_init(rest, self.graph_mode);
+            }
+            if let Some(rest) = q.strip_prefix("keras.") {
+                return if self.graph_mode {
+                    None
+                } else {
+                    keras_init(rest)
+                };
+            }
+            return None;
+        }
+        if self.graph_mode {
+            return None;
+        }
+        let func = call.field("function")?;
+        match func.kind_name() {
+            "identifier" => {
+                let c = m.local_class(call, m.text(func))?;
+                keras_class(m, c).then_some(Init::KerasModel)
+            }
+            // The module's own method (`self.evaluate()` in a trainer class) is not Keras's.
+            "attribute" if m.local_callee(call).is_some() => None,
+            "attribute" => {
+                let method = m.text(func.field("attribute")?);
+                let object = func.field("object")?;
+                if !MODEL_METHODS.contains(&method) || !plain_receiver(m, object) {
+                    return None;
+                }
+                let looks_like_model = m.text(object).to_ascii_lowercase().contains("model");
+                if (method == "build" || fit_lookalikes) && !looks_like_model {
+                    return None;
+                }
+                Some(Init::ModelMethod)
+            }
+            _ => None,
+        }
+    }
+
+    fn classify_config(&mut self, m: &PythonModel<'t>, call: Node<'t>, q: Option<&str>) {
+        let config = match q {
+            Some("tensorflow.config.experimental.set_memory_growth") => {
+                Some(ConfigFn::MemoryGrowth)
+            }
+            Some(
+                "tensorflow.config.set_visible_devices"
+                | "tensorflow.config.experimental.set_visible_devices",
+            ) => Some(ConfigFn::VisibleDevices),
+            Some(
+                "tensorflow.config.set_logical_device_configuration"
+                | "tensorflow.config.experimental.set_logical_device_configuration"
+                | "tensorflow.config.experimental.set_virtual_device_configuration",
+            ) => Some(ConfigFn::LogicalDevices),
+            _ => None,
+        };
+        if let Some(c) = config {
+            self.configs.insert(call.id(), c);
+            self.config_calls.push((call, c));
+        }
+        let last = call
+            .field("function")
+            .map(|f| match f.kind_name() {
+                "attribute" => f.field("attribute").map(|a| m.text(a)).unwrap_or(""),
+                _ => m.text(f),
+            })
+            .unwrap_or("");
+        let growth_arg = match (config, last) {
+            (Some(ConfigFn::MemoryGrowth), _) | (None, "set_memory_growth") => Some(1),
+            // A project helper such as `enable_memory_growth()` or `set_gpu_memory_growth(True)`.
+            (None, l) if l.contains("memory_growth") => Some(0),
+            _ => None,
+        };
+        if let Some(i) = growth_arg {
+            if !folds_false(m, argument(call, i, "enable", m)) {
+                self.memory_config.push((call, MemoryConfig::Growth));
+            }
+        }
+        if config == Some(ConfigFn::LogicalDevices) && has_keyword(m, call, &["memory_limit"]) {
+            self.memory_config.push((call, MemoryConfig::Limit));
+        }
+        if config.is_none()
+            && matches!(last, "GPUOptions" | "ConfigProto")
+            && has_keyword(
+                m,
+                call,
+                &["allow_growth", "per_process_gpu_memory_fraction"],
+            )
+        {
+            self.memory_config.push((call, MemoryConfig::Tf1));
+        }
+        if config == Some(ConfigFn::VisibleDevices) {
+            let devices = argument(call, 0, "devices", m);
+            let kind =
+                argument(call, 1, "device_type", m).and_then(|k| string_literal(k, m.source));
+            let hides_gpus = devices.is_some_and(|d| {
+                (matches!(d.kind_name(), "list" | "tuple")
+                    && named_children(d).all(|c| c.kind_name() == "comment"))
+                    || (d.kind_name() == "call"
+                        && m.call_name(d)
+                            .is_some_and(|n| n.ends_with("list_physical_devices"))
+                        && argument(d, 0, "device_type", m)
+                            .and_then(|a| string_literal(a, m.source))
+                            .is_some_and(|s| s.eq_ignore_ascii_case("CPU")))
+            });
+            if hides_gpus && kind.is_none_or(|k| k.eq_ignore_ascii_case("GPU")) {
+                self.cpu_only.push(call);
+            }
+        }
+    }
+
+    fn classify_training(
+        &mut self,
+        m: &PythonModel<'t>,
+        call: Node<'t>,
+        q: Option<&str>,
+        fit_lookalikes: bool,
+    ) {
+        if matches!(
+            q,
+            Some("tensorflow.GradientTape" | "tensorflow.estimator.train_and_evaluate")
+        ) {
+            self.training.push(call);
+            return;
+        }
+        if q.is_some() {
+            return;
+        }
+        let Some(func) = call
+            .field("function")
+            .filter(|f| f.kind_name() == "attribute")
+        else {
+            return;
+        };
+        let (Some(attr), Some(object)) = (func.field("attribute"), func.field("object")) else {
+            return;
+        };
+        if m.local_callee(call).is_some() {
+            return;
+        }
+        let method = m.text(attr);
+        // `estimator.train(input_fn=...)`: an Estimator's training loop.
+        let estimator = method == "train" && argument(call, usize::MAX, "input_fn", m).is_some();
+        if !estimator
+            && !matches!(
+                method,
+                "fit" | "fit_generator" | "train_on_batch" | "apply_gradients" | "minimize"
+            )
+        {
+            return;
+        }
+        if !plain_receiver(m, object) {
+            return;
+        }
+        if method.starts_with("fit")
+            && fit_lookalikes
+            && !m.text(object).to_ascii_lowercase().contains("model")
+        {
+            return;
+        }
+        // Flax's `TrainState.apply_gradients` and optax-style `minimize` are JAX training.
+        if matches!(method, "apply_gradients" | "minimize") && m.imports_jax() {
+            return;
+        }
+        self.training.push(call);
+    }
+
+    /// The first training entry point that runs when the module runs as a script (at module
+    /// level, under `if __name__ == "__main__":`, or in local functions called from there).
+    pub fn training_in_module(&self, order: &ExecOrder<'t>) -> Option<Node<'t>> {
+        order
+            .module()
+            .iter()
+            .find(|e| self.training.iter().any(|t| t.id() == e.node.id()))
+            .map(|e| e.node)
+    }
+
+    /// Why the call initializes the runtime, if it does.
+    pub fn init_kind(&self, call: Node<'_>) -> Option<Init> {
+        self.inits.get(&call.id()).copied()
+    }
+
+    /// Which TF001 configuration function the call is, if any.
+    pub fn config_fn(&self, call: Node<'_>) -> Option<ConfigFn> {
+        self.configs.get(&call.id()).copied()
+    }
+
+    /// The position (in sequence `seq`) of the first event before position `idx` that
+    /// initializes the runtime and could run before it (not in an exclusive branch).
+    pub fn first_init_before(
+        &self,
+        order: &ExecOrder<'t>,
+        seq: usize,
+        idx: usize,
+    ) -> Option<usize> {
+        let events = order.events(seq);
+        let target = events.get(idx)?;
+        self.init_positions
+            .get(seq)?
+            .iter()
+            .copied()
+            .take_while(|&i| i < idx)
+            .find(|&i| !order.exclusive(&events[i], target))
+    }
+
+    /// The GPU-init boundary of sequence `seq`: its first event that initializes the runtime.
+    pub fn boundary<'o>(&self, order: &'o ExecOrder<'t>, seq: usize) -> Option<&'o Event<'t>> {
+        let i = *self.init_positions.get(seq)?.first()?;
+        order.events(seq).get(i)
+    }
+
+    /// Does `node` (an event) run before the GPU-init boundary wherever it runs? Nodes that are
+    /// not laid out in any sequence count as running before.
+    pub fn runs_before_boundary(&self, order: &ExecOrder<'t>, node: Node<'_>) -> bool {
+        for seq in 0..order.sequences().len() {
+            for (i, e) in order.events(seq).iter().enumerate() {
+                if e.node.id() == node.id() && self.first_init_before(order, seq, i).is_some() {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// The first piece of evidence that GPU memory growth or a limit is configured (an
+    /// environment variable only when it is set before the boundary).
+    pub fn memory_configured(&self, m: &PythonModel<'t>) -> Option<(Node<'t>, MemoryConfig)> {
+        self.memory_config.iter().copied().find(|(n, kind)| {
+            *kind != MemoryConfig::Env || self.runs_before_boundary(m.order(), *n)
+        })
+    }
+
+    /// Memory configuration that runs when the module is imported (at module level, or in a
+    /// function that module-level code calls).
+    pub fn memory_configured_at_import(&self, m: &PythonModel<'t>) -> bool {
+        let order = m.order();
+        self.memory_config
+            .iter()
+            .any(|(n, _)| order.module().iter().any(|e| e.node.id() == n.id()))
+    }
+
+    /// Names of the module-level functions that configure memory growth or a limit (directly
+    /// or through a local function they call).
+    pub fn memory_config_functions(&self, m: &PythonModel<'t>) -> Vec<String> {
+        let direct: Vec<bool> = m
+            .functions
+            .iter()
+            .map(|f| {
+                let r = f.node.byte_range();
+                self.memory_config
+                    .iter()
+                    .any(|(n, _)| r.contains(&n.start_byte()))
+            })
+            .collect();
+        let graph = m.call_graph();
+        m.functions
+            .iter()
+            .enumerate()
+            .filter(|(i, f)| {
+                f.parent.is_none()
+                    && f.class.is_none()
+                    && (direct[*i] || graph.edges[*i].iter().any(|(_, c)| direct[*c]))
+            })
+            .map(|(_, f)| f.name.clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::build;
+    use super::*;
+    use gpulint_syntax::{parse, Lang};
+
+    /// The function text of the first init call of the module sequence.
+    fn boundary(src: &str) -> Option<String> {
+        let tree = parse(Lang::Python, src).unwrap();
+        let m = build(&tree, src);
+        let b = m.tf().boundary(m.order(), 0)?;
+        Some(m.text(b.node.field("function")?).to_string())
+    }
+
+    #[test]
+    fn boundary_resolves_keras_spellings() {
+        let cases = [
+            ("import tensorflow as tf\ntf.config.list_physical_devices('GPU')\nx = tf.keras.layers.Dense(3)\n", "tf.keras.layers.Dense"),
+            ("from tensorflow import keras\nkeras.layers.Dense(3)\n", "keras.layers.Dense"),
+            ("from tensorflow.keras import layers\nlayers.Dense(3)\n", "layers.Dense"),
+            ("import keras\nkeras.Sequential([])\n", "keras.Sequential"),
+            ("import tensorflow.compat.v1 as tf\ntf.constant(1)\n", "tf.constant"),
+            ("import tensorflow as tf\ntf.compat.v1.keras.layers.Dense(1)\n", "tf.compat.v1.keras.layers.Dense"),
+            ("import tensorflow as tf\nm = get()\nm.compile('adam')\n", "m.compile"),
+            ("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n", "tf.distribute.MirroredStrategy"),
+            ("import tensorflow as tf\ntf.config.list_logical_devices('GPU')\n", "tf.config.list_logical_devices"),
+            ("import tensorflow as tf\nclass Net(tf.keras.Model):\n    pass\nclass Big(Net):\n    pass\nBig()\n", "Big"),
+        ];
+        for (src, want) in cases {
+            assert_eq!(boundary(src).as_deref(), Some(want), "{src}");
+        }
+        for src in [
+            "import tensorflow as tf\ntf.config.list_physical_devices('GPU')\ntf.config.experimental.list_physical_devices('GPU')\n",
+            "import tensorflow as tf\nimport re\nre.compile('x')\ntf.random.set_seed(1)\ntf.get_logger()\n",
+            "import tensorflow as tf\nfrom sklearn.svm import SVC\nclf = SVC()\nclf.fit(x, y)\n",
+            "import tensorflow as tf\ntf.compat.v1.disable_eager_execution()\nx = tf.constant(1)\n",
+        ] {
+            assert_eq!(boundary(src), None, "{src}");
+        }
+    }
+
+    #[test]
+    fn memory_configuration_facts() {
+        let src = "import os\nimport tensorflow as tf\nos.environ['CUDA_VISIBLE_DEVICES'] = '-1'\nfor g in tf.config.list_physical_devices('GPU'):\n    tf.config.experimental.set_memory_growth(g, True)\ntf.config.experimental.set_memory_growth(g, False)\ntf.config.set_logical_device_configuration(g, [tf.config.LogicalDeviceConfiguration(memory_limit=1024)])\ntf.config.set_visible_devices([], 'GPU')\ncfg = tf.compat.v1.ConfigProto()\ncfg.gpu_options.allow_growth = True\nm = tf.keras.Sequential()\nos.environ['TF_FORCE_GPU_ALLOW_GROWTH'] = 'true'\nwith tf.GradientTape() as t:\n    pass\n";
+        let tree = parse(Lang::Python, src).unwrap();
+        let m = build(&tree, src);
+        let f = m.tf();
+        let kinds: Vec<MemoryConfig> = f.memory_config.iter().map(|(_, k)| *k).collect();
+        assert_eq!(
+            kinds,
+            [
+                MemoryConfig::Growth,
+                MemoryConfig::Limit,
+                MemoryConfig::Tf1,
+                MemoryConfig::Env
+            ]
+        );
+        assert_eq!(f.config_calls.len(), 4);
+        assert_eq!(f.cpu_only.len(), 2);
+        assert_eq!(f.training.len(), 1);
+        // The environment variable is set after the model is built: it does not count.
+        let env = f.memory_config[3].0;
+        assert!(!f.runs_before_boundary(m.order(), env));
+        assert!(f.memory_configured_at_import(&m));
+    }
+}

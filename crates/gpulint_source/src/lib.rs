@@ -1,0 +1,23 @@
+//! Source files as gpulint reads them: bytes read with size limits and decoded to text, the
+//! line index (LF, CRLF, lone CR, BOM), notebooks turned into one virtual source, byte spans,
+//! the files a check depended on, sorted directory listings, sizes and path display.
+//!
+//! The bottom of the workspace: it knows nothing of languages, rules or configuration.
+
+pub mod deps;
+mod file;
+pub mod fs;
+pub mod notebook;
+mod read;
+mod size;
+mod span;
+
+pub use deps::note_dependency;
+pub use file::*;
+pub use fs::{display_path, sorted_dir_files};
+pub use read::{decode, read_bytes, read_source};
+pub use size::{format_size, parse_size};
+pub use span::Span;
+
+/// Files larger than this are skipped with GL002.
+pub const MAX_FILE_SIZE: u64 = 10 << 20;

@@ -1,0 +1,185 @@
+//! Languages gpulint reads, their grammars and file kinds; parsing (one parser per thread,
+//! and the line-preserving CUDA retry parse); tree helpers (the one iterative walk, `NodeExt`).
+//!
+//! Knows nothing of rules, diagnostics, configuration or what the code means.
+
+pub mod cuda_retry;
+pub mod kind;
+mod tree;
+
+pub use tree::*;
+
+use std::cell::RefCell;
+use std::path::Path;
+use tree_sitter::{Language, Parser, Tree};
+
+/// A kind of file gpulint reads: a source language with its tree-sitter grammar, or a
+/// dependency manifest (read by the parsers of `gpulint_manifest`, without tree-sitter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Lang {
+    Python,
+    /// CUDA and every C/C++ file, parsed with tree-sitter-cuda (a superset of C++).
+    Cuda,
+    /// `requirements*.txt`, `pyproject.toml`, conda environment files, Dockerfiles.
+    Manifest,
+}
+
+impl Lang {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lang::Python => "python",
+            Lang::Cuda => "cuda",
+            Lang::Manifest => "manifest",
+        }
+    }
+
+    /// The tree-sitter grammar; `None` for manifests.
+    pub fn grammar(self) -> Option<Language> {
+        match self {
+            Lang::Python => Some(tree_sitter_python::LANGUAGE.into()),
+            Lang::Cuda => Some(tree_sitter_cuda::LANGUAGE.into()),
+            Lang::Manifest => None,
+        }
+    }
+
+    /// The file kind of a path, from its name; `None` for files gpulint does not read.
+    pub fn of_path(path: &Path) -> Option<Lang> {
+        if crate::kind::Format::of_path(path).is_some() {
+            return Some(Lang::Manifest);
+        }
+        let name = path.file_name()?.to_str()?;
+        let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
+        match ext.as_str() {
+            "py" | "pyi" | "ipynb" => Some(Lang::Python),
+            "cu" | "cuh" | "cc" | "cpp" | "cxx" | "h" | "hpp" | "hxx" => Some(Lang::Cuda),
+            _ => None,
+        }
+    }
+
+    /// Prefix of line comments, used by suppressions.
+    pub fn comment_prefix(self) -> &'static str {
+        match self {
+            Lang::Python | Lang::Manifest => "#",
+            Lang::Cuda => "//",
+        }
+    }
+}
+
+thread_local! {
+    static PYTHON_PARSER: RefCell<Parser> = RefCell::new(new_parser(Lang::Python));
+    static CUDA_PARSER: RefCell<Parser> = RefCell::new(new_parser(Lang::Cuda));
+}
+
+fn new_parser(lang: Lang) -> Parser {
+    let mut parser = Parser::new();
+    if let Some(grammar) = lang.grammar() {
+        parser
+            .set_language(&grammar)
+            .expect("grammar version is compatible with the tree-sitter runtime");
+    }
+    parser
+}
+
+/// Parses `text` with this thread's parser for `lang`; `None` for manifests, which have no
+/// tree-sitter grammar.
+pub fn parse(lang: Lang, text: &str) -> Option<Tree> {
+    let cell = match lang {
+        Lang::Python => &PYTHON_PARSER,
+        Lang::Cuda => &CUDA_PARSER,
+        Lang::Manifest => return None,
+    };
+    cell.with(|p| {
+        let mut parser = p.borrow_mut();
+        parser.reset();
+        parser.parse(text, None)
+    })
+}
+
+/// Parses only the byte range `start..end` of `text` (a notebook cell inside the notebook's
+/// joined source): node offsets are positions in `text`, so trees of several ranges share one
+/// source string.
+pub fn parse_range(lang: Lang, text: &str, start: usize, end: usize) -> Option<Tree> {
+    let cell = match lang {
+        Lang::Python => &PYTHON_PARSER,
+        Lang::Cuda => &CUDA_PARSER,
+        Lang::Manifest => return None,
+    };
+    let point = |byte: usize| {
+        let before = &text.as_bytes()[..byte];
+        let row = memchr::memchr_iter(b'\n', before).count();
+        let col = byte
+            - before
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map(|p| p + 1)
+                .unwrap_or(0);
+        tree_sitter::Point { row, column: col }
+    };
+    let range = tree_sitter::Range {
+        start_byte: start,
+        end_byte: end,
+        start_point: point(start),
+        end_point: point(end),
+    };
+    cell.with(|p| {
+        let mut parser = p.borrow_mut();
+        parser.reset();
+        parser.set_included_ranges(&[range]).ok()?;
+        let tree = parser.parse(text, None);
+        let _ = parser.set_included_ranges(&[]);
+        tree
+    })
+}
+
+/// Is this a Jupyter notebook?
+pub fn is_notebook(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("ipynb"))
+}
+
+/// All kind ids of `lang` whose name is `kind` (a named node kind can have several ids,
+/// through aliases). Empty when the grammar has no such kind.
+pub fn kind_ids(lang: Lang, kind: &str) -> Vec<u16> {
+    let Some(grammar) = lang.grammar() else {
+        return Vec::new();
+    };
+    (0..grammar.node_kind_count() as u16)
+        .filter(|&id| grammar.node_kind_is_named(id) && grammar.node_kind_for_id(id) == Some(kind))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_kinds() {
+        assert_eq!(Lang::of_path(Path::new("a/train.py")), Some(Lang::Python));
+        assert_eq!(Lang::of_path(Path::new("k.cu")), Some(Lang::Cuda));
+        assert_eq!(
+            Lang::of_path(Path::new("explore.ipynb")),
+            Some(Lang::Python)
+        );
+        assert_eq!(Lang::of_path(Path::new("k.cu.cc")), Some(Lang::Cuda));
+        assert_eq!(Lang::of_path(Path::new("k.CUH")), Some(Lang::Cuda));
+        assert_eq!(Lang::of_path(Path::new("op.hpp")), Some(Lang::Cuda));
+        assert_eq!(Lang::of_path(Path::new("README.md")), None);
+        assert_eq!(Lang::of_path(Path::new("Makefile")), None);
+        assert_eq!(
+            Lang::of_path(Path::new("requirements.txt")),
+            Some(Lang::Manifest)
+        );
+        assert_eq!(
+            Lang::of_path(Path::new("docker/Dockerfile")),
+            Some(Lang::Manifest)
+        );
+        assert_eq!(Lang::of_path(Path::new("setup.py")), Some(Lang::Python));
+    }
+
+    #[test]
+    fn kinds_resolve() {
+        assert!(!kind_ids(Lang::Python, "call").is_empty());
+        assert!(!kind_ids(Lang::Cuda, "function_definition").is_empty());
+        assert!(kind_ids(Lang::Cuda, "no_such_kind").is_empty());
+    }
+}

@@ -1,0 +1,260 @@
+//! Tree helpers: the one iterative walk, fast field and kind look-ups, child and descendant
+//! iterators.
+
+use tree_sitter::{Node, Tree};
+
+/// The one iterative walk: calls `visit(node, true)` when entering a node and
+/// `visit(node, false)` when leaving it, in document order, without recursion.
+pub fn walk<'t>(tree: &'t Tree, mut visit: impl FnMut(Node<'t>, bool)) {
+    let mut cursor = tree.walk();
+    'walk: loop {
+        visit(cursor.node(), true);
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            visit(cursor.node(), false);
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+}
+
+/// `Node::child_by_field_name` looks the field name up by a linear scan of the grammar's field
+/// names on every call; this looks it up once per name in a table (one per grammar).
+pub trait NodeExt<'t> {
+    /// The child in field `name` (as `child_by_field_name`, faster).
+    fn field(&self, name: &str) -> Option<Node<'t>>;
+
+    /// The node's kind, as `Node::kind`, read from a table of the grammar's kind names
+    /// (`Node::kind` measures and UTF-8-checks the grammar's C string on every call).
+    fn kind_name(&self) -> &'t str;
+}
+
+struct FieldTable {
+    kind_count: usize,
+    ids: std::collections::HashMap<String, u16, std::hash::BuildHasherDefault<Fnv1a>>,
+    /// Kind id → name.
+    kinds: Vec<Option<Box<str>>>,
+}
+
+/// FNV-1a: field names are a few bytes long, and rules look one up for nearly every node they
+/// inspect, where SipHash's per-hash setup cost dominates. The keys are the grammar's own
+/// names, so there is no untrusted input to defend against.
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv1a {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+fn field_table(language: tree_sitter::Language) -> FieldTable {
+    let mut ids = std::collections::HashMap::default();
+    for id in 1..=language.field_count() as u16 {
+        if let Some(name) = language.field_name_for_id(id) {
+            ids.insert(name.to_string(), id);
+        }
+    }
+    let kinds = (0..language.node_kind_count() as u16)
+        .map(|id| language.node_kind_for_id(id).map(Box::from))
+        .collect();
+    FieldTable {
+        kind_count: language.node_kind_count(),
+        ids,
+        kinds,
+    }
+}
+
+static FIELD_TABLES: std::sync::LazyLock<[FieldTable; 2]> = std::sync::LazyLock::new(|| {
+    [
+        field_table(tree_sitter_python::LANGUAGE.into()),
+        field_table(tree_sitter_cuda::LANGUAGE.into()),
+    ]
+});
+
+impl<'t> NodeExt<'t> for Node<'t> {
+    #[inline]
+    fn field(&self, name: &str) -> Option<Node<'t>> {
+        let count = self.language().node_kind_count();
+        match FIELD_TABLES.iter().find(|t| t.kind_count == count) {
+            Some(t) => self.child_by_field_id(*t.ids.get(name)?),
+            None => self.child_by_field_name(name),
+        }
+    }
+
+    #[inline]
+    fn kind_name(&self) -> &'t str {
+        let count = self.language().node_kind_count();
+        let tables: &'static [FieldTable; 2] = &FIELD_TABLES;
+        tables
+            .iter()
+            .find(|t| t.kind_count == count)
+            .and_then(|t| t.kinds.get(self.kind_id() as usize)?.as_deref())
+            .unwrap_or_else(|| self.kind())
+    }
+}
+
+/// Source text of a node (empty if the range is not valid UTF-8, which cannot happen for text
+/// that came from a `String`).
+pub fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
+    source.get(node.start_byte()..node.end_byte()).unwrap_or("")
+}
+
+/// Iterates over the named children of `node`.
+///
+/// Walks the children with a cursor: `Node::named_child(i)` scans from the first child on
+/// every call, which made iterating a long block (a module with thousands of statements)
+/// quadratic.
+pub fn named_children<'t>(node: Node<'t>) -> NamedChildren<'t> {
+    NamedChildren {
+        cursor: node.walk(),
+        state: ChildState::Start,
+    }
+}
+
+/// See [`named_children`].
+pub struct NamedChildren<'t> {
+    cursor: tree_sitter::TreeCursor<'t>,
+    state: ChildState,
+}
+
+enum ChildState {
+    Start,
+    Walking,
+    Done,
+}
+
+impl<'t> Iterator for NamedChildren<'t> {
+    type Item = Node<'t>;
+
+    fn next(&mut self) -> Option<Node<'t>> {
+        loop {
+            let moved = match self.state {
+                ChildState::Start => {
+                    self.state = ChildState::Walking;
+                    self.cursor.goto_first_child()
+                }
+                ChildState::Walking => self.cursor.goto_next_sibling(),
+                ChildState::Done => return None,
+            };
+            if !moved {
+                self.state = ChildState::Done;
+                return None;
+            }
+            let n = self.cursor.node();
+            if n.is_named() {
+                return Some(n);
+            }
+        }
+    }
+}
+
+/// Iterates over all nodes of the subtree under `node` in document order, without recursion.
+pub fn descendants<'t>(node: Node<'t>) -> Descendants<'t> {
+    Descendants {
+        cursor: node.walk(),
+        done: false,
+        started: false,
+    }
+}
+
+/// See [`descendants`].
+pub struct Descendants<'t> {
+    cursor: tree_sitter::TreeCursor<'t>,
+    done: bool,
+    started: bool,
+}
+
+impl<'t> Iterator for Descendants<'t> {
+    type Item = Node<'t>;
+
+    fn next(&mut self) -> Option<Node<'t>> {
+        if self.done {
+            return None;
+        }
+        if !self.started {
+            self.started = true;
+            return Some(self.cursor.node());
+        }
+        if self.cursor.goto_first_child() {
+            return Some(self.cursor.node());
+        }
+        loop {
+            if self.cursor.goto_next_sibling() {
+                return Some(self.cursor.node());
+            }
+            // The cursor was created at the subtree root, so goto_parent stops there.
+            if !self.cursor.goto_parent() {
+                self.done = true;
+                return None;
+            }
+        }
+    }
+}
+
+/// The innermost ancestor (or the node itself) of one of the given kinds.
+pub fn ancestor_of_kind<'t>(node: Node<'t>, kinds: &[&str]) -> Option<Node<'t>> {
+    let mut cur = Some(node);
+    while let Some(n) = cur {
+        if kinds.contains(&n.kind()) {
+            return Some(n);
+        }
+        cur = n.parent();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Lang;
+
+    /// `kind_name` agrees with `Node::kind` on every node of every fixture (aliases, ERROR
+    /// and MISSING nodes included).
+    #[test]
+    fn kind_name_is_kind() {
+        let mut checked = 0;
+        for dir in [
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/python"),
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/cuda"),
+        ] {
+            let lang = if dir.ends_with("python") {
+                Lang::Python
+            } else {
+                Lang::Cuda
+            };
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let text = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+                let Some(tree) = crate::parse(lang, &text) else {
+                    continue;
+                };
+                for n in descendants(tree.root_node()) {
+                    assert_eq!(n.kind_name(), n.kind());
+                    checked += 1;
+                }
+            }
+        }
+        let broken = crate::parse(Lang::Cuda, "int f( { x = ; }").unwrap();
+        for n in descendants(broken.root_node()) {
+            assert_eq!(n.kind_name(), n.kind());
+        }
+        assert!(checked > 10_000);
+    }
+}
