@@ -1,12 +1,14 @@
 //! `gpulint estimate FILE`: the per-layer table, the totals, the peak for the batch found and
 //! the largest batch that fits, as text or JSON.
 
+use crate::output::{fail, print_out};
 use clap::{Args, ValueEnum};
 use gpulint_linter::settings::{format_size, parse_size, BudgetOrigin};
 use gpulint_memory::layer::fmt_shape;
 use gpulint_memory::value::Fw;
 use gpulint_memory::ModelReport;
 use gpulint_workspace::config;
+use gpulint_workspace::settings::find_config;
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -39,25 +41,11 @@ pub struct EstimateArgs {
     pub isolated: bool,
 }
 
-fn fail(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("gpulint: error: {message}");
-    ExitCode::from(2)
-}
-
 pub fn run(args: EstimateArgs) -> ExitCode {
-    let loaded = if args.isolated {
-        None
-    } else if let Some(path) = &args.config {
-        match config::load(path) {
-            Ok(c) => Some(c),
-            Err(e) => return fail(e),
-        }
-    } else {
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        match config::discover(&cwd) {
-            Ok(c) => c,
-            Err(e) => return fail(e),
-        }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let loaded = match find_config(args.config.as_deref(), args.isolated, &cwd) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
     };
     let (budget, origin) =
         match config::resolve_budget(args.gpu_memory, args.gpu.as_deref(), loaded.as_ref()) {
@@ -98,7 +86,7 @@ pub fn run(args: EstimateArgs) -> ExitCode {
         }
         EstimateFormat::Text => render_text(&reports, &text, &display, budget, &origin),
     };
-    crate::cli::print_out(&out);
+    print_out(&out);
     ExitCode::SUCCESS
 }
 

@@ -21,9 +21,11 @@
 //! Python files build into extensions, checked in a second pass → sort → render → exit code.
 
 pub mod baseline;
+pub mod check;
 pub mod cli;
 pub mod decode;
 pub mod estimate;
+pub mod output;
 pub mod render;
 
 // The libraries, under the names embedders and the tests use.

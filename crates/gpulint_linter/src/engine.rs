@@ -19,15 +19,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-/// A file to check.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Candidate {
-    pub path: std::path::PathBuf,
-    /// As shown to the user.
-    pub display: String,
-    pub lang: Lang,
-}
-
 /// What happened to one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -244,7 +235,7 @@ impl Engine {
         let (mut diagnostics, info) =
             checker::check_tree(file, &trees, lang, table, &self.settings);
         if let Some(m) = &info.manifest {
-            diagnostics.extend(crate::manifest_check::run(
+            diagnostics.extend(crate::checker::check_manifest(
                 &self.manifest,
                 file,
                 m,
@@ -383,7 +374,7 @@ impl Engine {
         if let Some(reason) = m.fatal {
             return Err(format!("not a readable {}: {reason}", format.describe()));
         }
-        let diagnostics = crate::manifest_check::run(&self.manifest, file, &m, &self.settings);
+        let diagnostics = crate::checker::check_manifest(&self.manifest, file, &m, &self.settings);
         let suppressions = suppress::collect_with(file, Lang::Manifest, &m.comments, &|_, line| {
             m.coverage(file, line)
         });

@@ -8,14 +8,17 @@
 
 pub mod cache;
 pub mod checker;
+pub mod context;
 pub mod docs;
 pub mod engine;
 pub mod link;
-pub mod manifest_check;
+pub mod manifest_context;
 pub mod noqa_writer;
 pub mod registry;
 pub mod rule;
 pub mod rules;
+pub mod run;
+pub mod selection;
 pub mod settings;
 pub mod suppress;
 

@@ -1,6 +1,6 @@
 //! What every rule is: its check (its metadata, [`RuleMeta`], lives in `gpulint_diagnostics`).
 
-use crate::checker::Context;
+use crate::context::Context;
 pub use gpulint_diagnostics::{OptionKind, RuleLang, RuleMeta, RuleOption};
 use tree_sitter::Node;
 
@@ -17,7 +17,7 @@ pub trait Rule: Send + Sync {
 
     /// Called once per dependency manifest or launcher script, for rules of
     /// [`RuleLang::Manifest`] and source rules whose [`Rule::reads_manifests`] is true.
-    fn check_manifest(&self, _ctx: &mut crate::manifest_check::ManifestContext<'_>) {}
+    fn check_manifest(&self, _ctx: &mut crate::manifest_context::ManifestContext<'_>) {}
 
     /// Does this source rule also check manifests and launcher scripts (environment variables
     /// set in a Dockerfile or a shell script)? Manifest rules always do.

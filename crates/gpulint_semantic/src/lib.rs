@@ -9,7 +9,6 @@
 pub mod alloc_conf;
 pub mod cuda;
 pub mod python;
-pub mod setup_py;
 
 use gpulint_syntax::Lang;
 use python::PythonModel;

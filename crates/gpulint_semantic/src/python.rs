@@ -13,6 +13,7 @@ pub mod order;
 pub mod pins;
 pub mod project;
 pub mod recursion;
+pub mod setup_py;
 pub mod tf;
 pub mod tf_function;
 pub mod torch;

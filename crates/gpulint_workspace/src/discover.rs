@@ -32,7 +32,7 @@ pub const DEFAULT_EXCLUDE: &[&str] = &[
     "venv",
 ];
 
-pub use gpulint_linter::engine::Candidate;
+pub use gpulint_linter::run::Candidate;
 
 /// What discovery found.
 #[derive(Debug, Default)]

@@ -111,7 +111,7 @@ fn read_manifest(path: &Path) -> Option<Manifest> {
     if format == Format::SetupPy {
         let tree = parse(Lang::Python, &text)?;
         let model = super::build(&tree, &text);
-        return crate::setup_py::extract(&model);
+        return crate::python::setup_py::extract(&model);
     }
     let file = SourceFile::new(path.to_path_buf(), display, text);
     let m = manifest::parse(format, &file, &mut Loader::new(path, &[]));

@@ -1,7 +1,7 @@
 //! CU001: global-memory access with a global thread index and no bounds guard.
 
 use super::short;
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};

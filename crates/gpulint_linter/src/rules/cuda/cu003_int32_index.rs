@@ -3,7 +3,7 @@
 
 use super::cu001_unguarded_thread_index::SANITIZER;
 use super::short;
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,7 +1,7 @@
 //! CU004: a large per-thread (local-memory) array in device code.
 
 use super::cu001_unguarded_thread_index::SANITIZER;
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::Severity;

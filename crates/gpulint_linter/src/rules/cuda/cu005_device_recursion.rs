@@ -1,7 +1,7 @@
 //! CU005: recursion in device code, direct or through other device functions.
 
 use super::cu001_unguarded_thread_index::SANITIZER;
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -3,7 +3,7 @@
 
 use super::cu001_unguarded_thread_index::SANITIZER;
 use super::cu004_large_local_array::human;
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! CU007: a launch configuration beyond the hardware limits.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::Severity;

@@ -1,6 +1,6 @@
 //! CU008: `__syncthreads()` reached only by some threads of the block.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::Severity;

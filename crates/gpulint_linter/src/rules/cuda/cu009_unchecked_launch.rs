@@ -1,6 +1,6 @@
 //! CU009: a kernel launch not followed by an error check.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::Severity;

@@ -1,6 +1,6 @@
 //! CU010: a CUDA runtime call whose `cudaError_t` result is dropped.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::Severity;

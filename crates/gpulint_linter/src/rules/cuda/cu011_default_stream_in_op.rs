@@ -1,6 +1,6 @@
 //! CU011: a kernel launched on the legacy default stream from framework op glue.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::Severity;

@@ -1,6 +1,6 @@
 //! CU012: a constant-size shared or local array indexed past its extent.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

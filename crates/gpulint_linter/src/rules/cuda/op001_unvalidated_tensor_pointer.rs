@@ -1,7 +1,7 @@
 //! OP001: a torch op takes a raw pointer from a tensor parameter without validating its device
 //! (and, with several inputs, their shapes) before a kernel launch.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};

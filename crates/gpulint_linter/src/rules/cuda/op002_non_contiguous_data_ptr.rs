@@ -1,7 +1,7 @@
 //! OP002: a raw pointer from a tensor that may be non-contiguous goes to a kernel that indexes
 //! it linearly.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};

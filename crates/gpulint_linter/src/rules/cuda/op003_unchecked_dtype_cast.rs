@@ -1,7 +1,7 @@
 //! OP003: a tensor's untyped `data_ptr()` reinterpreted as a typed pointer without a dtype
 //! check or dispatch; or an `AT_DISPATCH_*` lambda that reads the dispatched tensor as `float`.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! OP004: an op launches kernels for tensor inputs with no CUDA device guard.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,5 +1,5 @@
 use crate::declare_rule;
-use crate::manifest_check::{certainty, row_note, ManifestContext};
+use crate::manifest_context::{certainty, row_note, ManifestContext};
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::Severity;
 use gpulint_manifest::compat::{minor_str, tables, Minor, TorchRow};

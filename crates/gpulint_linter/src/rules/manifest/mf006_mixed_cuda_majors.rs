@@ -1,5 +1,5 @@
 use crate::declare_rule;
-use crate::manifest_check::{certainty, related, ManifestContext};
+use crate::manifest_context::{certainty, related, ManifestContext};
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::Severity;
 use gpulint_manifest::compat::tables;

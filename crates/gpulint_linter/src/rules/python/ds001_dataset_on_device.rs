@@ -1,6 +1,6 @@
 //! DS001: entire dataset moved to the device, or an allocation larger than the GPU budget.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

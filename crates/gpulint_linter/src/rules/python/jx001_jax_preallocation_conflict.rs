@@ -1,6 +1,6 @@
 //! JX001: JAX and another GPU framework preallocating in one process.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Diagnostic, Severity, Span};

@@ -1,6 +1,6 @@
 //! JX002: JAX allocator environment variables set too late, or with invalid values.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

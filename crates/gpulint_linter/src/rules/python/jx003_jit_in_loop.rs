@@ -1,7 +1,7 @@
 //! JX003: `jax.jit` applied to a fresh function inside a loop, or called with unhashable or
 //! per-iteration static arguments.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! KR001: Keras models created in a loop without `clear_session()`.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

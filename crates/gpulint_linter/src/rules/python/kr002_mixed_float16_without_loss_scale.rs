@@ -1,6 +1,6 @@
 //! KR002: `mixed_float16` with a custom training loop but no `LossScaleOptimizer`.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! KR003: `mixed_float16` model whose softmax output layer is left in float16.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! KR004: removed or legacy mixed-precision APIs.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::Severity;

@@ -1,6 +1,6 @@
 //! MEM001: a training step whose estimated peak GPU memory exceeds the budget.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! MEM002: one literal-shaped tensor allocation that takes a large part of the GPU budget.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! PT001: a graph-attached loss accumulated across training iterations.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! PT002: graph-attached tensors stored in containers that outlive the training loop.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

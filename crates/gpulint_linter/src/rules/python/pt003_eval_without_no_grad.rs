@@ -1,6 +1,6 @@
 //! PT003: evaluation or inference that runs the model with autograd on.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! PT004: `backward(retain_graph=True)` inside a loop.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

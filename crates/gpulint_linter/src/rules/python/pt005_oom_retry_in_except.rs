@@ -1,6 +1,6 @@
 //! PT005: out-of-memory recovery attempted inside the `except` clause.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

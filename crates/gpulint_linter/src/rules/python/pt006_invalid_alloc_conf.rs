@@ -1,8 +1,8 @@
 //! PT006: invalid or late `PYTORCH_CUDA_ALLOC_CONF` / `PYTORCH_ALLOC_CONF`.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
-use crate::manifest_check::ManifestContext;
+use crate::manifest_context::ManifestContext;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Diagnostic, Severity, Span};
 use gpulint_semantic::alloc_conf::{self, Minor, Problem};

@@ -1,6 +1,6 @@
 //! PT008: multi-process DataLoader created at import time, without a `__main__` guard.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::Diagnostic;

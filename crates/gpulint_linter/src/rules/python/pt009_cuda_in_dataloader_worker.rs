@@ -1,6 +1,6 @@
 //! PT009: CUDA used inside DataLoader workers, or with the `fork` start method.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! PT010: `cudnn.benchmark = True` with input shapes that vary per step.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! PT011: float16 autocast training without a `GradScaler`.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

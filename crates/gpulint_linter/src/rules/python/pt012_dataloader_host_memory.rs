@@ -1,7 +1,7 @@
 //! PT012: DataLoader host-memory blow-up from large Python objects copied into every worker,
 //! or from too many prefetched batches in pinned memory.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! PY001: unbounded or data-dependent recursion in training-path code.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Diagnostic, Severity, Span};

@@ -1,6 +1,6 @@
 //! PY002: raising `sys.setrecursionlimit` high without enlarging the thread stack.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};

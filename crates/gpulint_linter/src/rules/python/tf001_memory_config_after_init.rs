@@ -1,6 +1,6 @@
 //! TF001: GPU device configured after the TensorFlow runtime is initialized.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! TF002: GPU training script with no memory-growth or limit configuration.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Diagnostic, Severity, Span};

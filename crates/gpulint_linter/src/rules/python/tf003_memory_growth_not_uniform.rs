@@ -1,6 +1,6 @@
 //! TF003: memory growth enabled on some GPUs only.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

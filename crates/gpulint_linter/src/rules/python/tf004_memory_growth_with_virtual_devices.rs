@@ -1,6 +1,6 @@
 //! TF004: memory growth and a logical (virtual) device configuration on the same GPU.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! TF005: unknown key in `tf.config.optimizer.set_experimental_options`.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! TF006: large NumPy or Python data materialized inside `tf.function`.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! TF007: huge constant or tensor proto (> 2 GB) built from NumPy.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! TF008: `tf.function` retracing driven by Python values.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! TF010: Python side effects or tensor leaks inside `tf.function`.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,6 +1,6 @@
 //! TF012: TF1 session and graph APIs mixed into TF2 code.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

@@ -1,7 +1,7 @@
 //! TF013: GPU-selecting environment variables set after TensorFlow, PyTorch or JAX initialized
 //! CUDA.
 
-use crate::checker::Context;
+use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};

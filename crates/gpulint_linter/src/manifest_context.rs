@@ -1,10 +1,10 @@
-//! Running the MF rules over a parsed manifest: the context they see and the shared pieces
-//! of their messages.
+//! What a rule sees while it checks a dependency manifest or launcher script, and the shared
+//! pieces of the MF rules' messages.
 
-use crate::rule::{Rule, RuleMeta};
 use crate::settings::Settings;
+use gpulint_diagnostics::RuleMeta;
 use gpulint_diagnostics::{Diagnostic, Severity, Span};
-use gpulint_manifest::env::{self, Env};
+use gpulint_manifest::env::Env;
 use gpulint_manifest::{Manifest, Requirement};
 use gpulint_source::SourceFile;
 
@@ -15,8 +15,8 @@ pub struct ManifestContext<'a> {
     /// The environments the manifest describes (see [`env::environments`]).
     pub envs: &'a [Env<'a>],
     pub settings: &'a Settings,
-    rule: &'static RuleMeta,
-    diagnostics: &'a mut Vec<Diagnostic>,
+    pub(crate) rule: &'static RuleMeta,
+    pub(crate) diagnostics: &'a mut Vec<Diagnostic>,
 }
 
 impl ManifestContext<'_> {
@@ -32,32 +32,6 @@ impl ManifestContext<'_> {
     pub fn report(&mut self, diagnostic: Diagnostic) {
         self.diagnostics.push(diagnostic);
     }
-}
-
-/// Runs `rules` over a manifest and returns their findings, without duplicates (the same
-/// finding from several environments of one file is reported once).
-pub fn run(
-    rules: &[&'static dyn Rule],
-    file: &SourceFile,
-    manifest: &Manifest,
-    settings: &Settings,
-) -> Vec<Diagnostic> {
-    let envs = env::environments(manifest);
-    let mut out = Vec::new();
-    for rule in rules {
-        let mut ctx = ManifestContext {
-            file,
-            manifest,
-            envs: &envs,
-            settings,
-            rule: rule.meta(),
-            diagnostics: &mut out,
-        };
-        rule.check_manifest(&mut ctx);
-    }
-    let mut seen = std::collections::HashSet::new();
-    out.retain(|d| seen.insert((d.code, d.span, d.message.clone())));
-    out
 }
 
 /// `error` when every release the specifier admits is affected, `warning` when only some are.

@@ -1,0 +1,241 @@
+//! The one orchestrator of `check`: the discovered files checked in parallel (through the
+//! cache when asked), then the C++/CUDA sources that checked Python files build into
+//! extensions, then the notes that tie those sources to the Python entries that build them.
+
+use crate::cache::{self, Cache};
+use crate::engine::{Engine, FileResult, Status};
+use crate::link::{identity, Link};
+use gpulint_diagnostics::Related;
+use gpulint_source::display_path;
+use gpulint_syntax::Lang;
+use rayon::prelude::*;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// Entries named in one note before the rest are counted.
+const MAX_ENTRIES_IN_NOTE: usize = 3;
+
+/// A file to check.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Candidate {
+    pub path: PathBuf,
+    /// As shown to the user.
+    pub display: String,
+    pub lang: Lang,
+}
+
+/// How a run reports its progress (a progress bar on a terminal); every method does nothing by
+/// default.
+pub trait Progress: Sync {
+    /// One more file is done.
+    fn inc(&self) {}
+    /// `n` more files are to be checked.
+    fn add(&self, _n: u64) {}
+}
+
+/// No progress shown.
+pub struct Quiet;
+
+impl Progress for Quiet {}
+
+/// Checks `files` in parallel on `pool`, through the cache in the configuration's root folder
+/// when `use_cache`, then the extension sources the checked Python files build (unless
+/// `excluded` says the user excluded them), and annotates findings in those sources.
+pub fn run_files(
+    engine: &Engine,
+    files: &[Candidate],
+    pool: &rayon::ThreadPool,
+    use_cache: bool,
+    cwd: &Path,
+    progress: &dyn Progress,
+    excluded: &(dyn Fn(&Path) -> bool + Sync),
+) -> Vec<FileResult> {
+    let cache = use_cache.then(|| {
+        Cache::open(
+            &engine.settings.root.join(".gpulint_cache"),
+            &engine.settings.cache_key(),
+        )
+    });
+    let key = |c: &Candidate| cwd.join(&c.path).display().to_string();
+    let check_one = |c: &Candidate| {
+        // A manifest's findings depend on the files it includes: never cached (they are cheap
+        // to check).
+        let out = match &cache {
+            None => (engine.check_path(&c.path, c.display.clone(), c.lang), None),
+            Some(_) if c.lang == Lang::Manifest => {
+                (engine.check_path(&c.path, c.display.clone(), c.lang), None)
+            }
+            Some(cache) => {
+                let bytes = match gpulint_source::read_bytes(&c.path, engine.settings.max_file_size)
+                {
+                    Ok(b) => b,
+                    Err(_) => return (engine.check_path(&c.path, c.display.clone(), c.lang), None),
+                };
+                let hash = cache::content_hash(&bytes);
+                let k = key(c);
+                let hit = cache
+                    .get(&k, hash, bytes.len().max(1) * 2)
+                    .and_then(|cached| {
+                        engine.restore(&c.path, c.display.clone(), bytes.clone(), cached)
+                    });
+                let result = hit.unwrap_or_else(|| {
+                    engine.check_bytes(&c.path, c.display.clone(), bytes, c.lang)
+                });
+                let entry =
+                    matches!(result.status, Status::Checked | Status::Prefiltered).then(|| {
+                        (
+                            k,
+                            Cache::entry(
+                                hash,
+                                result.status == Status::Checked,
+                                result.partial,
+                                &result.report.diagnostics,
+                                &result.dependencies,
+                                &result.links,
+                            ),
+                        )
+                    });
+                (result, entry)
+            }
+        };
+        progress.inc();
+        out
+    };
+    let mut checked: Vec<(FileResult, Option<(String, cache::Entry)>)> =
+        pool.install(|| files.par_iter().map(check_one).collect());
+    // The C++/CUDA sources of the extensions that checked Python files build are checked too.
+    let extra = extra_sources(
+        checked.iter().flat_map(|(r, _)| &r.links),
+        files,
+        cwd,
+        excluded,
+    );
+    if !extra.is_empty() {
+        progress.add(extra.len() as u64);
+        checked.extend(pool.install(|| extra.par_iter().map(check_one).collect::<Vec<_>>()));
+    }
+    let (mut results, entries): (Vec<FileResult>, Vec<_>) = checked.into_iter().unzip();
+    annotate(&mut results, cwd);
+    if let Some(cache) = cache {
+        // A cache that cannot be written only makes the next run slower.
+        let _ = cache.save(entries.into_iter().flatten().collect());
+    }
+    results
+}
+
+/// The C++/CUDA sources named by `links` (in the order of the checked files) that are not among `files`,
+/// sorted, without duplicates, leaving out those `excluded` says the user excluded.
+pub fn extra_sources<'a>(
+    links: impl IntoIterator<Item = &'a Link>,
+    files: &[Candidate],
+    cwd: &Path,
+    excluded: &dyn Fn(&Path) -> bool,
+) -> Vec<Candidate> {
+    let mut known: HashSet<PathBuf> = HashSet::new();
+    let mut any = false;
+    let mut extra = Vec::new();
+    for link in links {
+        for source in &link.sources {
+            if !any {
+                // Only runs that link anything pay for resolving the files found.
+                known.extend(files.iter().map(|c| identity(&c.path, cwd)));
+                any = true;
+            }
+            if Lang::of_path(source) != Some(Lang::Cuda) || excluded(source) {
+                continue;
+            }
+            if known.insert(identity(source, cwd)) {
+                extra.push(Candidate {
+                    path: source.clone(),
+                    display: display_path(source, cwd),
+                    lang: Lang::Cuda,
+                });
+            }
+        }
+    }
+    extra.sort();
+    extra
+}
+
+/// Adds to every finding in a source built by a Python entry a note naming the entries (and
+/// the same as related locations).
+pub fn annotate(results: &mut [FileResult], cwd: &Path) {
+    let mut built_by: BTreeMap<PathBuf, Vec<(String, Option<usize>, String)>> = BTreeMap::new();
+    for r in results.iter() {
+        for link in &r.links {
+            for source in &link.sources {
+                built_by.entry(identity(source, cwd)).or_default().push((
+                    link.entry
+                        .clone()
+                        .unwrap_or_else(|| r.report.display_path.clone()),
+                    // A notebook's line is cell-relative: no place in the file to point at.
+                    link.cell.is_none().then_some(link.line),
+                    link.describe(&r.report.display_path),
+                ));
+            }
+        }
+    }
+    if built_by.is_empty() {
+        return;
+    }
+    for entries in built_by.values_mut() {
+        entries.sort();
+        entries.dedup();
+    }
+    for r in results.iter_mut() {
+        if r.report.diagnostics.is_empty()
+            || Lang::of_path(&r.report.source.path) != Some(Lang::Cuda)
+        {
+            continue;
+        }
+        let Some(entries) = built_by.get(&identity(&r.report.source.path, cwd)) else {
+            continue;
+        };
+        let mut names: Vec<&str> = entries
+            .iter()
+            .take(MAX_ENTRIES_IN_NOTE)
+            .map(|e| e.2.as_str())
+            .collect();
+        let more = entries.len().saturating_sub(MAX_ENTRIES_IN_NOTE);
+        let rest = format!("and {more} more");
+        if more > 0 {
+            names.push(&rest);
+        }
+        let note = format!("built by {}", names.join(", "));
+        for d in &mut r.report.diagnostics {
+            d.notes.push(note.clone());
+            d.related
+                .extend(entries.iter().filter_map(|(path, line, what)| {
+                    Some(Related {
+                        path: path.clone(),
+                        line: (*line)?,
+                        message: format!("built by {what}"),
+                    })
+                }));
+        }
+    }
+}
+
+/// For `--verbose`: what each extension build links, and what of it could not be read (in
+/// the order of the files, then of the calls).
+pub fn describe_all(results: &[FileResult]) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in results {
+        for link in &r.links {
+            let n = link.sources.len();
+            let mut line = format!(
+                "linked {}: {n} source{}",
+                link.describe(&r.report.display_path),
+                if n == 1 { "" } else { "s" }
+            );
+            if link.inline > 0 {
+                line.push_str(&format!(", {} inline", link.inline));
+            }
+            for (l, why) in &link.unresolved {
+                line.push_str(&format!("; line {l} not resolved: {why}"));
+            }
+            out.push(line);
+        }
+    }
+    out
+}
