@@ -120,9 +120,28 @@ impl CheckArgs {
     }
 }
 
+/// A suppression reason goes at the end of a comment: one line, no control characters, and
+/// no trailing `\\` (which would continue a C++ `//` comment onto the next line).
+fn check_reason(reason: &str) -> Result<(), String> {
+    if reason.chars().any(char::is_control) {
+        return Err(
+            "--add-noqa: the reason must be one line of text without control characters".into(),
+        );
+    }
+    if reason.trim_end().ends_with('\\') {
+        return Err("--add-noqa: the reason must not end with `\\` (it would continue the comment onto the next line)".into());
+    }
+    Ok(())
+}
+
 /// Runs `gpulint check`.
 pub fn check(args: CheckArgs) -> ExitCode {
     let started = Instant::now();
+    if let Some(reason) = &args.add_noqa {
+        if let Err(e) = check_reason(reason) {
+            return fail(e);
+        }
+    }
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let loaded = match find_config(args.config.as_deref(), args.isolated, &cwd) {
         Ok(c) => c,
@@ -255,6 +274,7 @@ pub fn check(args: CheckArgs) -> ExitCode {
     if let Some(reason) = &args.add_noqa {
         let reason = Some(reason.as_str()).filter(|r| !r.is_empty());
         let mut outcome = gpulint_linter::noqa_writer::Outcome::default();
+        let mut failed = 0;
         for r in &results {
             if r.report.diagnostics.is_empty() {
                 continue;
@@ -268,7 +288,8 @@ pub fn check(args: CheckArgs) -> ExitCode {
                 reason,
                 &mut outcome,
             ) {
-                eprintln!("gpulint: {e}");
+                eprintln!("gpulint: error: {e}");
+                failed += 1;
             }
         }
         for place in &outcome.refused {
@@ -280,7 +301,11 @@ pub fn check(args: CheckArgs) -> ExitCode {
                 outcome.added, outcome.files
             );
         }
-        return ExitCode::SUCCESS;
+        return if failed > 0 {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        };
     }
     let color = args.output_file.is_none()
         && std::io::stdout().is_terminal()

@@ -1,6 +1,7 @@
 //! `--add-noqa[=REASON]`: writes a suppression comment for every current finding —
 //! `# noqa: CODE` in Python files and notebook cells, `// NOLINT(CODE)` in C/C++ — merging into
-//! an existing one, changing nothing else in the file, and writing atomically. Running it twice
+//! an existing one and changing nothing else in the file. The file is rewritten in place (through
+//! links, keeping its inode, mode and owner); a read-only file is refused. Running it twice
 //! changes nothing the second time (the findings are then suppressed).
 
 use gpulint_diagnostics::FileReport;
@@ -61,6 +62,12 @@ pub fn add_noqa(
     let raw = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let raw = String::from_utf8(raw)
         .map_err(|_| format!("{}: not valid UTF-8, left unchanged", path.display()))?;
+    // The text the findings point into has no byte-order mark; the file may.
+    let shift = if gpulint_source::has_bom(raw.as_bytes()) {
+        gpulint_source::BOM_LEN
+    } else {
+        0
+    };
     let positions = report
         .notebook
         .as_ref()
@@ -107,10 +114,13 @@ pub fn add_noqa(
                 }
             }
             _ if is_dockerfile(path) => {
-                inserts.push(dockerfile_insert(&raw, start, &codes, reason))
+                inserts.push(dockerfile_insert(&raw, start + shift, &codes, reason))
             }
             _ => {
-                let content = &raw[start..end];
+                let (start, end) = (start + shift, end + shift);
+                let Some(content) = raw.get(start..end) else {
+                    continue;
+                };
                 if let Some(ins) = merge_or_append(content, start, &codes, reason, lang, false) {
                     inserts.push(ins);
                 }
@@ -130,7 +140,7 @@ pub fn add_noqa(
         last = ins.at;
     }
     out.push_str(&raw[last..]);
-    write_atomically(path, out.as_bytes())?;
+    write_in_place(path, out.as_bytes())?;
     outcome.added += n;
     outcome.files += 1;
     Ok(())
@@ -236,6 +246,12 @@ fn comment_safe(
     if lang == Lang::Cuda && line.trim_start().starts_with('#') && line.trim_end().ends_with('\\') {
         return false;
     }
+    // The line's end, its `\r` of a CRLF included: a `//` comment node takes the `\r` in.
+    let line_end = if text[end..].starts_with('\r') {
+        end + 1
+    } else {
+        end
+    };
     let probe = end.saturating_sub(1).max(start);
     for tree in trees {
         let root = tree.root_node();
@@ -244,7 +260,7 @@ fn comment_safe(
         }
         let mut node = root.descendant_for_byte_range(probe, probe + 1);
         while let Some(n) = node {
-            let multi_line = n.end_byte() > end;
+            let multi_line = n.end_byte() > line_end;
             let stringy = matches!(
                 n.kind(),
                 "string"
@@ -262,20 +278,27 @@ fn comment_safe(
     true
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder, keeping permissions.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    std::io::Write::write_all(&mut tmp, bytes)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
+/// Writes `bytes` over the file at `path` in place: through a symbolic link to its target,
+/// keeping the file's inode, so its hard links, mode, owner and extended attributes stay as
+/// they were. A read-only file is refused, and every failure is an error.
+fn write_in_place(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    let target =
+        std::fs::canonicalize(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let meta =
+        std::fs::metadata(&target).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    if meta.permissions().readonly() {
+        return Err(format!(
+            "{} is read-only: no suppression added",
+            path.display()
+        ));
     }
-    tmp.persist(path)
-        .map_err(|e| format!("cannot replace {}: {e}", path.display()))?;
-    Ok(())
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&target)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

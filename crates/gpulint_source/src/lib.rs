@@ -15,7 +15,7 @@ mod span;
 pub use deps::note_dependency;
 pub use file::*;
 pub use fs::{display_path, sorted_dir_files};
-pub use read::{decode, read_bytes, read_source};
+pub use read::{decode, has_bom, read_bytes, read_source, BOM_LEN};
 pub use size::{format_size, parse_size};
 pub use span::Span;
 

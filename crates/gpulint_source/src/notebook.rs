@@ -30,6 +30,9 @@ pub struct Notebook {
     /// The code of all code cells, each ending with a newline, magics blanked.
     pub source: String,
     pub cells: Vec<Cell>,
+    /// Code cells whose `source` could not be read (missing, or not text), by 1-based cell
+    /// number, with why: they are not checked, and the check says so.
+    pub unread: Vec<(usize, String)>,
 }
 
 impl Notebook {
@@ -109,8 +112,12 @@ pub fn parse(text: &str) -> Result<Notebook, String> {
                 let mut code = String::new();
                 let mut lines = Vec::new();
                 let mut elements = Vec::new();
+                let mut not_text = 0;
                 for (j, p) in parts.iter().enumerate() {
-                    let s = p.as_str().unwrap_or("");
+                    let s = p.as_str().unwrap_or_else(|| {
+                        not_text += 1;
+                        ""
+                    });
                     code.push_str(s);
                     let at = positions.line_of(i, j);
                     let n = s.matches('\n').count() + usize::from(!s.ends_with('\n'));
@@ -118,9 +125,29 @@ pub fn parse(text: &str) -> Result<Notebook, String> {
                     let holder = if n <= 1 { Some(j) } else { None };
                     elements.extend(std::iter::repeat_n(holder, n.max(1)));
                 }
+                if not_text > 0 {
+                    nb.unread.push((
+                        i + 1,
+                        format!("{not_text} element(s) of its `source` list are not text"),
+                    ));
+                }
                 (code, lines, elements)
             }
-            _ => continue,
+            Some(other) => {
+                let what = match other {
+                    Value::Null => "null",
+                    Value::Bool(_) => "a boolean",
+                    Value::Number(_) => "a number",
+                    _ => "an object",
+                };
+                nb.unread
+                    .push((i + 1, format!("its `source` is {what}, not text")));
+                continue;
+            }
+            None => {
+                nb.unread.push((i + 1, "it has no `source`".into()));
+                continue;
+            }
         };
         let mut code = blank_magics(&code);
         if !code.ends_with('\n') {

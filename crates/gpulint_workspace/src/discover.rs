@@ -132,6 +132,15 @@ pub fn discover(paths: &[PathBuf], excludes: &Excludes, cwd: &Path) -> Discovery
     }
     out.files.sort();
     out.files.dedup();
+    if paths.len() > 1 {
+        // Overlapping arguments (`gpulint . sub`, `gpulint a.py ./a.py`) name some files twice:
+        // each is checked once, under the first name.
+        let mut seen = std::collections::HashSet::new();
+        out.files.retain(|c| {
+            let absolute = cwd.join(&c.path);
+            seen.insert(std::fs::canonicalize(&absolute).unwrap_or(absolute))
+        });
+    }
     out
 }
 
@@ -177,16 +186,40 @@ fn walk(root: &Path, excludes: &Excludes, cwd: &Path, out: &mut Discovery) {
             continue;
         };
         let path = entry.path();
+        let target = ft.is_symlink().then(|| std::fs::metadata(path));
+        if let Some(Ok(m)) = &target {
+            if m.is_dir() {
+                // Links to directories are not followed, so link loops cannot happen; said, so
+                // that nothing is left out in silence.
+                out.skipped.push((
+                    display_path(path, cwd),
+                    "a link to a directory, not followed (name it on the command line to check it)"
+                        .into(),
+                ));
+                continue;
+            }
+        }
         let Some(lang) = Lang::of_path(path) else {
             continue;
         };
-        let is_file = if ft.is_symlink() {
-            // Links to files are checked (a broken one becomes GL002); links to directories are
-            // not followed, so link loops cannot happen.
-            std::fs::metadata(path).map(|m| m.is_file()).unwrap_or(true)
-        } else {
-            ft.is_file()
+        let is_file = match &target {
+            // Links to files are checked (a broken one becomes GL002).
+            Some(t) => t.as_ref().map(|m| m.is_file()).unwrap_or(true),
+            None => ft.is_file(),
         };
+        if !is_file
+            && !ft.is_dir()
+            && !target
+                .as_ref()
+                .is_some_and(|t| t.as_ref().is_ok_and(|m| m.is_dir()))
+        {
+            // A FIFO, socket or device with a source file's name: reading it could block.
+            out.skipped.push((
+                display_path(path, cwd),
+                "not a regular file (a FIFO, socket or device)".into(),
+            ));
+            continue;
+        }
         if is_file {
             out.files.push(Candidate {
                 path: path.to_path_buf(),

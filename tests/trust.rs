@@ -1,0 +1,221 @@
+//! Inputs and writes that used to lose findings, hang, or damage files: each case is a
+//! reproducer of a reported problem.
+
+mod common;
+
+use common::{code, gpulint, stderr, stdout, write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const KERNEL: &str = "__global__ void relu(const float* x, float* y, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    y[i] = x[i] > 0.f ? x[i] : 0.f;\n}\n";
+
+const CONDA: &str =
+    "name: seg\ndependencies:\n  - python=3.12\n  - pip\n  - pip:\n    - tensorflow==2.15.0\n";
+
+/// (code, line, column) of every finding in a JSON report.
+fn findings(json: &str) -> Vec<(String, u64, u64)> {
+    let v: serde_json::Value = serde_json::from_str(json).expect("JSON output");
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_string(),
+                d["line"].as_u64().unwrap(),
+                d["column"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn json(dir: &Path, args: &[&str]) -> Vec<(String, u64, u64)> {
+    let mut all = vec!["--isolated", "--no-cache", "--output-format", "json"];
+    all.extend_from_slice(args);
+    let o = gpulint(dir, &all);
+    assert!(code(&o) < 2, "{}", stderr(&o));
+    findings(&stdout(&o))
+}
+
+/// Runs gpulint and fails the test if it takes longer than `limit` (a hang).
+fn run_bounded(dir: &Path, args: &[&str], limit: Duration) -> std::process::Output {
+    let mut child = common::command(dir, args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("gpulint {args:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(unix)]
+fn mkfifo(path: &Path) -> bool {
+    Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[cfg(unix)]
+#[test]
+fn fifos_never_block_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(d, "requirements.txt", "-r other.txt\ntensorflow==2.15.0\n");
+    if !mkfifo(&d.join("other.txt")) || !mkfifo(&d.join("pipe.py")) {
+        return;
+    }
+    let limit = Duration::from_secs(30);
+    let o = run_bounded(d, &["--isolated", "--no-cache", "."], limit);
+    assert!(code(&o) < 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("pipe.py: not a regular file"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run_bounded(d, &["--isolated", "--no-cache", "requirements.txt"], limit);
+    assert!(code(&o) < 2, "{}", stderr(&o));
+    let o = run_bounded(d, &["estimate", "pipe.py"], limit);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("not a regular file (a FIFO)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn lone_cr_line_ends_are_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(d, "lf/k.cu", KERNEL);
+    write(d, "cr/k.cu", KERNEL.replace('\n', "\r"));
+    let lf = json(d, &["lf"]);
+    assert!(!lf.is_empty(), "the kernel has findings");
+    assert_eq!(json(d, &["cr"]), lf);
+}
+
+#[test]
+fn a_byte_order_mark_changes_no_position_and_loses_no_finding() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(d, "plain/k.cu", KERNEL);
+    write(d, "bom/k.cu", format!("\u{feff}{KERNEL}"));
+    write(d, "plain/environment.yml", CONDA);
+    write(d, "bom/environment.yml", format!("\u{feff}{CONDA}"));
+    let plain = json(d, &["plain"]);
+    assert!(plain.iter().any(|f| f.0 == "MF001"), "{plain:?}");
+    assert!(plain.iter().any(|f| f.0.starts_with("CU")), "{plain:?}");
+    assert_eq!(json(d, &["bom"]), plain);
+}
+
+#[test]
+fn overlapping_paths_check_each_file_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(d, "sub/k.cu", KERNEL);
+    let once = json(d, &["sub"]);
+    assert!(!once.is_empty());
+    assert_eq!(json(d, &[".", "sub"]), once);
+    assert_eq!(json(d, &["sub/k.cu", "./sub/k.cu"]), once);
+}
+
+#[cfg(unix)]
+#[test]
+fn links_to_directories_are_mentioned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(d, "real/k.cu", KERNEL);
+    std::os::unix::fs::symlink(d.join("real"), d.join("linked")).unwrap();
+    let o = gpulint(d, &["--isolated", "--no-cache", "--verbose", "."]);
+    assert!(
+        stderr(&o).contains("linked: a link to a directory, not followed"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn add_noqa_writes_through_links_and_keeps_the_file() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let target = write(d, "src/k.cu", KERNEL);
+    std::os::unix::fs::symlink(&target, d.join("k_link.cu")).unwrap();
+    std::fs::hard_link(&target, d.join("k_hard.cu.txt")).unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let before = std::fs::metadata(&target).unwrap();
+    let o = gpulint(d, &["--isolated", "--no-cache", "--add-noqa", "k_link.cu"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(d.join("k_link.cu"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let text = std::fs::read_to_string(&target).unwrap();
+    assert!(text.contains("// NOLINT(CU001)"), "{text}");
+    // The hard link sees the same content: same inode, same mode, same owner.
+    assert_eq!(
+        std::fs::read_to_string(d.join("k_hard.cu.txt")).unwrap(),
+        text
+    );
+    let after = std::fs::metadata(&target).unwrap();
+    assert_eq!(after.ino(), before.ino());
+    assert_eq!(after.mode(), before.mode());
+    assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
+}
+
+#[cfg(unix)]
+#[test]
+fn add_noqa_refuses_read_only_files_loudly() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let k = write(d, "k.cu", KERNEL);
+    std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let o = gpulint(d, &["--isolated", "--no-cache", "--add-noqa", "k.cu"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("read-only"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&k).unwrap(), KERNEL);
+}
+
+#[test]
+fn add_noqa_reasons_cannot_inject_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let k = write(d, "k.cu", KERNEL);
+    for reason in ["--add-noqa=x\nimport os", "--add-noqa=trailing \\"] {
+        let o = gpulint(d, &["--isolated", "--no-cache", reason, "k.cu"]);
+        assert_eq!(code(&o), 2, "{reason:?}: {}", stderr(&o));
+        assert_eq!(std::fs::read_to_string(&k).unwrap(), KERNEL);
+    }
+}
+
+#[test]
+fn add_noqa_on_crlf_lines_ending_in_a_comment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let src = KERNEL
+        .replace(
+            "    y[i] = x[i] > 0.f ? x[i] : 0.f;\n",
+            "    y[i] = x[i] > 0.f ? x[i] : 0.f;  // relu\n",
+        )
+        .replace('\n', "\r\n");
+    let k = write(d, "k.cu", &src);
+    let o = gpulint(d, &["--isolated", "--no-cache", "--add-noqa", "k.cu"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = std::fs::read_to_string(&k).unwrap();
+    assert!(text.contains("// relu  // NOLINT(CU001)\r\n"), "{text:?}");
+    // Nothing is left to report.
+    let o = gpulint(d, &["--isolated", "--no-cache", "k.cu"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+}
