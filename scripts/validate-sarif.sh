@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Checks the fixtures with gpulint, writes SARIF, and validates it with Microsoft's SARIF
-# Multitool (from npm). Fails on any validation error or warning.
+# Multitool (from npm): once from the repository root (relative URIs) and once from another
+# working directory (the files are then outside it: absolute file:// URIs). Fails on any
+# validation error or warning.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools="${SARIF_TOOLS_DIR:-${TMPDIR:-/tmp}/gpulint-sarif-tools}"
@@ -16,13 +18,18 @@ out=$(mktemp -d)
 count=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["runs"][0]["results"]))' "$out/fixtures.sarif")
 echo "SARIF with $count results"
 [ "$count" -gt 0 ] || { echo "no results: nothing was validated"; exit 1; }
-"$tools/node_modules/.bin/sarif-multitool" validate "$out/fixtures.sarif" --output "$out/validation.sarif" --log ForceOverwrite --level Error Warning >/dev/null
-python3 - "$out/validation.sarif" <<'PY'
+repo=$PWD
+(cd "$out" && "$repo/target/release/gpulint" --isolated --exit-zero --quiet --output-format sarif -o "$out/elsewhere.sarif" "$repo/fixtures")
+grep -q '"uri": "file:///' "$out/elsewhere.sarif" || { echo "elsewhere.sarif has no absolute file:// URI"; exit 1; }
+for f in fixtures elsewhere; do
+  "$tools/node_modules/.bin/sarif-multitool" validate "$out/$f.sarif" --output "$out/$f.validation.sarif" --log ForceOverwrite --level Error Warning >/dev/null
+  python3 - "$out/$f.validation.sarif" "$f" <<'PY'
 import json, sys
 runs = json.load(open(sys.argv[1]))["runs"]
 problems = [r for run in runs for r in run.get("results", []) if r.get("level", "warning") in ("error", "warning")]
 for r in problems:
     print(r.get("level"), r.get("ruleId"), json.dumps(r.get("message")))
-print(f"sarif-multitool: {len(problems)} error(s)/warning(s)")
+print(f"sarif-multitool ({sys.argv[2]}.sarif): {len(problems)} error(s)/warning(s)")
 sys.exit(1 if problems else 0)
 PY
+done

@@ -137,6 +137,14 @@ fn check_reason(reason: &str) -> Result<(), String> {
 /// Runs `gpulint check`.
 pub fn check(args: CheckArgs) -> ExitCode {
     let started = Instant::now();
+    if args.stdin_filename.is_some() {
+        if let Some(other) = args.paths.iter().find(|p| p.as_os_str() != "-") {
+            return fail(format!(
+                "--stdin-filename checks standard input only: remove the path `{}` (or use `-`)",
+                other.display()
+            ));
+        }
+    }
     if let Some(reason) = &args.add_noqa {
         if let Err(e) = check_reason(reason) {
             return fail(e);
@@ -165,7 +173,10 @@ pub fn check(args: CheckArgs) -> ExitCode {
         Ok(e) => e,
         Err(e) => return fail(e),
     };
-    let paths = if args.paths.is_empty() && !args.no_paths {
+    let paths = if args.stdin_filename.is_some() {
+        // Standard input is the only file.
+        Vec::new()
+    } else if args.paths.is_empty() && !args.no_paths {
         vec![PathBuf::from(".")]
     } else {
         args.paths.clone()
@@ -217,9 +228,20 @@ pub fn check(args: CheckArgs) -> ExitCode {
                     path.display()
                 ));
             };
+            // Bounded like a file on disk: one byte past the limit tells it is over.
+            let limit = engine.settings.max_file_size;
             let mut bytes = Vec::new();
-            if let Err(e) = std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes) {
+            if let Err(e) = std::io::Read::read_to_end(
+                &mut std::io::Read::take(std::io::stdin(), limit + 1),
+                &mut bytes,
+            ) {
                 return fail(format!("cannot read standard input: {e}"));
+            }
+            if bytes.len() as u64 > limit {
+                return fail(format!(
+                    "standard input is over the {} file size limit",
+                    gpulint_source::format_size(limit)
+                ));
             }
             vec![engine.check_bytes(path, discover::display_path(path, &cwd), bytes, lang)]
         }

@@ -7,6 +7,7 @@ use crate::output::{fail, print_out};
 use clap::{Parser, Subcommand, ValueEnum};
 use gpulint_linter::registry;
 use std::ffi::OsString;
+use std::path::Path;
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -98,8 +99,52 @@ fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
     args
 }
 
+/// The subcommand a mistyped first argument most likely meant (`rule` → `rules`), when that
+/// argument names no file or folder: `gpulint rule CU001` is a typo, not two missing paths.
+fn misspelled_command(arg: &str) -> Option<&'static str> {
+    const COMMANDS: &[&str] = &["check", "rules", "explain", "estimate", "decode", "help"];
+    if arg.starts_with('-') || arg.contains(['/', '\\', '.']) || Path::new(arg).exists() {
+        return None;
+    }
+    let arg = arg.to_ascii_lowercase();
+    COMMANDS
+        .iter()
+        .map(|c| (edit_distance(&arg, c), *c))
+        .filter(|(d, c)| *d > 0 && *d <= 2 && *d < c.len() / 2 + 1)
+        .min()
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance (for short words).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
 /// Runs gpulint with these arguments (the program name first) and returns the exit code.
 pub fn run(args: Vec<OsString>) -> ExitCode {
+    // `check` is inserted when the first argument is not a command: look at what follows it.
+    let first = match args.get(1).and_then(|a| a.to_str()) {
+        Some("check") => args.get(2),
+        _ => args.get(1),
+    };
+    if let Some(first) = first.and_then(|a| a.to_str()) {
+        if let Some(meant) = misspelled_command(first) {
+            return fail(format!(
+                "unknown command `{first}`, and no file or folder of that name: did you mean `gpulint {meant}`? (see `gpulint --help`)"
+            ));
+        }
+    }
     let ends_with_separator = args.last().is_some_and(|a| a == "--");
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,

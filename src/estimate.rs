@@ -52,12 +52,23 @@ pub fn run(args: EstimateArgs) -> ExitCode {
             Ok(b) => b,
             Err(e) => return fail(e),
         };
+    if gpulint_syntax::Lang::of_path(&args.file) != Some(gpulint_syntax::Lang::Python) {
+        return fail(format!(
+            "{}: not a Python file or notebook (`estimate` reads the `.py` or `.ipynb` code that builds and trains a model)",
+            args.file.display()
+        ));
+    }
     let text = match gpulint_source::read_source(&args.file, gpulint_source::MAX_FILE_SIZE) {
         Ok(t) => t,
         Err(e) => return fail(format!("{}: {e}", args.file.display())),
     };
     let display = args.file.display().to_string();
     let notebook = gpulint_syntax::is_notebook(&args.file);
+    if notebook {
+        if let Err(e) = gpulint_source::notebook::parse(&text) {
+            return fail(format!("{display}: {e}"));
+        }
+    }
     let reports = if notebook {
         gpulint_semantic::with_notebook_model(&text, gpulint_memory::analyze)
     } else {

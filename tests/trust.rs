@@ -219,3 +219,152 @@ fn add_noqa_on_crlf_lines_ending_in_a_comment() {
     let o = gpulint(d, &["--isolated", "--no-cache", "k.cu"]);
     assert_eq!(code(&o), 0, "{}", stdout(&o));
 }
+
+/// The line of the `.ipynb` file each machine-readable format gives for the first finding of a
+/// notebook; they must agree (and no format gives a cell's column as a file column).
+#[test]
+fn notebook_findings_point_at_the_same_file_line_in_every_format() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let nb = "fixtures/python/TF001_notebook_cells.ipynb";
+    let run = |format: &str| {
+        let o = gpulint(
+            dir,
+            &[
+                "--isolated",
+                "--no-cache",
+                "--exit-zero",
+                "--output-format",
+                format,
+                nb,
+            ],
+        );
+        stdout(&o)
+    };
+    let sarif: serde_json::Value = serde_json::from_str(&run("sarif")).unwrap();
+    let region = &sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"];
+    let line = region["startLine"].as_u64().unwrap();
+    assert!(region.get("startColumn").is_none());
+    let github = run("github");
+    let first = github.lines().next().unwrap();
+    assert!(
+        first.contains(&format!(",line={line},endLine={line},")),
+        "{first}"
+    );
+    assert!(!first.contains("col="), "{first}");
+    let gitlab: serde_json::Value = serde_json::from_str(&run("gitlab")).unwrap();
+    assert_eq!(gitlab[0]["location"]["lines"]["begin"].as_u64(), Some(line));
+    let junit = run("junit");
+    assert!(junit.contains(&format!("line=\"{line}\"")), "{junit}");
+    assert!(junit.contains(" at cell "), "{junit}");
+    // The terminal formats and JSON name the cell and its line.
+    let json: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
+    let cell = json[0]["cell"].as_u64().unwrap();
+    let cell_line = json[0]["line"].as_u64().unwrap();
+    assert!(run("concise").contains(&format!(":cell {cell}:{cell_line}:")));
+    assert!(run("full").contains(&format!(":cell {cell}:{cell_line}:")));
+}
+
+#[test]
+fn a_mistyped_command_gets_a_suggestion() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = gpulint(tmp.path(), &["rule", "CU001"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("did you mean `gpulint rules`?"),
+        "{}",
+        stderr(&o)
+    );
+    // A folder of that name is a path, not a typo.
+    std::fs::create_dir(tmp.path().join("rule")).unwrap();
+    let o = gpulint(tmp.path(), &["--isolated", "--no-cache", "rule"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
+fn with_stdin(dir: &Path, args: &[&str], input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = common::command(dir, args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        // The reader may stop early (over the limit): a broken pipe is expected then.
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+#[test]
+fn standard_input_is_bounded_and_exclusive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let big = vec![b'#'; 11 << 20];
+    let o = with_stdin(d, &["--isolated", "--stdin-filename", "a.py"], &big);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("over the 10 MiB"), "{}", stderr(&o));
+    let o = with_stdin(
+        d,
+        &["--isolated", "--stdin-filename", "a.py", "other.py"],
+        b"x = 1\n",
+    );
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("remove the path `other.py`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = with_stdin(
+        d,
+        &["--isolated", "--stdin-filename", "a.py", "-"],
+        b"x = 1\n",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
+#[test]
+fn estimate_says_what_is_wrong_with_its_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(d, "k.cu", KERNEL);
+    write(d, "broken.ipynb", "{not json");
+    let o = gpulint(d, &["estimate", "k.cu"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("not a Python file or notebook"),
+        "{}",
+        stderr(&o)
+    );
+    let o = gpulint(d, &["estimate", "broken.ipynb"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("not valid notebook JSON"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn escape_bytes_from_the_source_never_reach_the_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let src = KERNEL.replace("int n)", "int n) /* \u{1b}]0;owned\u{7} \u{1b}[2J */");
+    write(d, "k\u{1b}[31m.cu", &src);
+    for format in ["full", "concise"] {
+        let o = gpulint(
+            d,
+            &["--isolated", "--no-cache", "--output-format", format, "."],
+        );
+        assert_eq!(code(&o), 1, "{}", stderr(&o));
+        let out = stdout(&o);
+        assert!(
+            !out.contains('\u{1b}') && !out.contains('\u{7}'),
+            "{format}: {out:?}"
+        );
+        assert!(out.contains("CU001"), "{out}");
+    }
+}

@@ -1,4 +1,4 @@
-use super::{each, position};
+use super::{each, position, visible};
 use gpulint_diagnostics::FileReport;
 use std::fmt::Write;
 
@@ -8,10 +8,10 @@ pub fn render(reports: &[&FileReport]) -> String {
         let _ = writeln!(
             out,
             "{}: {} [{}] {}",
-            position(r, d),
+            visible(&position(r, d)),
             d.code,
             d.severity,
-            d.message
+            visible(&d.message)
         );
     }
     out

@@ -1,3 +1,4 @@
+use super::visible;
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label, Severity as CsSeverity};
 use codespan_reporting::files::SimpleFile;
 use codespan_reporting::term::{self, termcolor, Config, Styles, StylesWriter};
@@ -8,7 +9,10 @@ pub fn render(reports: &[&FileReport], color: bool) -> String {
     let styles = Styles::default();
     let mut buffer: Vec<u8> = Vec::new();
     for report in reports {
-        let whole = SimpleFile::new(report.display_path.clone(), report.source.text.as_str());
+        // Nothing from the checked files reaches the terminal unescaped.
+        let source = visible(&report.source.text);
+        let display_path = visible(&report.display_path).into_owned();
+        let whole = SimpleFile::new(display_path.clone(), source.as_ref());
         for d in &report.diagnostics {
             // In a notebook, show the cell on its own with cell-relative line numbers.
             let cell = report
@@ -16,14 +20,13 @@ pub fn render(reports: &[&FileReport], color: bool) -> String {
                 .as_ref()
                 .and_then(|nb| d.cell.and_then(|n| nb.cells.iter().find(|c| c.number == n)));
             let (base, text) = match cell {
-                Some(c) => (c.start, &report.source.text[c.start..c.end]),
-                None => (0, report.source.text.as_str()),
+                Some(c) => (c.start, &source[c.start..c.end]),
+                None => (0, source.as_ref()),
             };
             let cell_file;
             let file = match cell {
                 Some(c) => {
-                    cell_file =
-                        SimpleFile::new(format!("{}:cell {}", report.display_path, c.number), text);
+                    cell_file = SimpleFile::new(format!("{display_path}:cell {}", c.number), text);
                     &cell_file
                 }
                 None => &whole,
@@ -43,13 +46,13 @@ pub fn render(reports: &[&FileReport], color: bool) -> String {
                 s..e.max(s)
             };
             let mut labels = vec![Label::primary((), clamp(d.span.start, d.span.end))
-                .with_message(d.label.clone().unwrap_or_default())];
+                .with_message(visible(d.label.as_deref().unwrap_or_default()).into_owned())];
             let mut notes: Vec<String> = Vec::new();
             for l in &d.labels {
                 if inside(l.span.start) {
                     labels.push(
                         Label::secondary((), clamp(l.span.start, l.span.end))
-                            .with_message(l.message.clone()),
+                            .with_message(visible(&l.message).into_owned()),
                     );
                 } else if let Some(nb) = &report.notebook {
                     // A related place in another cell: name it.
@@ -57,18 +60,19 @@ pub fn render(reports: &[&FileReport], color: bool) -> String {
                         let line = report.source.line_index(l.span.start) - c.first_line + 1;
                         notes.push(format!(
                             "note: {} (cell {}, line {line})",
-                            l.message, c.number
+                            visible(&l.message),
+                            c.number
                         ));
                     }
                 }
             }
-            notes.extend(d.notes.iter().map(|n| format!("note: {n}")));
+            notes.extend(d.notes.iter().map(|n| format!("note: {}", visible(n))));
             if let Some(help) = &d.help {
-                notes.push(format!("help: {help}"));
+                notes.push(format!("help: {}", visible(help)));
             }
             let diagnostic = CsDiagnostic::new(severity)
                 .with_code(d.code.to_string())
-                .with_message(format!("{} [{}]", d.message, d.name))
+                .with_message(format!("{} [{}]", visible(&d.message), d.name))
                 .with_labels(labels)
                 .with_notes(notes);
             let result = if color {
@@ -84,8 +88,8 @@ pub fn render(reports: &[&FileReport], color: bool) -> String {
                         "{}[{}]: {}\n  --> {}:{}:{}\n\n",
                         d.severity,
                         d.code,
-                        d.message,
-                        report.display_path,
+                        visible(&d.message),
+                        display_path,
                         d.location.line,
                         d.location.column
                     )

@@ -1,4 +1,4 @@
-use super::{each, slash_path};
+use super::{each, file_place, slash_path};
 use gpulint_diagnostics::{FileReport, Severity};
 use std::fmt::Write;
 
@@ -28,20 +28,18 @@ pub fn render(reports: &[&FileReport]) -> String {
             message.push_str(help);
         }
         // In a notebook, annotate the line of the .ipynb file that holds the cell's line.
-        let (line, end_line) = if r.notebook.is_some() {
-            let l = r.file_line(d);
-            (l, l)
-        } else {
-            (d.location.line, d.location.end_line)
+        let place = file_place(r, d);
+        let at = match place.columns {
+            Some((c, e)) => format!(
+                "line={},col={c},endLine={},endColumn={e}",
+                place.line, place.end_line
+            ),
+            None => format!("line={},endLine={}", place.line, place.end_line),
         };
         let _ = writeln!(
             out,
-            "::{level} file={},line={},col={},endLine={},endColumn={},title={}::{}",
+            "::{level} file={},{at},title={}::{}",
             escape_property(&slash_path(&r.display_path)),
-            line,
-            d.location.column,
-            end_line,
-            d.location.end_column,
             escape_property(&format!("{} {}", d.code, d.name)),
             escape_data(&message)
         );

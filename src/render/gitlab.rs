@@ -3,7 +3,7 @@
 //! `fingerprint`, `severity` and `location.path` + `location.lines.begin`, the fields GitLab
 //! requires; `type` and `categories` are kept for Code Climate consumers.
 
-use super::{each, slash_path};
+use super::{each, file_place, slash_path};
 use gpulint_diagnostics::{FileReport, Severity};
 use serde::Serialize;
 
@@ -65,12 +65,15 @@ pub fn render(reports: &[&FileReport]) -> String {
                 categories: ["Bug Risk"],
                 severity: severity(d.severity),
                 fingerprint: &d.fingerprint,
-                location: Location {
-                    path: slash_path(&r.display_path),
-                    lines: Lines {
-                        begin: d.location.line.max(1),
-                        end: d.location.end_line.max(d.location.line).max(1),
-                    },
+                location: {
+                    let place = file_place(r, d);
+                    Location {
+                        path: slash_path(&r.display_path),
+                        lines: Lines {
+                            begin: place.line,
+                            end: place.end_line,
+                        },
+                    }
                 },
             }
         })

@@ -2,7 +2,7 @@
 //! finding. A run without findings is one passing test case, so that CI test reports show that
 //! gpulint ran.
 
-use super::{each, position, slash_path};
+use super::{each, file_place, position, slash_path};
 use gpulint_diagnostics::{Diagnostic, FileReport};
 use std::fmt::Write;
 
@@ -66,10 +66,20 @@ pub fn render(reports: &[&FileReport]) -> String {
             "  <testsuite name=\"{path}\" tests=\"{n}\" failures=\"{n}\" errors=\"0\" skipped=\"0\">"
         );
         for d in &r.diagnostics {
+            // The name says where, as the terminal formats do (`cell N:line:col` in a
+            // notebook); `line` is the line of the file on disk.
+            let at = position(r, d);
+            let at = at
+                .strip_prefix(&r.display_path)
+                .unwrap_or(&at)
+                .trim_start_matches(':');
             let _ = writeln!(
                 out,
-                "    <testcase name=\"{} {} at {}:{}\" classname=\"{path}\" file=\"{path}\" line=\"{}\">",
-                d.code, d.name, d.location.line, d.location.column, d.location.line
+                "    <testcase name=\"{} {} at {}\" classname=\"{path}\" file=\"{path}\" line=\"{}\">",
+                d.code,
+                d.name,
+                escape(at),
+                file_place(r, d).line
             );
             let _ = writeln!(
                 out,

@@ -101,7 +101,7 @@ pub fn render(reports: &[&FileReport]) -> String {
                         "id": i,
                         "message": { "text": l.message },
                         "physicalLocation": {
-                            "artifactLocation": { "uri": slash_path(&r.display_path), "uriBaseId": "%SRCROOT%" },
+                            "artifactLocation": artifact_location(&r.display_path),
                             "region": { "startLine": line, "startColumn": col, "endLine": eline, "endColumn": ecol.max(if eline == line { col + 1 } else { 1 }) }
                         }
                     })
@@ -111,7 +111,7 @@ pub fn render(reports: &[&FileReport]) -> String {
                         "id": d.labels.len() + i,
                         "message": { "text": rel.message },
                         "physicalLocation": {
-                            "artifactLocation": { "uri": slash_path(&rel.path), "uriBaseId": "%SRCROOT%" },
+                            "artifactLocation": artifact_location(&rel.path),
                             "region": { "startLine": rel.line }
                         }
                     })
@@ -124,7 +124,7 @@ pub fn render(reports: &[&FileReport]) -> String {
                 "message": { "text": text },
                 "locations": [{
                     "physicalLocation": {
-                        "artifactLocation": { "uri": slash_path(&r.display_path), "uriBaseId": "%SRCROOT%" },
+                        "artifactLocation": artifact_location(&r.display_path),
                         "region": region
                     }
                 }],
@@ -156,4 +156,34 @@ pub fn render(reports: &[&FileReport]) -> String {
     let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
     s.push('\n');
     s
+}
+
+/// A file's `artifactLocation`: a URI relative to `%SRCROOT%` (the working directory) for a
+/// file below it, an absolute `file://` URI for one elsewhere (a relative URI with a base would
+/// not name it, and code scanning rejects absolute paths given as relative URIs).
+fn artifact_location(display: &str) -> Value {
+    let path = slash_path(display);
+    let drive = path.as_bytes().get(1) == Some(&b':') && path.as_bytes()[0].is_ascii_alphabetic();
+    if path.starts_with('/') || drive {
+        let abs = if drive { format!("/{path}") } else { path };
+        json!({ "uri": format!("file://{}", uri_escape(&abs)) })
+    } else {
+        json!({ "uri": uri_escape(&path), "uriBaseId": "%SRCROOT%" })
+    }
+}
+
+/// Percent-encodes what may not stand in a URI path (RFC 3986), keeping `/`.
+fn uri_escape(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                out.push(b as char)
+            }
+            b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' | b':'
+            | b'@' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
 }
