@@ -13,7 +13,8 @@
 # target/identity/base and target/identity/new, so later runs rebuild incrementally. Both
 # binaries then run on the SAME inputs, from the same working directory and with the same
 # relative paths, so file paths in the output match:
-#   - `check` of fixtures/ and tests/ (from this checkout's working tree, cwd = repo root) in
+#   - `check` of fixtures/ and tests/ (a copy of this checkout's working tree taken at the start,
+#     so later edits do not matter; cwd = the copy's root) in
 #     every output format (json and sarif as the reference formats; full, concise, github,
 #     gitlab, junit too), with --isolated --no-cache --threads 2 --exit-zero;
 #   - `check` of the corpus (cwd = DIR, path `.`) with --output-format json and sarif;
@@ -27,7 +28,7 @@
 # ... in 1.23s:" summary on standard error is replaced by "<TIME>". Every stored file is compared
 # byte for byte; one line per file, then "identity: N identical, M different".
 #
-# The inputs are read in place; if they change during the run (fingerprint of paths, sizes and
+# The corpus is read in place; if it or the copy changes during the run (fingerprint of paths, sizes and
 # modification times), nothing is compared and the script exits 2.
 #
 # Exit status: 0 all identical, 1 some output differs, 2 usage or build error, or the inputs
@@ -117,6 +118,10 @@ while IFS= read -r f; do estimate_files+=("$f"); done < <(
     [ -d fixtures ] && find fixtures -type f -name 'MEM*.py'; } | LC_ALL=C sort)
 check_dirs=()
 for d in fixtures tests; do [ -d "$d" ] && check_dirs+=("$d"); done
+# A copy taken now: edits to the checkout while the script runs change nothing.
+inputs=$tmp/inputs
+mkdir -p "$inputs"
+for d in "${check_dirs[@]+"${check_dirs[@]}"}"; do cp -a "$d" "$inputs/"; done
 rule_codes() { "$1" rules --output-format json 2>/dev/null | grep -o '"code": *"[^"]*"' | sed 's/.*"\([^"]*\)"$/\1/'; }
 codes=$({ rule_codes "$base_bin"; rule_codes "$new_bin"; } | LC_ALL=C sort -u)
 [ -n "$codes" ] || { echo "identity-check: no rule codes from 'gpulint rules'" >&2; exit 2; }
@@ -139,7 +144,7 @@ run_all() { # run_all SIDE
   echo "identity-check: running $1" >&2
   for d in "${check_dirs[@]+"${check_dirs[@]}"}"; do
     for fmt in json sarif full concise github gitlab junit; do
-      inv "$out" "check/$d.$fmt" "$repo" "${common[@]}" --output-format "$fmt" "$d"
+      inv "$out" "check/$d.$fmt" "$inputs" "${common[@]}" --output-format "$fmt" "$d"
     done
   done
   if [ -n "$corpus" ]; then
@@ -148,8 +153,8 @@ run_all() { # run_all SIDE
     done
   fi
   for f in "${estimate_files[@]+"${estimate_files[@]}"}"; do
-    inv "$out" "estimate/${f//\//__}.json" "$repo" estimate --output-format json "$f"
-    inv "$out" "estimate/${f//\//__}.txt" "$repo" estimate "$f"
+    inv "$out" "estimate/${f//\//__}.json" "$inputs" estimate --output-format json "$f"
+    inv "$out" "estimate/${f//\//__}.txt" "$inputs" estimate "$f"
   done
   inv "$out" rules.txt "$repo" rules
   inv "$out" rules.json "$repo" rules --output-format json
@@ -163,7 +168,7 @@ run_all() { # run_all SIDE
 # The inputs are read in place, so an edit made while the script runs would show up as a
 # difference: fingerprint them (paths, sizes, modification times) around the two runs.
 fingerprint() {
-  { (cd "$repo" && find "${check_dirs[@]+"${check_dirs[@]}"}" -type f -printf '%p %s %T@\n')
+  { (cd "$inputs" && find . -type f -printf '%p %s %T@\n')
     [ -z "$corpus" ] || (cd "$corpus" && find . -type f -printf '%p %s %T@\n'); } | LC_ALL=C sort | cksum
 }
 before=$(fingerprint)
