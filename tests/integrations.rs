@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{code, gpulint, stdout};
+use common::{code, gpulint, stderr, stdout};
 use quick_xml::events::Event;
 use quick_xml::{Reader, XmlVersion};
 use std::path::Path;
@@ -257,7 +257,7 @@ fn decode_signals_and_unknown_codes() {
     // Unknown but well-formed: explained as far as possible, exit 2.
     let o = gpulint(tmp.path(), &["decode", "0xC0000135"]);
     assert_eq!(code(&o), 2);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("Known codes:"));
+    assert!(stderr(&o).contains("Known codes:"));
     // Not a number: a usage error.
     assert_eq!(code(&gpulint(tmp.path(), &["decode", "segfault"])), 2);
 }
@@ -271,7 +271,7 @@ fn no_paths_after_double_dash_checks_nothing() {
     for args in [&["--isolated", "--"][..], &["check", "--isolated", "--"]] {
         let o = gpulint(tmp.path(), args);
         assert_eq!(code(&o), 0, "{args:?}");
-        assert!(String::from_utf8_lossy(&o.stderr).contains("Checked 0 files"));
+        assert!(stderr(&o).contains("Checked 0 files"));
     }
     // Files after `--` are checked, even one whose name starts with a dash.
     std::fs::write(tmp.path().join("-dash.py"), b"\x00").unwrap();

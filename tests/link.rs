@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{gpulint, stdout};
+use common::{gpulint, stderr, stdout};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -85,7 +85,7 @@ fn setup_py_alone_checks_the_kernels_it_builds() {
         .contains("csrc/missing_norm.cu"));
     let o = gpulint(&fixtures(), &["--isolated", "--no-cache", "setup.py"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("Checked 3 files"));
+    assert!(stderr(&o).contains("Checked 3 files"));
 }
 
 #[test]
@@ -256,7 +256,7 @@ fn verbose_lists_each_build_and_what_was_not_resolved() {
         &fixtures(),
         &["--isolated", "--no-cache", "--verbose", "jit"],
     );
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = stderr(&o);
     assert!(
         err.contains("linked jit/jit_ops.py:8 (load \"scale_ext\"): 1 source\n"),
         "{err}"
@@ -311,7 +311,7 @@ fn op_builder_subclasses_are_entries_of_their_own() {
         &fixtures(),
         &["--isolated", "--no-cache", "--verbose", "op_builder"],
     );
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = stderr(&o);
     assert!(
         err.contains("linked op_builder/fused_scale.py:7 (FusedScaleBuilder.sources): 2 sources\n"),
         "{err}"
@@ -331,7 +331,7 @@ fn helper_functions_and_filtered_listdir() {
         &fixtures(),
         &["--isolated", "--no-cache", "--verbose", "jit/helper_ops.py"],
     );
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = stderr(&o);
     assert!(
         err.contains("linked jit/helper_ops.py:18 (load \"clamp_ext\"): 2 sources\n"),
         "{err}"

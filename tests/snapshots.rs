@@ -1,25 +1,25 @@
 //! Rendered output as users see it, pinned with snapshots (`cargo insta review` to update).
 
+mod common;
+
+use common::{gpulint, write};
 use std::path::Path;
-use std::process::Command;
 
 fn project() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let w = |rel: &str, text: &str| {
-        let p = d.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    };
-    w(
+    write(
+        d,
         "ops/add.cu",
         "__global__ void add(const float* a, const float* b, float* out, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    out[i] = a[i] + b[i];\n}\n\n__global__ void concat(const float* a, float* out, int size) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < size) {\n        out[i + size] = a[i];\n    }\n}\n",
     );
-    w(
+    write(
+        d,
         "train.py",
         "import tensorflow as tf\n\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(10)])\nfor gpu in tf.config.list_physical_devices(\"GPU\"):\n    tf.config.experimental.set_memory_growth(gpu, True)\nmodel.compile(\"adam\", \"mse\")\nmodel.fit(x, y, epochs=3)\n",
     );
-    w(
+    write(
+        d,
         "tree.py",
         "import torch\n\n\ndef depth(node):\n    return 1 + max(depth(c) for c in node.children)\n",
     );
@@ -27,11 +27,10 @@ fn project() -> tempfile::TempDir {
 }
 
 fn run(dir: &Path, format: &str) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_gpulint"))
-        .args(["--isolated", "--no-cache", "--output-format", format])
-        .current_dir(dir)
-        .output()
-        .unwrap();
+    let o = gpulint(
+        dir,
+        &["--isolated", "--no-cache", "--output-format", format],
+    );
     String::from_utf8(o.stdout).unwrap()
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{command, gpulint, stdout, write};
+use common::{command, gpulint, stderr, stdout, write};
 use std::io::Write;
 use std::process::Stdio;
 
@@ -149,12 +149,7 @@ fn add_noqa_suppresses_everything_idempotently_and_changes_nothing_else() {
     ]);
     write(d, "n.ipynb", &nb);
     let o = gpulint(d, &["--add-noqa=legacy code"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let t = std::fs::read_to_string(d.join("t.py")).unwrap();
     assert_eq!(
         t,

@@ -68,33 +68,28 @@ pub fn check_tree(
     }
     let tree = &trees[0];
     let mut diagnostics = Vec::new();
-    for node in wanted {
-        for rule in table.rules_for(node.kind_id()) {
-            run_rule(
-                *rule,
-                file,
-                tree,
-                trees,
-                lang,
-                &model,
-                settings,
-                &mut diagnostics,
-                |r, ctx| r.check(node, ctx),
-            );
-        }
-    }
-    for rule in table.rules() {
-        run_rule(
-            *rule,
+    // Each rule runs with a context of its own; its findings are appended.
+    let mut run = |rule: &'static dyn Rule, check: &dyn Fn(&dyn Rule, &mut Context<'_>)| {
+        let mut ctx = Context {
             file,
             tree,
             trees,
             lang,
-            &model,
+            model: &model,
             settings,
-            &mut diagnostics,
-            |r, ctx| r.check_file(ctx),
-        );
+            rule: rule.meta(),
+            diagnostics: Vec::new(),
+        };
+        check(rule, &mut ctx);
+        diagnostics.append(&mut ctx.diagnostics);
+    };
+    for node in wanted {
+        for rule in table.rules_for(node.kind_id()) {
+            run(*rule, &|r, ctx| r.check(node, ctx));
+        }
+    }
+    for rule in table.rules() {
+        run(*rule, &|r, ctx| r.check_file(ctx));
     }
 
     // Nothing is reported from evidence inside a region the parser did not understand.
@@ -133,32 +128,6 @@ fn walk_tree<'t>(
 
 fn overlaps(a: Span, b: Span) -> bool {
     a.start < b.end.max(b.start + 1) && b.start < a.end.max(a.start + 1)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn run_rule<'a>(
-    rule: &'static dyn Rule,
-    file: &'a SourceFile,
-    tree: &'a Tree,
-    trees: &'a [Tree],
-    lang: Lang,
-    model: &'a Model<'a>,
-    settings: &'a Settings,
-    diagnostics: &mut Vec<Diagnostic>,
-    f: impl FnOnce(&dyn Rule, &mut Context<'_>),
-) {
-    let mut ctx = Context {
-        file,
-        tree,
-        trees,
-        lang,
-        model,
-        settings,
-        rule: rule.meta(),
-        diagnostics: Vec::new(),
-    };
-    f(rule, &mut ctx);
-    diagnostics.append(&mut ctx.diagnostics);
 }
 
 /// Runs `rules` over a manifest and returns their findings, without duplicates (the same

@@ -75,23 +75,24 @@ impl<'a> Context<'a> {
 
     /// An integer option of the current rule (`[rules.CODE] key = N`), else its default.
     pub fn option_int(&self, key: &str) -> Option<i64> {
-        self.settings
-            .rule_option(self.rule.code, key)
-            .and_then(|v| v.as_integer())
-            .or_else(|| {
-                self.rule
-                    .options
-                    .iter()
-                    .find(|o| o.key == key)
-                    .and_then(|o| o.default.parse().ok())
-            })
+        self.option_or_default(key, |v| v.as_integer())
     }
 
     /// A fraction option of the current rule (`[rules.CODE] key = 0.5`), else its default.
     pub fn option_fraction(&self, key: &str) -> Option<f64> {
+        self.option_or_default(key, |v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+    }
+
+    /// An option of the current rule as `read` takes it from the configuration, else the
+    /// default the rule declares for it.
+    fn option_or_default<T: std::str::FromStr>(
+        &self,
+        key: &str,
+        read: impl FnOnce(&toml::Value) -> Option<T>,
+    ) -> Option<T> {
         self.settings
             .rule_option(self.rule.code, key)
-            .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+            .and_then(read)
             .or_else(|| {
                 self.rule
                     .options

@@ -373,12 +373,7 @@ mod tests {
     use std::str::FromStr;
 
     fn parse_text(text: &str) -> Manifest {
-        let f = SourceFile::new(
-            "environment.yml".into(),
-            "environment.yml".into(),
-            text.into(),
-        );
-        parse(&f, &mut Loader::none())
+        crate::parse_named("environment.yml", text, parse)
     }
 
     #[test]

@@ -358,6 +358,18 @@ pub fn parse(format: Format, file: &SourceFile, loader: &mut Loader) -> Manifest
     m
 }
 
+/// For the parsers' tests: `text` read by one format's `parse` as the file `name`, with no
+/// includes.
+#[cfg(test)]
+pub(crate) fn parse_named(
+    name: &str,
+    text: &str,
+    parse: fn(&SourceFile, &mut Loader) -> Manifest,
+) -> Manifest {
+    let f = SourceFile::new(name.into(), name.into(), text.into());
+    parse(&f, &mut Loader::none())
+}
+
 /// What every parser's result gets: file-wide evidence.
 pub fn finish(m: &mut Manifest, text: &str) {
     m.note_windows_only_packages();

@@ -249,12 +249,7 @@ mod tests {
     use crate::pep508::Spec;
 
     fn parse_text(text: &str) -> Manifest {
-        let f = SourceFile::new(
-            "requirements.txt".into(),
-            "requirements.txt".into(),
-            text.into(),
-        );
-        parse(&f, &mut Loader::none())
+        crate::parse_named("requirements.txt", text, parse)
     }
 
     #[test]

@@ -353,8 +353,7 @@ mod tests {
     use crate::pep508::Spec;
 
     fn parse_text(text: &str) -> Manifest {
-        let f = SourceFile::new("Dockerfile".into(), "Dockerfile".into(), text.into());
-        parse(&f, &mut Loader::none())
+        crate::parse_named("Dockerfile", text, parse)
     }
 
     #[test]

@@ -642,6 +642,16 @@ pub fn worker_count<'t>(m: &PythonModel<'_>, call: Node<'t>) -> Option<Node<'t>>
     }
 }
 
+/// The DataLoader calls of the file that may start worker processes, in document order, with
+/// their `num_workers=` value (see [`worker_count`]).
+pub fn worker_loaders<'t>(m: &PythonModel<'t>) -> Vec<(Node<'t>, Node<'t>)> {
+    m.calls
+        .iter()
+        .filter(|(c, _)| is_dataloader(m, *c))
+        .filter_map(|&(c, _)| Some((c, worker_count(m, c)?)))
+        .collect()
+}
+
 /// Is `node` inside the body of an `if __name__ == "__main__":` block?
 pub fn under_main_guard(m: &PythonModel<'_>, node: Node<'_>) -> bool {
     let mut child = node;
@@ -690,6 +700,12 @@ pub fn dataset_class(m: &PythonModel<'_>, expr: Node<'_>) -> Option<usize> {
         return None;
     }
     m.local_class(func, m.text(func))
+}
+
+/// The local class of the dataset a DataLoader call loads (its first argument or `dataset=`),
+/// see [`dataset_class`].
+pub fn loader_dataset_class(m: &PythonModel<'_>, loader: Node<'_>) -> Option<usize> {
+    super::tf::argument(loader, 0, "dataset", m).and_then(|d| dataset_class(m, d))
 }
 
 /// `acc += value` or `acc = acc + value`: the accumulator target and the added value.

@@ -38,3 +38,31 @@ pub mod tf010_tf_function_side_effect;
 pub mod tf011_recursive_tf_function;
 pub mod tf012_tf1_api_in_tf2;
 pub mod tf013_gpu_env_after_init;
+
+use gpulint_diagnostics::{Diagnostic, Span};
+use tree_sitter::Node;
+
+/// What PT001 and PT002 add to a finding on a value that keeps its autograd graph alive: a
+/// label on where the graph comes from (when that is not the value itself) and the note on
+/// memory growth.
+pub(crate) fn graph_kept_alive(mut d: Diagnostic, value: Node<'_>, source: Node<'_>) -> Diagnostic {
+    if source.id() != value.id() {
+        d = d.with_label(
+            Span::of(&source),
+            "the value comes from here, with its graph",
+        );
+    }
+    d.note("GPU memory grows with every iteration until CUDA runs out of memory")
+}
+
+/// Source text as the receiver of a method call in a suggestion: in parentheses unless it is
+/// a name or a dotted path.
+pub(crate) fn paren(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+    {
+        s.to_string()
+    } else {
+        format!("({s})")
+    }
+}

@@ -1,5 +1,6 @@
 //! PT001: a graph-attached loss accumulated across training iterations.
 
+use super::{graph_kept_alive, paren};
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
@@ -148,7 +149,7 @@ impl Rule for AccumulatedLossGraph {
                 continue;
             }
             let vtext = m.text(value);
-            let mut d = ctx
+            let d = ctx
                 .diagnostic(
                     a,
                     format!(
@@ -157,29 +158,13 @@ impl Rule for AccumulatedLossGraph {
                 )
                 .primary_label("every step's graph stays alive through this accumulator")
                 .with_label(Span::of(&place), place_label);
-            if source.id() != value.id() {
-                d = d.with_label(
-                    Span::of(&source),
-                    "the value comes from here, with its graph",
-                );
-            }
             ctx.report(
-                d.note("GPU memory grows with every iteration until CUDA runs out of memory")
+                graph_kept_alive(d, value, source)
                     .help(format!(
                         "accumulate a Python number: `{acc} += {}.item()` (or `float(...)`, or `.detach()` to keep a tensor)",
                         paren(vtext)
                     )),
             );
         }
-    }
-}
-
-fn paren(s: &str) -> String {
-    if s.chars()
-        .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
-    {
-        s.to_string()
-    } else {
-        format!("({s})")
     }
 }

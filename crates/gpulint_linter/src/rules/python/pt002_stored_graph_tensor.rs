@@ -1,5 +1,6 @@
 //! PT002: graph-attached tensors stored in containers that outlive the training loop.
 
+use super::{graph_kept_alive, paren};
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
@@ -137,7 +138,7 @@ impl Rule for StoredGraphTensor {
                 continue;
             }
             let vtext = m.text(value);
-            let mut d = ctx
+            let d = ctx
                 .diagnostic(
                     at,
                     format!(
@@ -146,23 +147,10 @@ impl Rule for StoredGraphTensor {
                 )
                 .primary_label("each stored tensor keeps its step's graph and activations alive")
                 .with_label(Span::of(&lp.header()), "the training loop");
-            if source.id() != value.id() {
-                d = d.with_label(
-                    Span::of(&source),
-                    "the value comes from here, with its graph",
-                );
-            }
-            ctx.report(
-                d.note("GPU memory grows with every iteration until CUDA runs out of memory")
-                    .help(format!(
-                        "store `{}.item()` for a number, or `.detach()` (`.detach().cpu()`) for a tensor",
-                        if vtext.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.') {
-                            vtext.to_string()
-                        } else {
-                            format!("({vtext})")
-                        }
-                    )),
-            );
+            ctx.report(graph_kept_alive(d, value, source).help(format!(
+                "store `{}.item()` for a number, or `.detach()` (`.detach().cpu()`) for a tensor",
+                paren(vtext)
+            )));
         }
     }
 }

@@ -7,7 +7,7 @@ use gpulint_diagnostics::{Severity, Span};
 use gpulint_semantic::python::tf::argument;
 use gpulint_semantic::python::torch::Runtime;
 use gpulint_semantic::python::training::{
-    dataset_class, is_dataloader, is_dataset_class, worker_count,
+    is_dataloader, is_dataset_class, loader_dataset_class, worker_count, worker_loaders,
 };
 use gpulint_semantic::python::{string_literal, PythonModel};
 use gpulint_syntax::Lang;
@@ -104,12 +104,7 @@ impl Rule for CudaInDataloaderWorker {
             return;
         }
         // Functions that run in workers.
-        let loaders: Vec<(Node<'_>, Node<'_>)> = m
-            .calls
-            .iter()
-            .filter(|(c, _)| is_dataloader(m, *c))
-            .filter_map(|&(c, _)| Some((c, worker_count(m, c)?)))
-            .collect();
+        let loaders = worker_loaders(m);
         let mut worker_fns: Vec<(usize, Node<'_>)> = Vec::new();
         // Datasets loaded by workers: the classes of the loaders' datasets; when one cannot be
         // resolved and every loader in the file uses workers, every dataset class.
@@ -119,7 +114,7 @@ impl Rule for CudaInDataloaderWorker {
             .filter(|(c, _)| is_dataloader(m, *c))
             .all(|(c, _)| worker_count(m, *c).is_some());
         for &(loader, workers) in &loaders {
-            let class = argument(loader, 0, "dataset", m).and_then(|d| dataset_class(m, d));
+            let class = loader_dataset_class(m, loader);
             let classes: Vec<usize> = match class {
                 Some(c) => vec![c],
                 None if all_loaders_use_workers => (0..m.classes.len()).collect(),

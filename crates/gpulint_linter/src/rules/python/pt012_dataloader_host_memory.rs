@@ -7,7 +7,7 @@ use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};
 use gpulint_semantic::python::tf::argument;
 use gpulint_semantic::python::training::{
-    dataset_class, is_dataloader, is_dataset_class, worker_count,
+    is_dataloader, is_dataset_class, loader_dataset_class, worker_count, worker_loaders,
 };
 use gpulint_semantic::python::PythonModel;
 use gpulint_syntax::descendants;
@@ -140,20 +140,14 @@ impl Rule for DataloaderHostMemory {
         let min = ctx.option_int("min-workers").unwrap_or(4) as i128;
         // The dataset classes that loaders with many workers load.
         let mut loaded: Vec<(usize, Node<'_>)> = Vec::new();
-        for &(call, _) in &m.calls {
-            if !is_dataloader(m, call) {
-                continue;
-            }
-            let Some(w) = worker_count(m, call) else {
-                continue;
-            };
+        for (call, w) in worker_loaders(m) {
             if m.const_value(w)
                 .and_then(|v| v.as_int())
                 .is_none_or(|n| n < min)
             {
                 continue;
             }
-            let class = argument(call, 0, "dataset", m).and_then(|d| dataset_class(m, d));
+            let class = loader_dataset_class(m, call);
             if let Some(c) = class.filter(|&c| is_dataset_class(m, c)) {
                 if !loaded.iter().any(|l| l.0 == c) {
                     loaded.push((c, w));
