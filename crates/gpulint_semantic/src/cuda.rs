@@ -226,6 +226,13 @@ impl<'t> CudaModel<'t> {
         self.launches.iter().filter(move |l| l.kernel == name)
     }
 
+    /// The kernel a launch starts: the first kernel of this file with its name.
+    pub fn launched_kernel(&self, launch: &Launch<'t>) -> Option<&Kernel<'t>> {
+        self.kernels
+            .iter()
+            .find(|k| self.functions[k.function].name == launch.kernel)
+    }
+
     /// The guards that hold at an access whose innermost guard is `top`, innermost first.
     pub fn guard_chain(&self, top: Option<u32>) -> impl Iterator<Item = &Guard<'t>> {
         let mut next = top;

@@ -44,28 +44,25 @@ fn dir_files(dir: &Path) -> Arc<Vec<PathBuf>> {
     files
 }
 
+/// A sibling file's text, unless it is too large or unreadable.
+fn read_small(path: &Path) -> Option<String> {
+    if std::fs::metadata(path).ok()?.len() > MAX_FILE_SIZE {
+        return None;
+    }
+    gpulint_source::decode(std::fs::read(path).ok()?).ok()
+}
+
 fn file_facts(path: &Path, options: &Options) -> Option<Arc<FileFacts>> {
     if let Some(f) = FILES.lock().ok().and_then(|m| m.get(path).cloned()) {
         return f;
     }
     let facts = (|| {
-        if std::fs::metadata(path).ok()?.len() > MAX_FILE_SIZE {
-            return None;
-        }
-        let text = gpulint_source::decode(std::fs::read(path).ok()?).ok()?;
+        let text = read_small(path)?;
         if !super::glue::is_glue_text(&text) {
             return Some(Arc::new(FileFacts::default()));
         }
         let tree = parse(Lang::Cuda, &text)?;
-        let mut b = CudaBuilder::new(&text, options);
-        gpulint_syntax::walk(&tree, |node, entering| {
-            if entering {
-                b.enter(node)
-            } else {
-                b.leave(node)
-            }
-        });
-        let model = b.finish(&tree);
+        let model = CudaBuilder::model_of(&text, &tree, options);
         Some(Arc::new(model.glue.facts.clone()))
     })();
     if let Ok(mut m) = FILES.lock() {
@@ -85,23 +82,12 @@ fn launch_grids(path: &Path, options: &Options) -> Arc<LaunchGrids> {
         return g;
     }
     let grids = (|| {
-        if std::fs::metadata(path).ok()?.len() > MAX_FILE_SIZE {
-            return None;
-        }
-        let text = gpulint_source::decode(std::fs::read(path).ok()?).ok()?;
+        let text = read_small(path)?;
         if !text.contains("<<<") {
             return None;
         }
         let tree = gpulint_syntax::cuda_retry::reparse(&text, parse(Lang::Cuda, &text)?);
-        let mut b = CudaBuilder::new(&text, options);
-        gpulint_syntax::walk(&tree, |node, entering| {
-            if entering {
-                b.enter(node)
-            } else {
-                b.leave(node)
-            }
-        });
-        let model = b.finish(&tree);
+        let model = CudaBuilder::model_of(&text, &tree, options);
         let mut grids = LaunchGrids::new();
         for l in &model.launches {
             let kind = model.grid_kind(l).unwrap_or(GridKind::Unknown);

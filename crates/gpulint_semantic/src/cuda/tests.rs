@@ -5,15 +5,7 @@ use gpulint_syntax::{parse, Lang};
 /// Builds the model of `src` with the same enter/leave walk as the checker.
 fn with_model(src: &str, options: &Options, f: impl FnOnce(&CudaModel<'_>)) {
     let tree = parse(Lang::Cuda, src).unwrap();
-    let mut b = CudaBuilder::new(src, options);
-    gpulint_syntax::walk(&tree, |node, entering| {
-        if entering {
-            b.enter(node)
-        } else {
-            b.leave(node)
-        }
-    });
-    let model = b.finish(&tree);
+    let model = CudaBuilder::model_of(src, &tree, options);
     f(&model);
 }
 

@@ -17,6 +17,9 @@ pub mod op002_non_contiguous_data_ptr;
 pub mod op003_unchecked_dtype_cast;
 pub mod op004_missing_device_guard;
 pub mod op005_tf_op_missing_validation;
+mod op_glue;
+#[cfg(test)]
+mod op_tests;
 
 /// Source text on one line (whitespace runs folded), shortened to 60 characters for a message.
 pub(crate) fn short(s: &str) -> String {

@@ -1,12 +1,12 @@
 //! OP001: a torch op takes a raw pointer from a tensor parameter without validating its device
 //! (and, with several inputs, their shapes) before a kernel launch.
 
+use super::op_glue::{callers_note, merge_callers, LazyResolver};
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};
 use gpulint_semantic::cuda::glue::{GlueFn, Origin, PtrUse, DEVICE, SHAPE};
-use gpulint_semantic::cuda::glue_project::{describe_callers, Resolver};
 use gpulint_semantic::cuda::{CudaModel, Kernel};
 use gpulint_syntax::Lang;
 
@@ -118,7 +118,7 @@ impl Rule for UnvalidatedTensorPointer {
     fn check_file(&self, ctx: &mut Context<'_>) {
         let m = ctx.cuda();
         let trusted = ctx.option_strings("python-validated");
-        let mut resolver: Option<Resolver<'_>> = None;
+        let mut resolver = LazyResolver::new(&trusted);
         for gf in &m.glue.fns {
             if gf.launches.is_empty() && !gf.calls_launcher {
                 continue;
@@ -154,25 +154,12 @@ impl Rule for UnvalidatedTensorPointer {
                 if required & !own == 0 {
                     continue;
                 }
-                let r = resolver
-                    .get_or_insert_with(|| {
-                        Resolver::new(
-                            &m.glue.facts,
-                            &ctx.file.path,
-                            &ctx.settings.semantic_options(),
-                            &trusted,
-                        )
-                    })
-                    .coverage(gf.facts, *i);
+                let r = resolver.get(ctx).coverage(gf.facts, *i);
                 let missing = required & !own & !r.props;
                 if missing == 0 {
                     continue;
                 }
-                for c in r.callers {
-                    if !callers.contains(&c) {
-                        callers.push(c);
-                    }
-                }
+                merge_callers(&mut callers, r.callers);
                 let sized_by = sized_by.filter(|_| missing & SHAPE != 0);
                 findings.push((*i, *u, missing, sized_by, launch));
             }
@@ -239,12 +226,7 @@ impl Rule for UnvalidatedTensorPointer {
             if findings.iter().any(|f| f.3.is_some()) {
                 d = d.note("a tensor smaller than the one that sizes the launch is read or written past its end");
             }
-            if !callers.is_empty() {
-                d = d.note(format!(
-                    "its callers {} do not check either",
-                    describe_callers(&callers)
-                ));
-            }
+            d = callers_note(d, &callers, "do not check either");
             let mut fixes = Vec::new();
             for (i, _, miss, s, _) in &findings {
                 let name = gf.params[*i].0;
@@ -278,15 +260,8 @@ fn sized_by_other<'t>(
     launch: usize,
 ) -> Option<(&'t str, bool)> {
     let l = m.launches.get(launch)?;
-    let kernel = m
-        .kernels
-        .iter()
-        .find(|k| m.functions[k.function].name == l.kernel)?;
-    let ptr_pos = (0..l.args.len()).find(|k| {
-        let a = l.args[*k];
-        (a.start_byte() <= u.node.start_byte() && u.node.end_byte() <= a.end_byte())
-            || u.var.is_some_and(|v| m.text(a).trim() == v)
-    })?;
+    let kernel = m.launched_kernel(l)?;
+    let ptr_pos = u.arg_position(m, l)?;
     let ptr_param = kernel.params.get(ptr_pos)?.name;
     for (pos, a) in l.args.iter().enumerate() {
         let t = m.text(*a);
@@ -321,10 +296,7 @@ fn sized_by_other<'t>(
 /// Does the kernel access `ptr` under a guard that mentions `count`?
 fn bounded_by(m: &CudaModel<'_>, k: &Kernel<'_>, ptr: &str, count: &str) -> bool {
     // `p[0]` reads one element whatever the count.
-    let indexed = |a: &&gpulint_semantic::cuda::Access<'_>| {
-        a.base == ptr && a.index.is_some_and(|i| m.eval(i).is_none())
-    };
-    k.accesses.iter().filter(indexed).any(|a| {
+    m.indexed_accesses(k, ptr).any(|a| {
         m.guard_chain(a.guard).any(|g| {
             m.text(g.cond)
                 .split(|c: char| !(c.is_alphanumeric() || c == '_'))
@@ -335,42 +307,16 @@ fn bounded_by(m: &CudaModel<'_>, k: &Kernel<'_>, ptr: &str, count: &str) -> bool
 
 #[cfg(test)]
 mod tests {
+    use super::super::op_tests::{count, neg_op, with_list};
     use crate::settings::Settings;
-    use std::path::Path;
-
-    const SRC: &str = r#"#include <torch/extension.h>
-__global__ void neg_kernel(const float* x, float* y, int64_t n) {
-  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i < n) y[i] = -x[i];
-}
-torch::Tensor neg(torch::Tensor x) {
-  auto y = torch::empty_like(x);
-  int64_t n = x.numel();
-  neg_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
-  return y;
-}
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("neg", &neg); }
-"#;
-
-    fn op001(settings: &Settings) -> usize {
-        crate::check_source(Path::new("neg_op.cu"), SRC, settings)
-            .iter()
-            .filter(|d| d.code == "OP001")
-            .count()
-    }
 
     #[test]
     fn python_side_validation_is_configurable() {
-        assert_eq!(op001(&Settings::default()), 1);
-        for names in [vec!["neg"], vec!["*"]] {
-            let mut settings = Settings::default();
-            let mut table = toml::Table::new();
-            table.insert(
-                "python-validated".into(),
-                toml::Value::Array(names.into_iter().map(|n| n.into()).collect()),
-            );
-            settings.rule_options.insert("OP001".into(), table);
-            assert_eq!(op001(&settings), 0);
+        let src = neg_op("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"neg\", &neg); }");
+        assert_eq!(count("OP001", &src, &Settings::default()), 1);
+        for names in [["neg"], ["*"]] {
+            let settings = with_list("OP001", "python-validated", &names);
+            assert_eq!(count("OP001", &src, &settings), 0);
         }
     }
 }

@@ -1,12 +1,12 @@
 //! OP002: a raw pointer from a tensor that may be non-contiguous goes to a kernel that indexes
 //! it linearly.
 
+use super::op_glue::{callers_note, merge_callers, LazyResolver};
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};
 use gpulint_semantic::cuda::glue::{GlueFn, Origin, PtrUse, CONTIG};
-use gpulint_semantic::cuda::glue_project::{describe_callers, Resolver};
 use gpulint_semantic::cuda::{Access, CudaModel};
 use gpulint_syntax::Lang;
 
@@ -105,7 +105,7 @@ impl Rule for NonContiguousDataPtr {
     fn check_file(&self, ctx: &mut Context<'_>) {
         let m = ctx.cuda();
         let trusted = ctx.option_strings("python-validated");
-        let mut resolver: Option<Resolver<'_>> = None;
+        let mut resolver = LazyResolver::new(&trusted);
         for gf in &m.glue.fns {
             if gf.tensor_iterator || gf.launches.is_empty() {
                 continue;
@@ -132,25 +132,12 @@ impl Rule for NonContiguousDataPtr {
                 let Some((launch, access)) = linear_access(m, gf, u) else {
                     continue;
                 };
-                let r = resolver
-                    .get_or_insert_with(|| {
-                        Resolver::new(
-                            &m.glue.facts,
-                            &ctx.file.path,
-                            &ctx.settings.semantic_options(),
-                            &trusted,
-                        )
-                    })
-                    .coverage(gf.facts, index);
+                let r = resolver.get(ctx).coverage(gf.facts, index);
                 if r.props & CONTIG != 0 {
                     continue;
                 }
                 seen.push(index);
-                for c in r.callers {
-                    if !callers.contains(&c) {
-                        callers.push(c);
-                    }
-                }
+                merge_callers(&mut callers, r.callers);
                 match by_launch.iter_mut().find(|(l, _)| *l == launch) {
                     Some((_, hits)) => hits.push((index, u, access)),
                     None => by_launch.push((launch, vec![(index, u, access)])),
@@ -185,12 +172,7 @@ impl Rule for NonContiguousDataPtr {
                         format!("indexed as if `{name}` were contiguous"),
                     )
                     .note("a transposed, sliced or expanded tensor has strides that linear indexing ignores: an expanded view has stride 0 and fewer bytes than numel(), so the kernel reads past the allocation");
-                if !callers.is_empty() {
-                    d = d.note(format!(
-                        "its callers {} do not make them contiguous either",
-                        describe_callers(&callers)
-                    ));
-                }
+                d = callers_note(d, &callers, "do not make them contiguous either");
                 d = d.help(format!(
                     "take the pointer from a contiguous copy (`auto {name}_c = {name}.contiguous();` then `{name}_c.data_ptr<…>()`) or check `TORCH_CHECK({name}.is_contiguous(), \"{name} must be contiguous\");`; confirm at run time with `compute-sanitizer --tool memcheck python train.py`"
                 ));
@@ -222,25 +204,16 @@ fn linear_access<'a, 't>(
         if l.args.iter().any(|a| layout_aware(m.text(*a))) {
             return None;
         }
-        let kernel = m
-            .kernels
-            .iter()
-            .find(|k| m.functions[k.function].name == l.kernel)?;
+        let kernel = m.launched_kernel(l)?;
         if kernel.params.iter().any(|p| layout_aware(p.name)) {
             return None;
         }
-        let pos = l.args.iter().position(|a| {
-            (a.start_byte() <= u.node.start_byte() && u.node.end_byte() <= a.end_byte())
-                || u.var.is_some_and(|v| m.text(*a).trim() == v)
-        })?;
+        let pos = u.arg_position(m, l)?;
         let param = kernel.params.get(pos).filter(|p| p.pointer)?;
-        return kernel
-            .accesses
-            .iter()
-            .find(|a| {
-                // `p[0]` reads one element: strides do not matter.
-                a.base == param.name && a.index.is_some_and(|i| m.eval(i).is_none())
-            })
+        // `p[0]` reads one element: strides do not matter.
+        return m
+            .indexed_accesses(kernel, param.name)
+            .next()
             .map(|a| (li, a));
     }
     None

@@ -1,12 +1,12 @@
 //! OP003: a tensor's untyped `data_ptr()` reinterpreted as a typed pointer without a dtype
 //! check or dispatch; or an `AT_DISPATCH_*` lambda that reads the dispatched tensor as `float`.
 
+use super::op_glue::{callers_note, LazyResolver};
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};
 use gpulint_semantic::cuda::glue::{GlueFn, Origin, PtrUse, DTYPE};
-use gpulint_semantic::cuda::glue_project::{describe_callers, Resolver};
 use gpulint_semantic::cuda::CudaModel;
 use gpulint_syntax::Lang;
 
@@ -100,7 +100,7 @@ impl Rule for UncheckedDtypeCast {
     fn check_file(&self, ctx: &mut Context<'_>) {
         let m = ctx.cuda();
         let none: Vec<String> = Vec::new();
-        let mut resolver: Option<Resolver<'_>> = None;
+        let mut resolver = LazyResolver::new(&none);
         for gf in &m.glue.fns {
             let facts = &m.glue.facts.fns[gf.facts];
             let mut seen: Vec<usize> = Vec::new();
@@ -120,16 +120,7 @@ impl Rule for UncheckedDtypeCast {
                 if facts.covered.get(index).is_some_and(|p| p & DTYPE != 0) {
                     continue;
                 }
-                let r = resolver
-                    .get_or_insert_with(|| {
-                        Resolver::new(
-                            &m.glue.facts,
-                            &ctx.file.path,
-                            &ctx.settings.semantic_options(),
-                            &none,
-                        )
-                    })
-                    .coverage(gf.facts, index);
+                let r = resolver.get(ctx).coverage(gf.facts, index);
                 if r.props & DTYPE != 0 {
                     continue;
                 }
@@ -164,12 +155,7 @@ impl Rule for UncheckedDtypeCast {
                         format!("`{}` reads it as `{elem}`", l.kernel),
                     );
                 }
-                if !r.callers.is_empty() {
-                    d = d.note(format!(
-                        "its callers {} do not check its dtype either",
-                        describe_callers(&r.callers)
-                    ));
-                }
+                d = callers_note(d, &r.callers, "do not check its dtype either");
                 d = d.help(format!(
                     "check the dtype first (`TORCH_CHECK({name}.scalar_type() == {}, \"{name} must be {elem}\");`) or dispatch with `AT_DISPATCH_FLOATING_TYPES_AND_HALF({name}.scalar_type(), …, [&] {{ … {name}.data_ptr<scalar_t>() … }})`; confirm at run time with `compute-sanitizer --tool memcheck python train.py`",
                     scalar_type_of(elem)
@@ -330,8 +316,8 @@ fn hard_coded_float<'t>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::op_tests::{count, with_list};
     use crate::settings::Settings;
-    use std::path::Path;
 
     const SRC: &str = r#"#include <torch/extension.h>
 __global__ void neg_kernel(float* y, int64_t n) {
@@ -348,23 +334,14 @@ void neg_(torch::Tensor y) {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("neg_", &neg_); }
 "#;
 
-    fn op003(settings: &Settings) -> usize {
-        crate::check_source(Path::new("neg_op.cu"), SRC, settings)
-            .iter()
-            .filter(|d| d.code == "OP003")
-            .count()
-    }
-
     #[test]
     fn dispatch_macros_come_from_config() {
-        assert_eq!(op003(&Settings::default()), 1);
-        let mut settings = Settings::default();
-        let mut table = toml::Table::new();
-        table.insert(
-            "dispatch-macros".into(),
-            toml::Value::Array(vec!["MY_*_DISPATCH".into(), "MY_FLOAT_DISPATCH".into()]),
+        assert_eq!(count("OP003", SRC, &Settings::default()), 1);
+        let settings = with_list(
+            "OP003",
+            "dispatch-macros",
+            &["MY_*_DISPATCH", "MY_FLOAT_DISPATCH"],
         );
-        settings.rule_options.insert("OP003".into(), table);
-        assert_eq!(op003(&settings), 0);
+        assert_eq!(count("OP003", SRC, &settings), 0);
     }
 }

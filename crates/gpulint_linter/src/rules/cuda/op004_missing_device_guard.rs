@@ -1,11 +1,11 @@
 //! OP004: an op launches kernels for tensor inputs with no CUDA device guard.
 
+use super::op_glue::{callers_note, LazyResolver};
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};
 use gpulint_semantic::cuda::glue::Origin;
-use gpulint_semantic::cuda::glue_project::{describe_callers, Resolver};
 use gpulint_syntax::Lang;
 
 declare_rule! {
@@ -103,7 +103,7 @@ impl Rule for MissingDeviceGuard {
     fn check_file(&self, ctx: &mut Context<'_>) {
         let m = ctx.cuda();
         let trusted = ctx.option_strings("python-guarded");
-        let mut resolver: Option<Resolver<'_>> = None;
+        let mut resolver = LazyResolver::new(&trusted);
         for gf in &m.glue.fns {
             if gf.guard.is_some() {
                 continue;
@@ -118,17 +118,7 @@ impl Rule for MissingDeviceGuard {
             let Some((launch, u)) = hit else {
                 continue;
             };
-            let Some(callers) = resolver
-                .get_or_insert_with(|| {
-                    Resolver::new(
-                        &m.glue.facts,
-                        &ctx.file.path,
-                        &ctx.settings.semantic_options(),
-                        &trusted,
-                    )
-                })
-                .unguarded(gf.facts)
-            else {
+            let Some(callers) = resolver.get(ctx).unguarded(gf.facts) else {
                 continue;
             };
             let Origin::Param { index, .. } = u.origin else {
@@ -147,12 +137,7 @@ impl Rule for MissingDeviceGuard {
                 .note(format!(
                     "a custom op runs on whatever device is current (usually cuda:0): with `{name}` on cuda:1 the kernel dereferences another device's memory and fails with an illegal memory access"
                 ));
-            if !callers.is_empty() {
-                d = d.note(format!(
-                    "its callers {} hold no guard either",
-                    describe_callers(&callers)
-                ));
-            }
+            d = callers_note(d, &callers, "hold no guard either");
             d = d.help(format!(
                 "add `const at::cuda::OptionalCUDAGuard guard(device_of({name}));` at the top of `{fname}` (or of the function bound to Python); confirm at run time with `compute-sanitizer --tool memcheck python train.py` with the inputs on cuda:1"
             ));
@@ -163,40 +148,14 @@ impl Rule for MissingDeviceGuard {
 
 #[cfg(test)]
 mod tests {
+    use super::super::op_tests::{count, neg_op, with_list};
     use crate::settings::Settings;
-    use std::path::Path;
-
-    const SRC: &str = r#"#include <torch/extension.h>
-__global__ void neg_kernel(const float* x, float* y, int64_t n) {
-  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i < n) y[i] = -x[i];
-}
-torch::Tensor neg(torch::Tensor x) {
-  auto y = torch::empty_like(x);
-  int64_t n = x.numel();
-  neg_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
-  return y;
-}
-TORCH_LIBRARY_IMPL(my_ops, CUDA, m) { m.impl("neg", &neg); }
-"#;
-
-    fn op004(settings: &Settings) -> usize {
-        crate::check_source(Path::new("neg_op.cu"), SRC, settings)
-            .iter()
-            .filter(|d| d.code == "OP004")
-            .count()
-    }
 
     #[test]
     fn python_side_device_context_is_configurable() {
-        assert_eq!(op004(&Settings::default()), 1);
-        let mut settings = Settings::default();
-        let mut table = toml::Table::new();
-        table.insert(
-            "python-guarded".into(),
-            toml::Value::Array(vec!["neg".into()]),
-        );
-        settings.rule_options.insert("OP004".into(), table);
-        assert_eq!(op004(&settings), 0);
+        let src = neg_op("TORCH_LIBRARY_IMPL(my_ops, CUDA, m) { m.impl(\"neg\", &neg); }");
+        assert_eq!(count("OP004", &src, &Settings::default()), 1);
+        let settings = with_list("OP004", "python-guarded", &["neg"]);
+        assert_eq!(count("OP004", &src, &settings), 0);
     }
 }
