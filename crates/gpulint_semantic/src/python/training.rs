@@ -11,14 +11,26 @@
 //!   `.item()`, `.detach()`, `.tolist()`, `.cpu()`, `.numpy()`, `.data`, `float(...)` and values
 //!   computed under a gradient-free region are detached.
 
+//!
+//! The dataflow lives in `flow`, values kept across iterations in `leaks`, and DataLoader and
+//! dataset helpers in `data`.
+
+mod data;
+mod flow;
+mod leaks;
+
+pub use data::{
+    dataset_class, is_dataloader, is_dataset_class, loader_dataset_class, under_main_guard,
+    worker_count, worker_loaders,
+};
+pub use flow::{is_loss_name, is_model_name, root_name, Flow};
+pub use leaks::{accumulation, mentions};
+
 use super::PythonModel;
 use gpulint_syntax::named_children;
 use gpulint_syntax::NodeExt;
 use std::collections::HashMap;
 use tree_sitter::Node;
-
-/// How many assignments deep the graph-attached dataflow follows a name.
-const MAX_FLOW_DEPTH: usize = 8;
 
 /// A `for` or `while` loop.
 #[derive(Debug, Clone)]
@@ -48,16 +60,6 @@ impl<'t> Loop<'t> {
     }
 }
 
-/// Where a value comes from, as far as autograd is concerned.
-#[derive(Debug, Clone, Copy)]
-pub enum Flow<'t> {
-    /// Carries the graph; the node is the evidence (the loss or model call, or `backward()`).
-    Attached(Node<'t>),
-    /// Explicitly detached (`.item()`, `float(...)`, computed under `no_grad`, ...).
-    Detached,
-    Unknown,
-}
-
 /// See the module documentation.
 #[derive(Debug, Default)]
 pub struct Training<'t> {
@@ -79,41 +81,6 @@ const GRAD_OFF: &[&str] = &[
     "torch.autograd.grad_mode.inference_mode",
     "torch.autograd.inference_mode",
 ];
-
-/// Method calls that leave a tensor without its graph.
-const DETACHING_METHODS: &[&str] = &[
-    "item", "detach", "detach_", "tolist", "cpu", "numpy", "data",
-];
-
-/// Method calls that keep the graph of their receiver.
-const PASSTHROUGH_METHODS: &[&str] = &[
-    "mean",
-    "sum",
-    "float",
-    "double",
-    "half",
-    "bfloat16",
-    "clone",
-    "view",
-    "reshape",
-    "squeeze",
-    "unsqueeze",
-    "to",
-    "cuda",
-    "contiguous",
-    "abs",
-    "sqrt",
-    "exp",
-    "log",
-    "mul",
-    "div",
-    "add",
-    "sub",
-    "flatten",
-];
-
-/// Builtins whose result is a Python number or string.
-const DETACHING_BUILTINS: &[&str] = &["float", "int", "bool", "str", "len", "round"];
 
 impl<'t> Training<'t> {
     pub(super) fn build(m: &PythonModel<'t>) -> Training<'t> {
@@ -247,211 +214,6 @@ impl<'t> Training<'t> {
             })
             .map(|b| b.0)
     }
-
-    /// Is `target` (its text) bound afresh inside the loop body (a plain assignment that does
-    /// not read it, a `for` target, or a `.clear()` / `del` of its contents)?
-    pub fn rebound_in(&self, m: &PythonModel<'_>, lp: &Loop<'_>, target: &str) -> bool {
-        let (s, e) = (lp.node.start_byte(), lp.node.end_byte());
-        let Some(body) = lp.node.field("body") else {
-            return false;
-        };
-        let inside = |n: Node<'_>| body.start_byte() <= n.start_byte() && n.end_byte() <= e;
-        let lo = m.assignments.partition_point(|a| a.start_byte() < s);
-        for &a in &m.assignments[lo..] {
-            if a.start_byte() >= e {
-                break;
-            }
-            if a.kind_name() != "assignment" || !inside(a) {
-                continue;
-            }
-            let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
-                continue;
-            };
-            let binds = m.text(left) == target
-                || (left.kind_name() == "pattern_list" || left.kind_name() == "tuple_pattern")
-                    && named_children(left).any(|c| m.text(c) == target);
-            if binds && !mentions(m, right, target) {
-                return true;
-            }
-        }
-        gpulint_syntax::descendants(body).any(|n| match n.kind_name() {
-            "call" => n.field("function").is_some_and(|f| {
-                f.kind_name() == "attribute"
-                    && f.field("attribute").is_some_and(|a| m.text(a) == "clear")
-                    && f.field("object").is_some_and(|o| m.text(o) == target)
-            }),
-            "delete_statement" => mentions(m, n, target),
-            "for_statement" => n.field("left").is_some_and(|l| m.text(l) == target),
-            _ => false,
-        })
-    }
-
-    /// Does `expr` hold a graph-attached tensor? `backward` are the `backward()` calls of the
-    /// surrounding training step (a name they backpropagate from is attached). See [`Flow`].
-    pub fn flow(
-        &self,
-        m: &PythonModel<'t>,
-        expr: Node<'t>,
-        backward: &[(Node<'t>, Option<Node<'t>>)],
-    ) -> Flow<'t> {
-        self.flow_depth(m, expr, backward, 0)
-    }
-
-    fn flow_depth(
-        &self,
-        m: &PythonModel<'t>,
-        expr: Node<'t>,
-        backward: &[(Node<'t>, Option<Node<'t>>)],
-        d: usize,
-    ) -> Flow<'t> {
-        if d > MAX_FLOW_DEPTH {
-            return Flow::Unknown;
-        }
-        if self.grad_free(expr).is_some() {
-            return Flow::Detached;
-        }
-        match expr.kind_name() {
-            "parenthesized_expression" => match expr.named_child(0) {
-                Some(e) => self.flow_depth(m, e, backward, d + 1),
-                None => Flow::Unknown,
-            },
-            "binary_operator" => {
-                let op = expr.field("operator").map(|o| m.text(o)).unwrap_or("");
-                if !matches!(op, "+" | "-" | "*" | "/") {
-                    return Flow::Unknown;
-                }
-                let l = expr
-                    .field("left")
-                    .map(|e| self.flow_depth(m, e, backward, d + 1));
-                if let Some(f @ Flow::Attached(_)) = l {
-                    return f;
-                }
-                match expr.field("right") {
-                    Some(r) => match self.flow_depth(m, r, backward, d + 1) {
-                        f @ Flow::Attached(_) => f,
-                        _ => Flow::Unknown,
-                    },
-                    None => Flow::Unknown,
-                }
-            }
-            "unary_operator" => match expr.field("argument") {
-                Some(a) => self.flow_depth(m, a, backward, d + 1),
-                None => Flow::Unknown,
-            },
-            "call" => {
-                let Some(func) = expr.field("function") else {
-                    return Flow::Unknown;
-                };
-                match func.kind_name() {
-                    "identifier" => {
-                        let name = m.text(func);
-                        if DETACHING_BUILTINS.contains(&name) && m.qualified_name(func).is_none() {
-                            Flow::Detached
-                        } else if is_loss_name(name) || is_model_name(name) {
-                            Flow::Attached(expr)
-                        } else {
-                            Flow::Unknown
-                        }
-                    }
-                    "attribute" => {
-                        let attr = func.field("attribute").map(|a| m.text(a)).unwrap_or("");
-                        if DETACHING_METHODS.contains(&attr) {
-                            return Flow::Detached;
-                        }
-                        if PASSTHROUGH_METHODS.contains(&attr) {
-                            return match func.field("object") {
-                                Some(o) => self.flow_depth(m, o, backward, d + 1),
-                                None => Flow::Unknown,
-                            };
-                        }
-                        if is_loss_name(attr) || is_model_name(attr) {
-                            return Flow::Attached(expr);
-                        }
-                        Flow::Unknown
-                    }
-                    _ => Flow::Unknown,
-                }
-            }
-            "attribute" => {
-                let attr = expr.field("attribute").map(|a| m.text(a)).unwrap_or("");
-                if attr == "data" {
-                    return Flow::Detached;
-                }
-                if !matches!(attr, "loss" | "logits" | "last_hidden_state") {
-                    return Flow::Unknown;
-                }
-                match expr.field("object") {
-                    Some(o) => match self.flow_depth(m, o, backward, d + 1) {
-                        Flow::Attached(_) => Flow::Attached(expr),
-                        f => f,
-                    },
-                    None => Flow::Unknown,
-                }
-            }
-            "subscript" => match expr.field("value") {
-                Some(v) => match self.flow_depth(m, v, backward, d + 1) {
-                    Flow::Attached(_) => Flow::Attached(expr),
-                    f => f,
-                },
-                None => Flow::Unknown,
-            },
-            "identifier" => {
-                let name = m.text(expr);
-                let scope = m.enclosing_function(expr);
-                let flow = match self.reaching_assignment(m, expr, name, scope) {
-                    Some((a, true)) => {
-                        if self.grad_free(a).is_some() {
-                            return Flow::Detached;
-                        }
-                        match a.field("right") {
-                            Some(r) => self.flow_depth(m, r, backward, d + 1),
-                            None => Flow::Unknown,
-                        }
-                    }
-                    Some((a, false)) if self.grad_free(a).is_some() => return Flow::Detached,
-                    _ => Flow::Unknown,
-                };
-                match flow {
-                    Flow::Unknown => backward
-                        .iter()
-                        .find(|(_, loss)| loss.is_some_and(|l| root_name(m, l) == Some(name)))
-                        .map(|b| Flow::Attached(b.0))
-                        .unwrap_or(Flow::Unknown),
-                    f => f,
-                }
-            }
-            _ => Flow::Unknown,
-        }
-    }
-
-    /// The last assignment before `at` in the same function that binds `name`; the flag says
-    /// whether it binds it alone (`name = ...`) rather than by unpacking.
-    fn reaching_assignment(
-        &self,
-        m: &PythonModel<'t>,
-        at: Node<'_>,
-        name: &str,
-        scope: Option<usize>,
-    ) -> Option<(Node<'t>, bool)> {
-        let hi = m
-            .assignments
-            .partition_point(|a| a.start_byte() < at.start_byte());
-        for &a in m.assignments[..hi].iter().rev() {
-            if a.kind_name() != "assignment" || a.end_byte() > at.start_byte() {
-                continue;
-            }
-            let Some(left) = a.field("left") else {
-                continue;
-            };
-            let plain = left.kind_name() == "identifier" && m.text(left) == name;
-            let unpack = matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
-                && named_children(left).any(|c| c.kind_name() == "identifier" && m.text(c) == name);
-            if (plain || unpack) && m.enclosing_function(a) == scope {
-                return Some((a, plain));
-            }
-        }
-        None
-    }
 }
 
 /// Is this a `backward()` call? Returns the loss expression it backpropagates from, when known:
@@ -566,230 +328,6 @@ fn enclosing_loops<'t>(m: &PythonModel<'t>, node: Node<'_>) -> Vec<Node<'t>> {
         .collect();
     out.reverse();
     out
-}
-
-/// The name an expression is rooted at: `loss` for `loss`, `(loss / k)`, `loss * w`;
-/// `self.total` for an attribute chain of plain names.
-pub fn root_name<'t>(m: &PythonModel<'t>, expr: Node<'_>) -> Option<&'t str> {
-    let mut cur = expr;
-    for _ in 0..MAX_FLOW_DEPTH {
-        match cur.kind_name() {
-            "identifier" | "attribute" => return Some(m.text(cur)),
-            "parenthesized_expression" => cur = cur.named_child(0)?,
-            "binary_operator" => cur = cur.field("left")?,
-            _ => return None,
-        }
-    }
-    None
-}
-
-/// Does `expr` contain the name (or dotted target) `target`?
-pub fn mentions(m: &PythonModel<'_>, expr: Node<'_>, target: &str) -> bool {
-    gpulint_syntax::descendants(expr)
-        .any(|n| matches!(n.kind_name(), "identifier" | "attribute") && m.text(n) == target)
-}
-
-/// A function name that computes a loss: `criterion`, `loss_fn`, `compute_loss`,
-/// `F.cross_entropy`, `nll_loss`.
-pub fn is_loss_name(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    (n.contains("loss") && !n.contains("scale") && !n.contains("meter") && !n.contains("log"))
-        || n.contains("criterion")
-        || n.ends_with("cross_entropy")
-}
-
-/// A name that usually holds a model: calling it runs a forward pass.
-pub fn is_model_name(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    matches!(
-        n.as_str(),
-        "model"
-            | "net"
-            | "network"
-            | "forward"
-            | "ddp_model"
-            | "generator"
-            | "discriminator"
-            | "netg"
-            | "netd"
-            | "encoder"
-            | "decoder"
-            | "unet"
-            | "policy"
-            | "critic"
-            | "actor"
-            | "classifier"
-    )
-}
-
-/// `DataLoader(...)` from `torch.utils.data` (through imports and aliases).
-pub fn is_dataloader(m: &PythonModel<'_>, call: Node<'_>) -> bool {
-    call.field("function")
-        .and_then(|f| m.qualified_name(f))
-        .is_some_and(|q| {
-            q == "torch.utils.data.DataLoader" || q == "torch.utils.data.dataloader.DataLoader"
-        })
-}
-
-/// The `num_workers=` of a DataLoader call, when it may start worker processes: the value
-/// node, unless it folds to zero. `None` when absent (the default is 0) or zero.
-pub fn worker_count<'t>(m: &PythonModel<'_>, call: Node<'t>) -> Option<Node<'t>> {
-    let v = super::tf::argument(call, 5, "num_workers", m)?;
-    match m.const_value(v) {
-        Some(c) if c.as_int() == Some(0) => None,
-        Some(super::Value::None) => None,
-        _ => Some(v),
-    }
-}
-
-/// The DataLoader calls of the file that may start worker processes, in document order, with
-/// their `num_workers=` value (see [`worker_count`]).
-pub fn worker_loaders<'t>(m: &PythonModel<'t>) -> Vec<(Node<'t>, Node<'t>)> {
-    m.calls
-        .iter()
-        .filter(|(c, _)| is_dataloader(m, *c))
-        .filter_map(|&(c, _)| Some((c, worker_count(m, c)?)))
-        .collect()
-}
-
-/// Is `node` inside the body of an `if __name__ == "__main__":` block?
-pub fn under_main_guard(m: &PythonModel<'_>, node: Node<'_>) -> bool {
-    let mut child = node;
-    let mut cur = node.parent();
-    while let Some(p) = cur {
-        if p.kind_name() == "if_statement" {
-            let in_body = p.field("consequence").is_some_and(|c| c.id() == child.id());
-            if in_body
-                && p.field("condition")
-                    .is_some_and(|c| super::order::is_main_guard(c, m))
-            {
-                return true;
-            }
-        }
-        child = p;
-        cur = p.parent();
-    }
-    false
-}
-
-/// Is class `c` a `torch.utils.data` dataset (`Dataset`, `IterableDataset`, through imports)?
-pub fn is_dataset_class(m: &PythonModel<'_>, c: usize) -> bool {
-    let Some(supers) = m.classes[c].node.field("superclasses") else {
-        return false;
-    };
-    named_children(supers).any(|s| {
-        m.qualified_name(s).is_some_and(|q| {
-            q.starts_with("torch.utils.data")
-                && (q.ends_with("Dataset") || q.ends_with("IterableDataset"))
-        })
-    })
-}
-
-/// The local class of a dataset expression: `Points()`, or a name assigned `Points(...)`.
-pub fn dataset_class(m: &PythonModel<'_>, expr: Node<'_>) -> Option<usize> {
-    let value = match expr.kind_name() {
-        "call" => expr,
-        "identifier" => m.last_assigned_before(m.text(expr), expr)?,
-        _ => return None,
-    };
-    if value.kind_name() != "call" {
-        return None;
-    }
-    let func = value.field("function")?;
-    if func.kind_name() != "identifier" {
-        return None;
-    }
-    m.local_class(func, m.text(func))
-}
-
-/// The local class of the dataset a DataLoader call loads (its first argument or `dataset=`),
-/// see [`dataset_class`].
-pub fn loader_dataset_class(m: &PythonModel<'_>, loader: Node<'_>) -> Option<usize> {
-    super::tf::argument(loader, 0, "dataset", m).and_then(|d| dataset_class(m, d))
-}
-
-/// `acc += value` or `acc = acc + value`: the accumulator target and the added value.
-pub fn accumulation<'t>(m: &PythonModel<'t>, a: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
-    let left = a.field("left")?;
-    let right = a.field("right")?;
-    if !matches!(left.kind_name(), "identifier" | "attribute" | "subscript") {
-        return None;
-    }
-    if a.kind_name() == "augmented_assignment" {
-        let op = m.text(a.field("operator")?);
-        return (op == "+=").then_some((left, right));
-    }
-    if right.kind_name() != "binary_operator" || m.text(right.field("operator")?) != "+" {
-        return None;
-    }
-    let (l, r) = (right.field("left")?, right.field("right")?);
-    let acc = m.text(left);
-    if m.text(l) == acc && !mentions(m, r, acc) {
-        Some((left, r))
-    } else if m.text(r) == acc && !mentions(m, l, acc) {
-        Some((left, l))
-    } else {
-        None
-    }
-}
-
-impl<'t> Training<'t> {
-    /// A graph-attached value accumulated (`acc += loss`) or appended (`xs.append(out)`) into
-    /// something that outlives an iteration of `lp`, outside gradient-free regions: the
-    /// statement that keeps it.
-    pub fn leak_in_loop(&self, m: &PythonModel<'t>, lp: &Loop<'t>) -> Option<Node<'t>> {
-        let (s, e) = (lp.node.start_byte(), lp.node.end_byte());
-        let lo = m.assignments.partition_point(|a| a.start_byte() < s);
-        for &a in &m.assignments[lo..] {
-            if a.start_byte() >= e {
-                break;
-            }
-            let Some((target, value)) = accumulation(m, a) else {
-                continue;
-            };
-            if self.loop_of(m, a).map(|l| l.node.id()) != Some(lp.node.id())
-                || self.grad_free(a).is_some()
-                || self.rebound_in(m, lp, m.text(target))
-            {
-                continue;
-            }
-            if matches!(self.flow(m, value, &lp.backward), Flow::Attached(_)) {
-                return Some(a);
-            }
-        }
-        let lo = m.calls.partition_point(|c| c.0.start_byte() < s);
-        for &(c, _) in &m.calls[lo..] {
-            if c.start_byte() >= e {
-                break;
-            }
-            let Some(func) = c.field("function") else {
-                continue;
-            };
-            if func.kind_name() != "attribute"
-                || func
-                    .field("attribute")
-                    .is_none_or(|a| m.text(a) != "append")
-            {
-                continue;
-            }
-            let (Some(obj), Some(value)) = (
-                func.field("object"),
-                c.field("arguments").and_then(|a| named_children(a).next()),
-            ) else {
-                continue;
-            };
-            if self.loop_of(m, c).map(|l| l.node.id()) != Some(lp.node.id())
-                || self.grad_free(c).is_some()
-                || self.rebound_in(m, lp, m.text(obj))
-            {
-                continue;
-            }
-            if matches!(self.flow(m, value, &lp.backward), Flow::Attached(_)) {
-                return Some(c);
-            }
-        }
-        None
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,333 @@
+//! What names are bound to: local and module-level bindings, the value a name holds where it
+//! is used, and constant folding through them (literals, arithmetic, names bound once,
+//! argparse defaults).
+
+use super::builder::identifiers_in_target;
+use super::value::parse_int;
+use super::{fold_binary, string_literal, PythonModel, Value, MAX_FOLD_DEPTH};
+use gpulint_syntax::NodeExt;
+use gpulint_syntax::{descendants, named_children};
+use std::collections::HashSet;
+use tree_sitter::Node;
+
+impl<'t> PythonModel<'t> {
+    /// The value of a module-level name bound several times, where module-level code at `at`
+    /// uses it: the last plain `name = <value>` statement before `at` at the top level of the
+    /// same module or notebook cell (module code runs top to bottom; cells run in any order, so
+    /// other cells do not count), provided nothing between them binds the name again. `None`
+    /// when that is not certain: a use inside a function, an assignment under `if`/`for`/`try`,
+    /// or a rebinding in between.
+    pub fn module_value_at(&self, name: &str, at: Node<'_>) -> Option<Node<'t>> {
+        if self.enclosing_function(at).is_some() {
+            return None;
+        }
+        let hi = self
+            .assignments
+            .partition_point(|a| a.start_byte() < at.start_byte());
+        let assign = *self.assignments[..hi].iter().rev().find(|a| {
+            a.kind_name() == "assignment"
+                && a.end_byte() <= at.start_byte()
+                && a.field("left")
+                    .is_some_and(|l| l.kind_name() == "identifier" && self.text(l) == name)
+        })?;
+        // A top-level statement of the cell (or module) that holds the use.
+        let stmt = assign
+            .parent()
+            .filter(|p| p.kind_name() == "expression_statement")?;
+        let root = stmt.parent().filter(|r| r.parent().is_none())?;
+        let mut top = at;
+        for _ in 0..4096 {
+            match top.parent() {
+                Some(p) if p.id() == root.id() => break,
+                Some(p) => top = p,
+                None => return None,
+            }
+        }
+        if top.parent().map(|p| p.id()) != Some(root.id()) {
+            return None;
+        }
+        // Nothing in between rebinds the name.
+        let between = named_children(root)
+            .filter(|c| c.start_byte() >= stmt.end_byte() && c.start_byte() <= top.start_byte());
+        for c in between {
+            for n in descendants(c) {
+                if n.start_byte() >= at.start_byte() {
+                    break;
+                }
+                if n.kind_name() == "identifier" && self.text(n) == name && binds(n) {
+                    return None;
+                }
+            }
+        }
+        assign.field("right")
+    }
+
+    /// The value node of a module-level name bound exactly once (`REQUIRED = [...]`).
+    pub fn module_value(&self, name: &str) -> Option<Node<'t>> {
+        self.module_bindings
+            .get(name)
+            .filter(|b| b.count == 1)
+            .map(|b| b.value)
+    }
+
+    /// The folded value of a constant expression: literals, tuples, arithmetic, module-level
+    /// names bound once, and argparse defaults (`args.batch_size`).
+    pub fn const_value(&self, expr: Node<'_>) -> Option<Value> {
+        self.fold(expr, 0)
+    }
+
+    fn fold(&self, expr: Node<'_>, depth: usize) -> Option<Value> {
+        if depth > MAX_FOLD_DEPTH {
+            return None;
+        }
+        let d = depth + 1;
+        match expr.kind_name() {
+            "integer" => parse_int(self.text(expr)).map(Value::Int),
+            "float" => self
+                .text(expr)
+                .replace('_', "")
+                .parse::<f64>()
+                .ok()
+                .map(Value::Float),
+            "true" => Some(Value::Bool(true)),
+            "false" => Some(Value::Bool(false)),
+            "none" => Some(Value::None),
+            "string" | "concatenated_string" => string_literal(expr, self.source).map(Value::Str),
+            "parenthesized_expression" => self.fold(expr.named_child(0)?, d),
+            "tuple" | "list" => {
+                let mut items = Vec::new();
+                for c in named_children(expr) {
+                    if c.kind_name() == "comment" {
+                        continue;
+                    }
+                    items.push(self.fold(c, d)?);
+                }
+                Some(Value::Tuple(items))
+            }
+            "unary_operator" => {
+                let v = self.fold(expr.field("argument")?, d)?;
+                let op = self.text(expr.field("operator")?);
+                match (op, v) {
+                    ("-", Value::Int(i)) => Some(Value::Int(-i)),
+                    ("-", Value::Float(f)) => Some(Value::Float(-f)),
+                    ("+", v @ (Value::Int(_) | Value::Float(_))) => Some(v),
+                    _ => None,
+                }
+            }
+            "binary_operator" => {
+                let l = self.fold(expr.field("left")?, d)?;
+                let r = self.fold(expr.field("right")?, d)?;
+                let op = self.text(expr.field("operator")?);
+                fold_binary(op, l, r)
+            }
+            "identifier" => {
+                let name = self.text(expr);
+                // A local variable shadows the module constant: only fold at module level or
+                // when the function does not bind the name itself.
+                if let Some(f) = self.enclosing_function(expr) {
+                    if self.function_binds(f, name) {
+                        return None;
+                    }
+                }
+                let b = self.module_bindings.get(name)?;
+                if b.count != 1 {
+                    return self.fold(self.module_value_at(name, expr)?, d);
+                }
+                if b.value.id() == expr.id() {
+                    return None;
+                }
+                self.fold(b.value, d)
+            }
+            "attribute" => {
+                // `args.batch_size` where `args` comes from `parse_args()`.
+                let attr = self.text(expr.field("attribute")?);
+                let object = expr.field("object")?;
+                if object.kind_name() == "identifier" && !self.argparse_defaults.is_empty() {
+                    if let Some(v) = self.argparse_defaults.get(attr) {
+                        return self.fold(*v, d);
+                    }
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The right-hand side of the last plain `name = <value>` before `at` in the file (in
+    /// source order, whatever the scope): a cheap "what was it set to" for flow-insensitive
+    /// facts.
+    pub fn last_assigned_before(&self, name: &str, at: Node<'_>) -> Option<Node<'t>> {
+        let hi = self
+            .assignments
+            .partition_point(|a| a.start_byte() < at.start_byte());
+        self.assignments[..hi]
+            .iter()
+            .rev()
+            .find(|a| {
+                a.kind_name() == "assignment" && a.field("left").map(|l| self.text(l)) == Some(name)
+            })?
+            .field("right")
+    }
+
+    /// The value a plain name is bound to where it is used: the single `name = <value>` in the
+    /// enclosing function's own body, else the module-level binding when the name is bound once
+    /// there and not by the function. `None` when it is bound several times or not at all.
+    pub fn value_of_name(&self, at: Node<'_>, name: &str) -> Option<Node<'t>> {
+        if let Some(f) = self.enclosing_function(at) {
+            if self.function_binds(f, name) {
+                let body = self.functions[f].node.field("body")?;
+                let mut found = None;
+                for n in self.assignments_within(body) {
+                    if n.kind_name() != "assignment" {
+                        continue;
+                    }
+                    if self.enclosing_function(n) != Some(f) {
+                        continue;
+                    }
+                    let Some(left) = n.field("left") else {
+                        continue;
+                    };
+                    if left.kind_name() == "identifier" && self.text(left) == name {
+                        if found.is_some() {
+                            return None;
+                        }
+                        found = n.field("right");
+                    }
+                }
+                return found;
+            }
+        }
+        let b = self.module_bindings.get(name)?;
+        if b.count != 1 {
+            return self.module_value_at(name, at);
+        }
+        (b.value.kind_name() != "assignment" && b.value.id() != at.id()).then_some(b.value)
+    }
+
+    /// The assignments and augmented assignments under `node` (itself included), in document
+    /// order: read from the walk's list by byte range (an assignment never has the range of
+    /// one of its descendants, so one of `node`'s range is `node` or under it).
+    pub fn assignments_within(&self, node: Node<'_>) -> impl Iterator<Item = Node<'t>> + '_ {
+        let (start, end) = (node.start_byte(), node.end_byte());
+        let first = self.assignments.partition_point(|a| a.start_byte() < start);
+        self.assignments[first..]
+            .iter()
+            .take_while(move |a| a.start_byte() < end)
+            .filter(move |a| a.end_byte() <= end)
+            .copied()
+    }
+
+    /// Does function `f` bind `name` as a parameter or by assignment in its own body (including
+    /// `global x; x = ...`, which rebinds the module's `x`)?
+    pub fn function_binds(&self, f: usize, name: &str) -> bool {
+        self.locals
+            .get_or_init(|| self.compute_locals())
+            .get(f)
+            .is_some_and(|l| l.contains(name))
+    }
+
+    /// The names each function binds: its parameters, and the binding sites the walk found in
+    /// its own body.
+    fn compute_locals(&self) -> Vec<HashSet<&'t str>> {
+        let mut out: Vec<HashSet<&'t str>> = self
+            .functions
+            .iter()
+            .map(|f| {
+                let mut names = HashSet::new();
+                if let Some(params) = f.node.field("parameters") {
+                    for p in named_children(params) {
+                        let id = match p.kind_name() {
+                            "identifier" => Some(p),
+                            "default_parameter" | "typed_default_parameter" => p.field("name"),
+                            _ => named_children(p).find(|c| c.kind_name() == "identifier"),
+                        };
+                        if let Some(id) = id {
+                            names.insert(self.text(id));
+                        }
+                    }
+                }
+                names
+            })
+            .collect();
+        for &(f, n) in &self.binding_sites {
+            let names = &mut out[f];
+            match n.kind_name() {
+                "function_definition" | "class_definition" | "named_expression" => {
+                    if let Some(name) = n.field("name") {
+                        names.insert(self.text(name));
+                    }
+                }
+                "assignment" | "augmented_assignment" | "for_statement" => {
+                    if let Some(left) = n.field("left") {
+                        names.extend(identifiers_in_target(left).iter().map(|i| self.text(*i)));
+                    }
+                }
+                "as_pattern_target" => {
+                    names.extend(identifiers_in_target(n).iter().map(|i| self.text(*i)));
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// Does this occurrence of an identifier bind it (an assignment target, a loop variable, an
+/// import, a definition, `global`, `del`)?
+fn binds(n: Node<'_>) -> bool {
+    let Some(p) = n.parent() else {
+        return false;
+    };
+    let is = |f: &str| p.field(f).is_some_and(|x| x.id() == n.id());
+    match p.kind_name() {
+        "assignment" | "augmented_assignment" => p
+            .field("left")
+            .is_some_and(|l| l.byte_range().contains(&n.start_byte())),
+        "pattern_list" | "tuple_pattern" | "list_pattern" | "list_splat_pattern"
+        | "as_pattern_target" | "aliased_import" | "dotted_name" | "global_statement"
+        | "nonlocal_statement" | "delete_statement" => true,
+        "for_statement" => is("left"),
+        "named_expression" => is("name"),
+        "function_definition" | "class_definition" => is("name"),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{find, model_of};
+    use super::*;
+
+    #[test]
+    fn name_bound_twice_folds_to_the_last_top_level_assignment_before_the_use() {
+        // The use in `range(k)` sees the second `k = 4`; `range(n)` sees nothing certain (an
+        // `if` assigns it); `range(j)` has a loop rebinding `j` in between.
+        let src = "k = 10\nk = 4\nfor i in range(k):\n    pass\nk = 99\nn = 1\nif c:\n    n = 50\nfor i in range(n):\n    pass\nj = 2\nfor j in x:\n    pass\nfor i in range(j):\n    pass\n";
+        model_of(src, |m, root| {
+            let arg = |call: &str| {
+                let c = find(root, src, "call", call);
+                m.const_value(c.field("arguments").unwrap().named_child(0).unwrap())
+                    .and_then(|v| v.as_int())
+            };
+            assert_eq!(arg("range(k)"), Some(4));
+            assert_eq!(arg("range(n)"), None);
+            assert_eq!(arg("range(j)"), None);
+        });
+    }
+
+    #[test]
+    fn folds_constants_and_argparse_defaults() {
+        let src = "N = 4\nM = N * 256 + 1\nS = (N, 2 ** 10)\nX = 1\nX = 2\nparser.add_argument('--batch-size', type=int, default=M)\nargs = parser.parse_args()\nuse(M, S, X, args.batch_size)\n";
+        model_of(src, |m, root| {
+            let v = |s| m.const_value(find(root, src, "identifier", s));
+            assert_eq!(v("M"), Some(Value::Int(1025)));
+            assert_eq!(
+                v("S"),
+                Some(Value::Tuple(vec![Value::Int(4), Value::Int(1024)]))
+            );
+            assert_eq!(v("X"), None, "bound twice");
+            let a = find(root, src, "attribute", "args.batch_size");
+            assert_eq!(m.const_value(a), Some(Value::Int(1025)));
+        });
+    }
+}

@@ -1,0 +1,311 @@
+//! Name resolution: imports and aliases to qualified names, the frameworks a module imports,
+//! local classes, methods and callees, and the module's local call graph.
+
+use super::{CallGraph, PythonModel, MAX_FOLD_DEPTH};
+use gpulint_syntax::NodeExt;
+use tree_sitter::Node;
+
+impl<'t> PythonModel<'t> {
+    /// The local call graph (computed once).
+    pub fn call_graph(&self) -> &CallGraph<'t> {
+        self.call_graph.get_or_init(|| {
+            let mut g = CallGraph {
+                edges: vec![Vec::new(); self.functions.len()],
+                module: Vec::new(),
+                callers: vec![0; self.functions.len()],
+            };
+            for &(call, scope) in &self.calls {
+                let Some(callee) = self.local_callee(call) else {
+                    continue;
+                };
+                g.callers[callee] += 1;
+                match scope {
+                    Some(f) => g.edges[f].push((call, callee)),
+                    None => g.module.push((call, callee)),
+                }
+            }
+            g
+        })
+    }
+
+    /// Does the module import TensorFlow (`tensorflow`, `tensorflow.keras`, `tf_keras`)?
+    pub fn imports_tensorflow(&self) -> bool {
+        self.imports_module("tensorflow") || self.imports_module("tf_keras")
+    }
+
+    /// Does the module import Keras, standalone or through TensorFlow?
+    pub fn imports_keras(&self) -> bool {
+        self.imports_module("keras")
+            || self.imports_module("tensorflow.keras")
+            || self.imports_module("tf_keras")
+    }
+
+    /// Does the module import PyTorch?
+    pub fn imports_torch(&self) -> bool {
+        self.imports_module("torch")
+    }
+
+    /// Does the module import JAX (or Flax, which runs on it)?
+    pub fn imports_jax(&self) -> bool {
+        self.imports_module("jax") || self.imports_module("flax") || self.imports_module("jaxlib")
+    }
+
+    /// Does the module import any GPU framework (TensorFlow, Keras, PyTorch, JAX, Flax)?
+    pub fn imports_gpu_framework(&self) -> bool {
+        self.imports_tensorflow()
+            || self.imports_keras()
+            || self.imports_torch()
+            || self.imports_jax()
+    }
+
+    /// The local class a name refers to at `at` (a class defined in an enclosing function, then a
+    /// module-level one).
+    pub fn local_class(&self, at: Node<'_>, name: &str) -> Option<usize> {
+        if !self.class_names.contains(name) {
+            return None;
+        }
+        let mut scope = self.enclosing_function(at);
+        loop {
+            // A class defined at this level of nesting (not one nested in another class).
+            let found = self.classes.iter().rposition(|c| {
+                c.parent == scope
+                    && c.name == name
+                    && c.node
+                        .parent()
+                        .and_then(|p| {
+                            gpulint_syntax::ancestor_of_kind(
+                                p,
+                                &["class_definition", "function_definition"],
+                            )
+                        })
+                        .is_none_or(|a| a.kind_name() == "function_definition")
+            });
+            if found.is_some() {
+                return found;
+            }
+            scope = self.functions[scope?].parent;
+        }
+    }
+
+    /// The method `name` defined directly in class `c`.
+    pub fn method_of(&self, c: usize, name: &str) -> Option<usize> {
+        let class = &self.classes[c];
+        let body = class.node.field("body")?;
+        self.functions_named(name).iter().copied().find(|&f| {
+            let def = self.functions[f].node;
+            let parent = def
+                .parent()
+                .filter(|p| p.kind_name() != "decorated_definition")
+                .or_else(|| def.parent()?.parent());
+            parent.is_some_and(|p| p.id() == body.id())
+        })
+    }
+
+    /// The qualified name an expression stands for, through imports and aliases:
+    /// `tf.config.experimental.set_memory_growth`, `K.clear_session` → `keras.backend.clear_session`.
+    /// `None` when the head of the name is not bound to an import.
+    pub fn qualified_name(&self, expr: Node<'_>) -> Option<String> {
+        self.qualified_name_depth(expr, 0)
+    }
+
+    fn qualified_name_depth(&self, expr: Node<'_>, depth: usize) -> Option<String> {
+        if depth > MAX_FOLD_DEPTH {
+            return None;
+        }
+        let mut parts: Vec<&str> = Vec::new();
+        let mut cur = expr;
+        loop {
+            match cur.kind_name() {
+                "attribute" => {
+                    parts.push(self.text(cur.field("attribute")?));
+                    cur = cur.field("object")?;
+                }
+                "identifier" => break,
+                "call" if depth == 0 && parts.is_empty() => {
+                    cur = cur.field("function")?;
+                }
+                "parenthesized_expression" => cur = cur.named_child(0)?,
+                _ => return None,
+            }
+            if parts.len() > 64 {
+                return None;
+            }
+        }
+        let head = self.text(cur);
+        let base = self.resolve_identifier(cur, head, depth)?;
+        let mut out = base;
+        for p in parts.iter().rev() {
+            out.push('.');
+            out.push_str(p);
+        }
+        Some(out)
+    }
+
+    fn resolve_identifier(&self, at: Node<'_>, name: &str, depth: usize) -> Option<String> {
+        let mut scope = self.enclosing_function(at);
+        loop {
+            // Innermost binding wins: an import in this scope, or a local alias assignment.
+            if let Some(imp) = self
+                .imports
+                .iter()
+                .rev()
+                .find(|i| i.scope == scope && i.name == name)
+            {
+                return Some(imp.qualified.clone());
+            }
+            match scope {
+                Some(f) => {
+                    if let Some(v) = self.local_aliases.get(&(f, name)) {
+                        if v.kind_name() != "identifier" || self.text(*v) != name {
+                            return self.qualified_name_depth(*v, depth + 1);
+                        }
+                    }
+                    scope = self.functions[f].parent;
+                }
+                None => break,
+            }
+        }
+        // A module-level alias: `config = tf.config.experimental`.
+        let b = self.module_bindings.get(name)?;
+        if b.count == 1 && matches!(b.value.kind_name(), "attribute" | "identifier") {
+            if b.value.kind_name() == "identifier" && self.text(b.value) == name {
+                return None;
+            }
+            return self.qualified_name_depth(b.value, depth + 1);
+        }
+        None
+    }
+
+    /// Does any import bring in `module` (or one of its submodules)?
+    pub fn imports_module(&self, module: &str) -> bool {
+        self.imports.iter().any(|i| {
+            i.qualified == module
+                || i.qualified
+                    .strip_prefix(module)
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })
+    }
+
+    /// The qualified name of the function a call invokes.
+    pub fn call_name(&self, call: Node<'_>) -> Option<String> {
+        self.qualified_name(call.field("function")?)
+    }
+
+    /// Functions defined under a name (module functions, methods and nested functions alike).
+    pub fn functions_named(&self, name: &str) -> &[usize] {
+        self.functions_by_name
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// The local function a call invokes: `f(...)` for a module-level or enclosing `def f`,
+    /// `self.f(...)` / `cls.f(...)` for a method of the same class.
+    pub fn local_callee(&self, call: Node<'_>) -> Option<usize> {
+        let func = call.field("function")?;
+        let caller = self.enclosing_function(func);
+        match func.kind_name() {
+            "identifier" => {
+                let name = self.text(func);
+                let candidates = self.functions_named(name);
+                if candidates.is_empty() || self.qualified_name(func).is_some() {
+                    return None;
+                }
+                // `global pager; pager = getpager(); pager(text)`: the caller rebinds the name,
+                // so the call goes to whatever was bound, not to the function of that name
+                // (unless that function is nested in the caller, which also binds it).
+                if let Some(c) = caller {
+                    let nested_here = candidates
+                        .iter()
+                        .any(|&f| self.functions[f].parent == Some(c));
+                    if !nested_here && self.function_binds(c, name) {
+                        return None;
+                    }
+                }
+                // Prefer a function nested in the caller's chain, then a module-level one.
+                let mut scope = caller;
+                while let Some(s) = scope {
+                    if let Some(&c) = candidates
+                        .iter()
+                        .find(|&&c| self.functions[c].parent == Some(s))
+                    {
+                        return Some(c);
+                    }
+                    scope = self.functions[s].parent;
+                }
+                candidates.iter().copied().find(|&c| {
+                    self.functions[c].parent.is_none() && self.functions[c].class.is_none()
+                })
+            }
+            "attribute" => {
+                let object = func.field("object")?;
+                let recv = self.text(object);
+                if recv != "self" && recv != "cls" {
+                    return None;
+                }
+                let name = self.text(func.field("attribute")?);
+                if self.functions_named(name).is_empty() {
+                    return None;
+                }
+                let class = self.functions[caller?].class.as_ref()?;
+                self.functions_named(name)
+                    .iter()
+                    .copied()
+                    .find(|&c| self.functions[c].class.as_ref() == Some(class))
+            }
+            _ => None,
+        }
+    }
+
+    /// Local functions called from the body of function `f` (not from functions nested in it).
+    pub fn callees(&self, f: usize) -> Vec<(Node<'t>, usize)> {
+        self.call_graph().edges.get(f).cloned().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{find, model_of};
+
+    #[test]
+    fn resolves_imports_and_aliases() {
+        let src = "import tensorflow as tf\nfrom tensorflow import keras\nfrom tensorflow.keras import layers as L\nimport keras.backend\ncfg = tf.config.experimental\ndef f():\n    import torch as T\n    T.cuda.empty_cache()\n    cfg.set_memory_growth(1, True)\n    L.Dense(3)\n    keras.backend.clear_session()\n";
+        model_of(src, |m, root| {
+            let q = |s| m.qualified_name(find(root, src, "attribute", s));
+            assert_eq!(
+                q("T.cuda.empty_cache").as_deref(),
+                Some("torch.cuda.empty_cache")
+            );
+            assert_eq!(
+                q("cfg.set_memory_growth").as_deref(),
+                Some("tensorflow.config.experimental.set_memory_growth")
+            );
+            assert_eq!(
+                q("L.Dense").as_deref(),
+                Some("tensorflow.keras.layers.Dense")
+            );
+            assert_eq!(
+                q("keras.backend.clear_session").as_deref(),
+                Some("keras.backend.clear_session")
+            );
+        });
+    }
+
+    #[test]
+    fn call_graph() {
+        let src = "class A:\n    def a(self):\n        self.b()\n    def b(self):\n        helper()\ndef helper():\n    pass\n";
+        model_of(src, |m, _| {
+            let a = m.functions_named("a")[0];
+            let b = m.functions_named("b")[0];
+            let h = m.functions_named("helper")[0];
+            assert_eq!(
+                m.callees(a).iter().map(|c| c.1).collect::<Vec<_>>(),
+                vec![b]
+            );
+            assert_eq!(
+                m.callees(b).iter().map(|c| c.1).collect::<Vec<_>>(),
+                vec![h]
+            );
+        });
+    }
+}

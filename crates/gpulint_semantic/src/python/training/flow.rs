@@ -1,0 +1,274 @@
+//! Graph-attached dataflow: whether an expression in a loop holds a tensor that still carries
+//! its autograd graph (a loss, a model output, arithmetic on them), followed through local
+//! assignments, and the names that usually hold losses and models.
+
+use super::Training;
+use crate::python::PythonModel;
+use gpulint_syntax::named_children;
+use gpulint_syntax::NodeExt;
+use tree_sitter::Node;
+
+/// How many assignments deep the graph-attached dataflow follows a name.
+const MAX_FLOW_DEPTH: usize = 8;
+
+/// Where a value comes from, as far as autograd is concerned.
+#[derive(Debug, Clone, Copy)]
+pub enum Flow<'t> {
+    /// Carries the graph; the node is the evidence (the loss or model call, or `backward()`).
+    Attached(Node<'t>),
+    /// Explicitly detached (`.item()`, `float(...)`, computed under `no_grad`, ...).
+    Detached,
+    Unknown,
+}
+
+/// Method calls that leave a tensor without its graph.
+const DETACHING_METHODS: &[&str] = &[
+    "item", "detach", "detach_", "tolist", "cpu", "numpy", "data",
+];
+
+/// Method calls that keep the graph of their receiver.
+const PASSTHROUGH_METHODS: &[&str] = &[
+    "mean",
+    "sum",
+    "float",
+    "double",
+    "half",
+    "bfloat16",
+    "clone",
+    "view",
+    "reshape",
+    "squeeze",
+    "unsqueeze",
+    "to",
+    "cuda",
+    "contiguous",
+    "abs",
+    "sqrt",
+    "exp",
+    "log",
+    "mul",
+    "div",
+    "add",
+    "sub",
+    "flatten",
+];
+
+/// Builtins whose result is a Python number or string.
+const DETACHING_BUILTINS: &[&str] = &["float", "int", "bool", "str", "len", "round"];
+
+impl<'t> Training<'t> {
+    /// Does `expr` hold a graph-attached tensor? `backward` are the `backward()` calls of the
+    /// surrounding training step (a name they backpropagate from is attached). See [`Flow`].
+    pub fn flow(
+        &self,
+        m: &PythonModel<'t>,
+        expr: Node<'t>,
+        backward: &[(Node<'t>, Option<Node<'t>>)],
+    ) -> Flow<'t> {
+        self.flow_depth(m, expr, backward, 0)
+    }
+
+    fn flow_depth(
+        &self,
+        m: &PythonModel<'t>,
+        expr: Node<'t>,
+        backward: &[(Node<'t>, Option<Node<'t>>)],
+        d: usize,
+    ) -> Flow<'t> {
+        if d > MAX_FLOW_DEPTH {
+            return Flow::Unknown;
+        }
+        if self.grad_free(expr).is_some() {
+            return Flow::Detached;
+        }
+        match expr.kind_name() {
+            "parenthesized_expression" => match expr.named_child(0) {
+                Some(e) => self.flow_depth(m, e, backward, d + 1),
+                None => Flow::Unknown,
+            },
+            "binary_operator" => {
+                let op = expr.field("operator").map(|o| m.text(o)).unwrap_or("");
+                if !matches!(op, "+" | "-" | "*" | "/") {
+                    return Flow::Unknown;
+                }
+                let l = expr
+                    .field("left")
+                    .map(|e| self.flow_depth(m, e, backward, d + 1));
+                if let Some(f @ Flow::Attached(_)) = l {
+                    return f;
+                }
+                match expr.field("right") {
+                    Some(r) => match self.flow_depth(m, r, backward, d + 1) {
+                        f @ Flow::Attached(_) => f,
+                        _ => Flow::Unknown,
+                    },
+                    None => Flow::Unknown,
+                }
+            }
+            "unary_operator" => match expr.field("argument") {
+                Some(a) => self.flow_depth(m, a, backward, d + 1),
+                None => Flow::Unknown,
+            },
+            "call" => {
+                let Some(func) = expr.field("function") else {
+                    return Flow::Unknown;
+                };
+                match func.kind_name() {
+                    "identifier" => {
+                        let name = m.text(func);
+                        if DETACHING_BUILTINS.contains(&name) && m.qualified_name(func).is_none() {
+                            Flow::Detached
+                        } else if is_loss_name(name) || is_model_name(name) {
+                            Flow::Attached(expr)
+                        } else {
+                            Flow::Unknown
+                        }
+                    }
+                    "attribute" => {
+                        let attr = func.field("attribute").map(|a| m.text(a)).unwrap_or("");
+                        if DETACHING_METHODS.contains(&attr) {
+                            return Flow::Detached;
+                        }
+                        if PASSTHROUGH_METHODS.contains(&attr) {
+                            return match func.field("object") {
+                                Some(o) => self.flow_depth(m, o, backward, d + 1),
+                                None => Flow::Unknown,
+                            };
+                        }
+                        if is_loss_name(attr) || is_model_name(attr) {
+                            return Flow::Attached(expr);
+                        }
+                        Flow::Unknown
+                    }
+                    _ => Flow::Unknown,
+                }
+            }
+            "attribute" => {
+                let attr = expr.field("attribute").map(|a| m.text(a)).unwrap_or("");
+                if attr == "data" {
+                    return Flow::Detached;
+                }
+                if !matches!(attr, "loss" | "logits" | "last_hidden_state") {
+                    return Flow::Unknown;
+                }
+                match expr.field("object") {
+                    Some(o) => match self.flow_depth(m, o, backward, d + 1) {
+                        Flow::Attached(_) => Flow::Attached(expr),
+                        f => f,
+                    },
+                    None => Flow::Unknown,
+                }
+            }
+            "subscript" => match expr.field("value") {
+                Some(v) => match self.flow_depth(m, v, backward, d + 1) {
+                    Flow::Attached(_) => Flow::Attached(expr),
+                    f => f,
+                },
+                None => Flow::Unknown,
+            },
+            "identifier" => {
+                let name = m.text(expr);
+                let scope = m.enclosing_function(expr);
+                let flow = match self.reaching_assignment(m, expr, name, scope) {
+                    Some((a, true)) => {
+                        if self.grad_free(a).is_some() {
+                            return Flow::Detached;
+                        }
+                        match a.field("right") {
+                            Some(r) => self.flow_depth(m, r, backward, d + 1),
+                            None => Flow::Unknown,
+                        }
+                    }
+                    Some((a, false)) if self.grad_free(a).is_some() => return Flow::Detached,
+                    _ => Flow::Unknown,
+                };
+                match flow {
+                    Flow::Unknown => backward
+                        .iter()
+                        .find(|(_, loss)| loss.is_some_and(|l| root_name(m, l) == Some(name)))
+                        .map(|b| Flow::Attached(b.0))
+                        .unwrap_or(Flow::Unknown),
+                    f => f,
+                }
+            }
+            _ => Flow::Unknown,
+        }
+    }
+
+    /// The last assignment before `at` in the same function that binds `name`; the flag says
+    /// whether it binds it alone (`name = ...`) rather than by unpacking.
+    fn reaching_assignment(
+        &self,
+        m: &PythonModel<'t>,
+        at: Node<'_>,
+        name: &str,
+        scope: Option<usize>,
+    ) -> Option<(Node<'t>, bool)> {
+        let hi = m
+            .assignments
+            .partition_point(|a| a.start_byte() < at.start_byte());
+        for &a in m.assignments[..hi].iter().rev() {
+            if a.kind_name() != "assignment" || a.end_byte() > at.start_byte() {
+                continue;
+            }
+            let Some(left) = a.field("left") else {
+                continue;
+            };
+            let plain = left.kind_name() == "identifier" && m.text(left) == name;
+            let unpack = matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
+                && named_children(left).any(|c| c.kind_name() == "identifier" && m.text(c) == name);
+            if (plain || unpack) && m.enclosing_function(a) == scope {
+                return Some((a, plain));
+            }
+        }
+        None
+    }
+}
+
+/// The name an expression is rooted at: `loss` for `loss`, `(loss / k)`, `loss * w`;
+/// `self.total` for an attribute chain of plain names.
+pub fn root_name<'t>(m: &PythonModel<'t>, expr: Node<'_>) -> Option<&'t str> {
+    let mut cur = expr;
+    for _ in 0..MAX_FLOW_DEPTH {
+        match cur.kind_name() {
+            "identifier" | "attribute" => return Some(m.text(cur)),
+            "parenthesized_expression" => cur = cur.named_child(0)?,
+            "binary_operator" => cur = cur.field("left")?,
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// A function name that computes a loss: `criterion`, `loss_fn`, `compute_loss`,
+/// `F.cross_entropy`, `nll_loss`.
+pub fn is_loss_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    (n.contains("loss") && !n.contains("scale") && !n.contains("meter") && !n.contains("log"))
+        || n.contains("criterion")
+        || n.ends_with("cross_entropy")
+}
+
+/// A name that usually holds a model: calling it runs a forward pass.
+pub fn is_model_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    matches!(
+        n.as_str(),
+        "model"
+            | "net"
+            | "network"
+            | "forward"
+            | "ddp_model"
+            | "generator"
+            | "discriminator"
+            | "netg"
+            | "netd"
+            | "encoder"
+            | "decoder"
+            | "unet"
+            | "policy"
+            | "critic"
+            | "actor"
+            | "classifier"
+    )
+}

@@ -1,0 +1,137 @@
+//! Values kept across loop iterations: graph-attached tensors accumulated (`acc += loss`) or
+//! appended (`xs.append(out)`) into something that outlives an iteration, and targets bound
+//! afresh in each one.
+
+use super::{Flow, Loop, Training};
+use crate::python::PythonModel;
+use gpulint_syntax::named_children;
+use gpulint_syntax::NodeExt;
+use tree_sitter::Node;
+
+/// Does `expr` contain the name (or dotted target) `target`?
+pub fn mentions(m: &PythonModel<'_>, expr: Node<'_>, target: &str) -> bool {
+    gpulint_syntax::descendants(expr)
+        .any(|n| matches!(n.kind_name(), "identifier" | "attribute") && m.text(n) == target)
+}
+
+/// `acc += value` or `acc = acc + value`: the accumulator target and the added value.
+pub fn accumulation<'t>(m: &PythonModel<'t>, a: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
+    let left = a.field("left")?;
+    let right = a.field("right")?;
+    if !matches!(left.kind_name(), "identifier" | "attribute" | "subscript") {
+        return None;
+    }
+    if a.kind_name() == "augmented_assignment" {
+        let op = m.text(a.field("operator")?);
+        return (op == "+=").then_some((left, right));
+    }
+    if right.kind_name() != "binary_operator" || m.text(right.field("operator")?) != "+" {
+        return None;
+    }
+    let (l, r) = (right.field("left")?, right.field("right")?);
+    let acc = m.text(left);
+    if m.text(l) == acc && !mentions(m, r, acc) {
+        Some((left, r))
+    } else if m.text(r) == acc && !mentions(m, l, acc) {
+        Some((left, l))
+    } else {
+        None
+    }
+}
+
+impl<'t> Training<'t> {
+    /// A graph-attached value accumulated (`acc += loss`) or appended (`xs.append(out)`) into
+    /// something that outlives an iteration of `lp`, outside gradient-free regions: the
+    /// statement that keeps it.
+    pub fn leak_in_loop(&self, m: &PythonModel<'t>, lp: &Loop<'t>) -> Option<Node<'t>> {
+        let (s, e) = (lp.node.start_byte(), lp.node.end_byte());
+        let lo = m.assignments.partition_point(|a| a.start_byte() < s);
+        for &a in &m.assignments[lo..] {
+            if a.start_byte() >= e {
+                break;
+            }
+            let Some((target, value)) = accumulation(m, a) else {
+                continue;
+            };
+            if self.loop_of(m, a).map(|l| l.node.id()) != Some(lp.node.id())
+                || self.grad_free(a).is_some()
+                || self.rebound_in(m, lp, m.text(target))
+            {
+                continue;
+            }
+            if matches!(self.flow(m, value, &lp.backward), Flow::Attached(_)) {
+                return Some(a);
+            }
+        }
+        let lo = m.calls.partition_point(|c| c.0.start_byte() < s);
+        for &(c, _) in &m.calls[lo..] {
+            if c.start_byte() >= e {
+                break;
+            }
+            let Some(func) = c.field("function") else {
+                continue;
+            };
+            if func.kind_name() != "attribute"
+                || func
+                    .field("attribute")
+                    .is_none_or(|a| m.text(a) != "append")
+            {
+                continue;
+            }
+            let (Some(obj), Some(value)) = (
+                func.field("object"),
+                c.field("arguments").and_then(|a| named_children(a).next()),
+            ) else {
+                continue;
+            };
+            if self.loop_of(m, c).map(|l| l.node.id()) != Some(lp.node.id())
+                || self.grad_free(c).is_some()
+                || self.rebound_in(m, lp, m.text(obj))
+            {
+                continue;
+            }
+            if matches!(self.flow(m, value, &lp.backward), Flow::Attached(_)) {
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    /// Is `target` (its text) bound afresh inside the loop body (a plain assignment that does
+    /// not read it, a `for` target, or a `.clear()` / `del` of its contents)?
+    pub fn rebound_in(&self, m: &PythonModel<'_>, lp: &Loop<'_>, target: &str) -> bool {
+        let (s, e) = (lp.node.start_byte(), lp.node.end_byte());
+        let Some(body) = lp.node.field("body") else {
+            return false;
+        };
+        let inside = |n: Node<'_>| body.start_byte() <= n.start_byte() && n.end_byte() <= e;
+        let lo = m.assignments.partition_point(|a| a.start_byte() < s);
+        for &a in &m.assignments[lo..] {
+            if a.start_byte() >= e {
+                break;
+            }
+            if a.kind_name() != "assignment" || !inside(a) {
+                continue;
+            }
+            let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
+                continue;
+            };
+            let binds = m.text(left) == target
+                || (left.kind_name() == "pattern_list" || left.kind_name() == "tuple_pattern")
+                    && named_children(left).any(|c| m.text(c) == target);
+            if binds && !mentions(m, right, target) {
+                return true;
+            }
+        }
+        gpulint_syntax::descendants(body).any(|n| match n.kind_name() {
+            "call" => n.field("function").is_some_and(|f| {
+                f.kind_name() == "attribute"
+                    && f.field("attribute").is_some_and(|a| m.text(a) == "clear")
+                    && f.field("object").is_some_and(|o| m.text(o) == target)
+            }),
+            "delete_statement" => mentions(m, n, target),
+            "for_statement" => n.field("left").is_some_and(|l| m.text(l) == target),
+            _ => false,
+        })
+    }
+}
