@@ -179,28 +179,37 @@ impl<'a, 't> Interp<'a, 't> {
                 }
             }
             ObjKind::Sequential { items, .. } => {
-                let mut x = args.pos.into_iter().next().unwrap_or(Val::Unknown(0));
-                for item in items {
-                    if !matches!(x, Val::Tensor(_)) {
-                        return x;
-                    }
-                    // A Keras `Input` listed in the Sequential: the input itself.
-                    if matches!(item, Val::Tensor(t) if self.tensors[t].producer.is_none()) {
-                        continue;
-                    }
-                    x = self.call_value(
-                        item,
-                        Args {
-                            pos: vec![x],
-                            kw: vec![],
-                        },
-                        at,
-                    );
-                }
-                x
+                let x = args.pos.into_iter().next().unwrap_or(Val::Unknown(0));
+                // A Keras `Input` listed in the Sequential: the input itself.
+                let items = items
+                    .into_iter()
+                    .filter(|item| {
+                        !matches!(item, Val::Tensor(t) if self.tensors[*t].producer.is_none())
+                    })
+                    .collect();
+                self.run_in_sequence(items, x, at)
             }
             ObjKind::ModuleList { .. } => self.unknown(at, "a ModuleList is not callable"),
             ObjKind::Functional { .. } => self.unknown(at, "a functional model used as a layer"),
         }
+    }
+
+    /// Feeds `x` through `items` (the layers of a Sequential) in order, each called on the
+    /// output of the one before; stops once that output is not a tensor.
+    pub fn run_in_sequence(&mut self, items: Vec<Val>, mut x: Val, at: Node<'_>) -> Val {
+        for item in items {
+            if !matches!(x, Val::Tensor(_)) {
+                break;
+            }
+            x = self.call_value(
+                item,
+                Args {
+                    pos: vec![x],
+                    kw: vec![],
+                },
+                at,
+            );
+        }
+        x
     }
 }

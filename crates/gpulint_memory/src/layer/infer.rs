@@ -22,10 +22,7 @@ impl Spec {
                 }
                 let mut out = first.clone();
                 *out.last_mut().ok_or("empty shape")? = *units;
-                Ok((
-                    out,
-                    Params::trainable(n * units + if *bias { *units } else { 0 }),
-                ))
+                Ok((out, dense_params(n, *units, *bias)))
             }
             Spec::Conv(c) => c.infer(first),
             Spec::Pool {
@@ -69,20 +66,14 @@ impl Spec {
                 Ok((join(out, ch, *channels_last), Params::default()))
             }
             Spec::AdaptivePool { rank, output } => {
-                let (spatial, ch) = split_channels(first, *rank, false, "adaptive pooling")?;
-                let out = spatial
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| {
-                        output
-                            .get(i)
-                            .or(output.first())
-                            .copied()
-                            .flatten()
-                            .unwrap_or(*n)
-                    })
-                    .collect();
-                Ok((join(out, ch, false), Params::default()))
+                map_spatial(first, *rank, false, "adaptive pooling", |i, n| {
+                    output
+                        .get(i)
+                        .or(output.first())
+                        .copied()
+                        .flatten()
+                        .unwrap_or(n)
+                })
             }
             Spec::GlobalPool {
                 rank,
@@ -172,10 +163,7 @@ impl Spec {
                 };
                 Ok((
                     first.clone(),
-                    Params {
-                        total: features * per_channel,
-                        trainable: features * trainable_per_channel,
-                    },
+                    norm_params(features, *per_channel, *trainable_per_channel),
                 ))
             }
             Spec::Embedding { vocab, dim } => {
@@ -222,40 +210,24 @@ impl Spec {
                 rank,
                 pads,
                 channels_last,
-            } => {
-                let (spatial, ch) = split_channels(first, *rank, *channels_last, "padding")?;
-                let out = spatial
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| {
-                        let (a, b) = pads.get(i).or(pads.first()).copied().unwrap_or((0, 0));
-                        n + a + b
-                    })
-                    .collect();
-                Ok((join(out, ch, *channels_last), Params::default()))
-            }
+            } => map_spatial(first, *rank, *channels_last, "padding", |i, n| {
+                let (a, b) = pads.get(i).or(pads.first()).copied().unwrap_or((0, 0));
+                n + a + b
+            }),
             Spec::UpSample {
                 rank,
                 size,
                 channels_last,
-            } => {
-                let (spatial, ch) = split_channels(first, *rank, *channels_last, "upsampling")?;
-                let out = spatial
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| n * pick(size, i, 2))
-                    .collect();
-                Ok((join(out, ch, *channels_last), Params::default()))
-            }
+            } => map_spatial(first, *rank, *channels_last, "upsampling", |i, n| {
+                n * pick(size, i, 2)
+            }),
             Spec::Resize {
                 rank,
                 size,
                 channels_last,
-            } => {
-                let (_, ch) = split_channels(first, *rank, *channels_last, "resizing")?;
-                let out = (0..*rank).map(|i| pick(size, i, 1)).collect();
-                Ok((join(out, ch, *channels_last), Params::default()))
-            }
+            } => map_spatial(first, *rank, *channels_last, "resizing", |i, _| {
+                pick(size, i, 1)
+            }),
             Spec::Repeat { n } => {
                 if first.len() != 1 {
                     return Err("RepeatVector expects a vector per sample".into());
@@ -272,9 +244,7 @@ impl Spec {
                 units,
                 in_features: Some(n),
                 bias,
-            } => Some(Params::trainable(
-                n * units + if *bias { *units } else { 0 },
-            )),
+            } => Some(dense_params(*n, *units, *bias)),
             Spec::Conv(c) if c.in_channels.is_some() => c.params(c.in_channels?).ok(),
             Spec::Norm {
                 kind,
@@ -289,10 +259,7 @@ impl Spec {
                 } else {
                     (*channels)?
                 };
-                Some(Params {
-                    total: f * per_channel,
-                    trainable: f * trainable_per_channel,
-                })
+                Some(norm_params(f, *per_channel, *trainable_per_channel))
             }
             Spec::Embedding { vocab, dim } => Some(Params::trainable(vocab * dim)),
             Spec::PRelu { count } => Some(Params::trainable(*count)),
@@ -306,4 +273,35 @@ impl Spec {
             _ => Some(Params::default()),
         }
     }
+}
+
+/// A `Dense` / `Linear` layer's weights and bias.
+fn dense_params(in_features: u64, units: u64, bias: bool) -> Params {
+    Params::trainable(in_features * units + if bias { units } else { 0 })
+}
+
+/// A normalization layer's parameters over `features` normalized values.
+fn norm_params(features: u64, per_channel: u64, trainable_per_channel: u64) -> Params {
+    Params {
+        total: features * per_channel,
+        trainable: features * trainable_per_channel,
+    }
+}
+
+/// A parameter-free layer that maps each spatial dimension (its index and size) to a new size
+/// and keeps the channels.
+fn map_spatial(
+    input: &Shape,
+    rank: usize,
+    channels_last: bool,
+    what: &str,
+    size: impl Fn(usize, u64) -> u64,
+) -> Inferred {
+    let (spatial, ch) = split_channels(input, rank, channels_last, what)?;
+    let out = spatial
+        .iter()
+        .enumerate()
+        .map(|(i, n)| size(i, *n))
+        .collect();
+    Ok((join(out, ch, channels_last), Params::default()))
 }
