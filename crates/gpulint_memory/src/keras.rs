@@ -145,42 +145,8 @@ pub fn layer(class: &str, a: &Args) -> Option<Result<Spec, String>> {
                 separable: false,
             }))
         })(),
-        "DepthwiseConv1D" | "DepthwiseConv2D" => (|| {
-            Ok(Spec::Conv(Conv {
-                rank,
-                filters: None,
-                in_channels: None,
-                kernel: a.ints(0, "kernel_size", rank, None)?,
-                stride: a.ints(1, "strides", rank, Some(1))?,
-                padding: padding(a, 2)?,
-                dilation: a.ints(5, "dilation_rate", rank, Some(1))?,
-                groups: 1,
-                bias: a.boolean(7, "use_bias", true)?,
-                channels_last: channels_last(a)?,
-                transpose: false,
-                output_padding: vec![],
-                depthwise: Some(a.int(3, "depth_multiplier", Some(1))?),
-                separable: false,
-            }))
-        })(),
-        "SeparableConv1D" | "SeparableConv2D" => (|| {
-            Ok(Spec::Conv(Conv {
-                rank,
-                filters: Some(a.int(0, "filters", None)?),
-                in_channels: None,
-                kernel: a.ints(1, "kernel_size", rank, None)?,
-                stride: a.ints(2, "strides", rank, Some(1))?,
-                padding: padding(a, 3)?,
-                dilation: a.ints(5, "dilation_rate", rank, Some(1))?,
-                groups: 1,
-                bias: a.boolean(8, "use_bias", true)?,
-                channels_last: channels_last(a)?,
-                transpose: false,
-                output_padding: vec![],
-                depthwise: Some(a.int(6, "depth_multiplier", Some(1))?),
-                separable: true,
-            }))
-        })(),
+        "DepthwiseConv1D" | "DepthwiseConv2D" => depthwise_conv(a, rank, false),
+        "SeparableConv1D" | "SeparableConv2D" => depthwise_conv(a, rank, true),
         "MaxPooling1D" | "MaxPooling2D" | "MaxPooling3D" | "AveragePooling1D"
         | "AveragePooling2D" | "AveragePooling3D" => (|| {
             let pool = a.ints(0, "pool_size", rank, Some(2))?;
@@ -354,6 +320,34 @@ pub fn layer(class: &str, a: &Args) -> Option<Result<Spec, String>> {
         },
         _ => return None,
     })
+}
+
+/// `DepthwiseConv*D`, or with `separable` `SeparableConv*D`: a depthwise convolution, for the
+/// separable one followed by a 1×1 pointwise one. `SeparableConv*D` takes `filters` first, which
+/// moves `kernel_size`, `strides`, `padding` and `use_bias` one place on, and its
+/// `depth_multiplier` comes after `dilation_rate` (before `data_format` in `DepthwiseConv*D`).
+fn depthwise_conv(a: &Args, rank: usize, separable: bool) -> Result<Spec, String> {
+    let shift = usize::from(separable);
+    Ok(Spec::Conv(Conv {
+        rank,
+        filters: if separable {
+            Some(a.int(0, "filters", None)?)
+        } else {
+            None
+        },
+        in_channels: None,
+        kernel: a.ints(shift, "kernel_size", rank, None)?,
+        stride: a.ints(1 + shift, "strides", rank, Some(1))?,
+        padding: padding(a, 2 + shift)?,
+        dilation: a.ints(5, "dilation_rate", rank, Some(1))?,
+        groups: 1,
+        bias: a.boolean(7 + shift, "use_bias", true)?,
+        channels_last: channels_last(a)?,
+        transpose: false,
+        output_padding: vec![],
+        depthwise: Some(a.int(if separable { 6 } else { 3 }, "depth_multiplier", Some(1))?),
+        separable,
+    }))
 }
 
 /// A Keras recurrent layer.

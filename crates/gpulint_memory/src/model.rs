@@ -174,20 +174,7 @@ impl<'a, 't> Interp<'a, 't> {
                 };
                 let t = self.new_tensor(shape.clone(), int, None);
                 built.input = Some((shape, int));
-                let mut x = Val::Tensor(t);
-                for item in items {
-                    if !matches!(x, Val::Tensor(_)) {
-                        break;
-                    }
-                    x = self.call_value(
-                        item,
-                        Args {
-                            pos: vec![x],
-                            kw: vec![],
-                        },
-                        at,
-                    );
-                }
+                let x = self.run_in_sequence(items, Val::Tensor(t), at);
                 (vec![t], x)
             }
             _ => {
