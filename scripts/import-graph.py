@@ -85,6 +85,14 @@ def top_module(src, path):
     return first[:-3] if first.endswith(".rs") else first
 
 
+def module_depth(src, path):
+    """How many `super`s lead from the module of `path` to the crate root."""
+    parts = os.path.relpath(path, src).split(os.sep)
+    if parts[-1] == "mod.rs":
+        parts = parts[:-1]
+    return len(parts)
+
+
 def declared_deps(name):
     toml = os.path.join(ROOT, "Cargo.toml") if name == "gpulint" else os.path.join(ROOT, "crates", name, "Cargo.toml")
     text = open(toml, encoding="utf-8").read()
@@ -151,8 +159,11 @@ def main():
             me = top_module(src, p)
             if me is None:
                 continue
-            refs = set(re.findall(r"\bcrate::(\w+)", text))
-            for group in re.findall(r"\bcrate::\{([^}]*)\}", text):
+            # `crate::x` and, from a module `depth` levels down, `super::…::x` reaching the root.
+            depth = module_depth(src, p)
+            root = r"(?<![\w:])(?:crate|" + "::".join(["super"] * depth) + r")"
+            refs = set(re.findall(root + r"::(\w+)", text))
+            for group in re.findall(root + r"::\{([^}]*)\}", text):
                 refs.update(re.findall(r"^\s*(\w+)", x)[0] for x in group.split(",") if x.strip())
             for r in refs:
                 if r in modules and r != me:

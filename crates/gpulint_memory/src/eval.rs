@@ -13,17 +13,7 @@ use gpulint_syntax::NodeExt;
 use std::rc::Rc;
 use tree_sitter::Node;
 
-/// A folded constant of the semantic model as an interpreter value.
-pub fn from_const(v: &Value) -> Val {
-    match v {
-        Value::Int(i) => Val::Int(*i),
-        Value::Float(f) => Val::Float(*f),
-        Value::Str(s) => Val::Str(Rc::from(s.as_str())),
-        Value::Bool(b) => Val::Bool(*b),
-        Value::None => Val::None,
-        Value::Tuple(t) => Val::Tuple(Rc::new(t.iter().map(from_const).collect())),
-    }
-}
+pub use crate::value::from_const;
 
 impl<'a, 't> Interp<'a, 't> {
     pub fn eval(&mut self, frame: &mut Frame, e: Node<'_>) -> Val {

@@ -223,7 +223,7 @@ impl<'a, 't> Interp<'a, 't> {
         // would rescan its body for every name.
         if frame.func.is_none() {
             if let Some(v) = self.pm.const_value(at) {
-                return super::eval::from_const(&v);
+                return super::value::from_const(&v);
             }
         }
         match name {

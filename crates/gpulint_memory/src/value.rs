@@ -349,3 +349,17 @@ impl Obj {
         }
     }
 }
+
+/// A folded constant of the semantic model as an interpreter value.
+pub fn from_const(v: &gpulint_semantic::python::Value) -> Val {
+    match v {
+        gpulint_semantic::python::Value::Int(i) => Val::Int(*i),
+        gpulint_semantic::python::Value::Float(f) => Val::Float(*f),
+        gpulint_semantic::python::Value::Str(s) => Val::Str(Rc::from(s.as_str())),
+        gpulint_semantic::python::Value::Bool(b) => Val::Bool(*b),
+        gpulint_semantic::python::Value::None => Val::None,
+        gpulint_semantic::python::Value::Tuple(t) => {
+            Val::Tuple(Rc::new(t.iter().map(from_const).collect()))
+        }
+    }
+}
