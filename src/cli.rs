@@ -1,5 +1,5 @@
 //! The command line: `gpulint [check] [PATH...]`, `gpulint rules`, `gpulint explain CODE`,
-//! `gpulint decode EXIT_CODE`.
+//! `gpulint decode EXIT_CODE`, `gpulint merge FILE...`, `gpulint server`.
 
 use crate::check::{check, CheckArgs};
 use crate::decode;
@@ -38,6 +38,10 @@ enum Command {
         /// A rule code (`CU001`) or name (`unguarded-thread-index`).
         rule: String,
     },
+    /// Join the JSON or SARIF reports of `check --shard I/N` into the report of one run.
+    Merge(crate::merge::MergeArgs),
+    /// Run the language server (LSP, on standard input and output) for editors.
+    Server,
     /// Explain a crashed process's exit code (`-1073740791`, `0xC0000409`, `139`, `-11`) and
     /// name the rules that look for its causes. Exits 2 for a code it does not know.
     Decode {
@@ -85,6 +89,8 @@ fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
         "explain",
         "estimate",
         "decode",
+        "merge",
+        "server",
         "help",
         "-h",
         "--help",
@@ -116,6 +122,8 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         Command::Rules { output_format } => list_rules(output_format),
         Command::Explain { rule } => explain(&rule),
         Command::Estimate(args) => crate::estimate::run(args),
+        Command::Merge(args) => crate::merge::merge(args),
+        Command::Server => crate::server::run(),
         Command::Decode {
             code,
             output_format,
