@@ -13,8 +13,8 @@
 //! overlaps an error node. Kernels are found in the better (retried) tree and the same byte
 //! ranges are then looked up in the first tree, so both figures count the same kernels.
 
-use gpulint::lang::{self, Lang};
 use gpulint::lang::descendants;
+use gpulint::lang::{self, Lang};
 use std::path::PathBuf;
 use tree_sitter::{Node, Tree};
 

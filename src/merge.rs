@@ -94,7 +94,12 @@ pub fn merge(args: MergeArgs) -> ExitCode {
         }
     }
     let format = reports[0].format();
-    if let Some((path, r)) = args.files.iter().zip(&reports).find(|(_, r)| r.format() != format) {
+    if let Some((path, r)) = args
+        .files
+        .iter()
+        .zip(&reports)
+        .find(|(_, r)| r.format() != format)
+    {
         return fail(format!(
             "cannot merge {} ({}) with {} ({}): the reports must all be JSON or all SARIF",
             args.files[0].display(),
@@ -183,7 +188,9 @@ fn read(path: &Path) -> Result<Report, String> {
             .map_err(|e| not_a_report(format!("a finding does not have the JSON schema: {e}"))),
         Value::Object(ref o) if o.contains_key("runs") => {
             let run = value.pointer("/runs/0");
-            let name = value.pointer("/runs/0/tool/driver/name").and_then(Value::as_str);
+            let name = value
+                .pointer("/runs/0/tool/driver/name")
+                .and_then(Value::as_str);
             let results = value.pointer("/runs/0/results").map(Value::is_array);
             match (run, name, results) {
                 (Some(_), Some("gpulint"), Some(true))
@@ -205,7 +212,10 @@ fn read(path: &Path) -> Result<Report, String> {
 
 /// Sorts per-file blocks of findings (`(path, input, items)`) by path, refusing a file found in
 /// two reports.
-fn sort_blocks<T>(files: &[PathBuf], mut blocks: Vec<(String, usize, Vec<T>)>) -> Result<Vec<T>, String> {
+fn sort_blocks<T>(
+    files: &[PathBuf],
+    mut blocks: Vec<(String, usize, Vec<T>)>,
+) -> Result<Vec<T>, String> {
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     for (path, input, _) in &blocks {
         if let Some(first) = seen.insert(path, *input) {
@@ -223,7 +233,11 @@ fn sort_blocks<T>(files: &[PathBuf], mut blocks: Vec<(String, usize, Vec<T>)>) -
 }
 
 /// Splits one report's findings into per-file blocks, in order.
-fn blocks_of<T>(input: usize, items: Vec<T>, path: impl Fn(&T) -> String) -> Vec<(String, usize, Vec<T>)> {
+fn blocks_of<T>(
+    input: usize,
+    items: Vec<T>,
+    path: impl Fn(&T) -> String,
+) -> Vec<(String, usize, Vec<T>)> {
     let mut out: Vec<(String, usize, Vec<T>)> = Vec::new();
     for item in items {
         let p = path(&item);
@@ -245,13 +259,18 @@ fn merge_json(files: &[PathBuf], reports: Vec<Report>, known: Option<&HashSet<St
             .into_iter()
             .filter(|f| known.is_none_or(|k| !k.contains(f.fingerprint.as_ref())))
             .collect();
-        blocks.extend(blocks_of(i, items, |f: &JsonFinding<'_>| f.path.to_string()));
+        blocks.extend(blocks_of(i, items, |f: &JsonFinding<'_>| {
+            f.path.to_string()
+        }));
     }
     let items = sort_blocks(files, blocks)?;
     let mut severities = Vec::new();
     for f in &items {
         severities.push(Severity::parse(&f.severity).ok_or_else(|| {
-            format!("unknown severity `{}` in a finding of `{}`", f.severity, f.path)
+            format!(
+                "unknown severity `{}` in a finding of `{}`",
+                f.severity, f.path
+            )
         })?);
     }
     Ok((json::write(&items), severities))

@@ -111,7 +111,8 @@ pub fn plan(
     pool: &rayon::ThreadPool,
 ) -> Plan {
     let root = engine.settings.root.clone();
-    let ids: Vec<PathBuf> = pool.install(|| files.par_iter().map(|c| identity(&c.path, cwd)).collect());
+    let ids: Vec<PathBuf> =
+        pool.install(|| files.par_iter().map(|c| identity(&c.path, cwd)).collect());
     let links = if shard.count > 1 {
         builds(engine, files, pool)
     } else {
@@ -243,10 +244,14 @@ mod tests {
         assert_eq!(parse_shard("2/4"), Ok(Shard { index: 2, count: 4 }));
         assert_eq!(parse_shard("1/1"), Ok(Shard { index: 1, count: 1 }));
         assert!(parse_shard("0/3").unwrap_err().contains("between 1 and N"));
-        assert!(parse_shard("4/3").unwrap_err().contains("between 1 and N (3)"));
+        assert!(parse_shard("4/3")
+            .unwrap_err()
+            .contains("between 1 and N (3)"));
         assert!(parse_shard("1/0").unwrap_err().contains("at least 1"));
         assert!(parse_shard("2").unwrap_err().contains("expected I/N"));
-        assert!(parse_shard("a/3").unwrap_err().contains("not a whole number"));
+        assert!(parse_shard("a/3")
+            .unwrap_err()
+            .contains("not a whole number"));
         assert!(parse_shard("-1/3").is_err());
     }
 

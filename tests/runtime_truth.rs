@@ -22,10 +22,22 @@ use std::path::PathBuf;
 /// Faulting programs with no error finding at the fault, and why.
 const KNOWN_MISSES: &[(&str, &str)] = &[
     ("CU001_off_by_one_bad.cu", "`i <= n` is taken as a bound"),
-    ("CU002_left_neighbour_bad.cu", "negative offsets are not checked"),
-    ("CU002_right_neighbour_bad.cu", "`x[i + 1]` under `i < n` is exempted"),
-    ("CU003_int_product_bad.cu", "`int` products of sizes are not checked"),
-    ("CU004_local_array_bad.cu", "reported as a warning below 512 KiB"),
+    (
+        "CU002_left_neighbour_bad.cu",
+        "negative offsets are not checked",
+    ),
+    (
+        "CU002_right_neighbour_bad.cu",
+        "`x[i + 1]` under `i < n` is exempted",
+    ),
+    (
+        "CU003_int_product_bad.cu",
+        "`int` products of sizes are not checked",
+    ),
+    (
+        "CU004_local_array_bad.cu",
+        "reported as a warning below 512 KiB",
+    ),
     ("CU005_recursion_bad.cu", "device recursion is a warning"),
     (
         "CU009_unchecked_launch_bad.cu",
@@ -35,7 +47,10 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
         "CU010_unchecked_malloc_bad.cu",
         "reported at the unchecked `cudaMalloc` (the cause), not at the kernel's write",
     ),
-    ("GAP_missing_barrier_bad.cu", "no rule for shared-memory races"),
+    (
+        "GAP_missing_barrier_bad.cu",
+        "no rule for shared-memory races",
+    ),
     (
         "GAP_uninitialized_read_bad.cu",
         "no rule for reads of uninitialised memory",
@@ -119,7 +134,10 @@ fn error_findings_are_the_recorded_faults() {
     }
     let known_misses: BTreeSet<&str> = KNOWN_MISSES.iter().map(|(p, _)| *p).collect();
     let known_false: BTreeSet<&str> = KNOWN_FALSE_ALARMS.iter().map(|(p, _)| *p).collect();
-    assert_eq!(misses, known_misses, "faulting programs without an error finding");
+    assert_eq!(
+        misses, known_misses,
+        "faulting programs without an error finding"
+    );
     assert_eq!(
         false_alarms, known_false,
         "programs without a fault that have an error finding"
@@ -135,7 +153,10 @@ fn truth_file_says_what_it_is() {
     match truth["measured"].as_bool() {
         Some(true) => {
             for key in ["gpu", "driver", "cuda"] {
-                assert!(truth[key].is_string(), "a measured truth file names its {key}");
+                assert!(
+                    truth[key].is_string(),
+                    "a measured truth file names its {key}"
+                );
             }
         }
         Some(false) => {}

@@ -11,7 +11,13 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-const CHECK: &[&str] = &["check", "--isolated", "--no-cache", "--quiet", "--exit-zero"];
+const CHECK: &[&str] = &[
+    "check",
+    "--isolated",
+    "--no-cache",
+    "--quiet",
+    "--exit-zero",
+];
 
 /// The report of `gpulint check` over `paths` in `dir`, in `format`, of shard `shard` if any.
 fn report(dir: &Path, paths: &[&str], format: &str, shard: Option<String>, out: &Path) {
@@ -100,10 +106,23 @@ fn a_kernel_built_in_several_shards_is_reported_once_with_all_its_builders() {
         for i in 1..=n {
             let o = gpulint(
                 tmp.path(),
-                &[CHECK, &["--output-format", "json", "--shard", &format!("{i}/{n}"), "src"]].concat(),
+                &[
+                    CHECK,
+                    &[
+                        "--output-format",
+                        "json",
+                        "--shard",
+                        &format!("{i}/{n}"),
+                        "src",
+                    ],
+                ]
+                .concat(),
             );
             let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-            for (k, path) in ["src/ops/shared.cu", "src/ops/own.cu", "outside/extra.cu"].iter().enumerate() {
+            for (k, path) in ["src/ops/shared.cu", "src/ops/own.cu", "outside/extra.cu"]
+                .iter()
+                .enumerate()
+            {
                 if v.as_array().unwrap().iter().any(|f| f["path"] == *path) {
                     shards_with[k] += 1;
                 }
@@ -129,16 +148,39 @@ fn the_baseline_is_applied_once_and_the_exit_code_is_the_whole_runs() {
     let o = gpulint(dir, &[&["merge", "--isolated"][..], &parts].concat());
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(stderr(&o).contains("Merged 3 reports:"), "{}", stderr(&o));
-    let o = gpulint(dir, &[&["merge", "--isolated", "--exit-zero"][..], &parts].concat());
+    let o = gpulint(
+        dir,
+        &[&["merge", "--isolated", "--exit-zero"][..], &parts].concat(),
+    );
     assert_eq!(code(&o), 0);
     // Everything baselined: no result, exit 0.
-    let o = gpulint(dir, &["check", "--isolated", "--no-cache", "--write-baseline", "base.json", "src"]);
+    let o = gpulint(
+        dir,
+        &[
+            "check",
+            "--isolated",
+            "--no-cache",
+            "--write-baseline",
+            "base.json",
+            "src",
+        ],
+    );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let o = gpulint(dir, &[&["merge", "--isolated", "--baseline", "base.json"][..], &parts].concat());
+    let o = gpulint(
+        dir,
+        &[
+            &["merge", "--isolated", "--baseline", "base.json"][..],
+            &parts,
+        ]
+        .concat(),
+    );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["runs"][0]["results"].as_array().unwrap().len(), 0);
-    assert!(!v["runs"][0]["tool"]["driver"]["rules"].as_array().unwrap().is_empty());
+    assert!(!v["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap()
+        .is_empty());
     // The same with JSON reports, whose findings carry their fingerprints.
     let parts: Vec<String> = (1..=2)
         .map(|i| {
@@ -148,9 +190,24 @@ fn the_baseline_is_applied_once_and_the_exit_code_is_the_whole_runs() {
         })
         .collect();
     let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
-    let o = gpulint(dir, &[&["merge", "--isolated", "--baseline", "base.json"][..], &parts].concat());
-    assert_eq!((code(&o), stdout(&o)), (0, "[]\n".to_string()), "{}", stderr(&o));
-    let o = gpulint(dir, &[&["merge", "--isolated", "--fail-on", "error"][..], &parts].concat());
+    let o = gpulint(
+        dir,
+        &[
+            &["merge", "--isolated", "--baseline", "base.json"][..],
+            &parts,
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        (code(&o), stdout(&o)),
+        (0, "[]\n".to_string()),
+        "{}",
+        stderr(&o)
+    );
+    let o = gpulint(
+        dir,
+        &[&["merge", "--isolated", "--fail-on", "error"][..], &parts].concat(),
+    );
     assert_eq!(code(&o), 1, "CU001 is an error");
 }
 
@@ -172,14 +229,24 @@ fn usage_errors_exit_2_with_a_clear_message() {
     report(dir, &["src"], "json", None, &dir.join("r.json"));
     report(dir, &["src"], "sarif", None, &dir.join("r.sarif"));
     std::fs::write(dir.join("bad.json"), "{\"not\": \"a report\"}").unwrap();
-    std::fs::write(dir.join("stats.json"), "[{\"code\": \"CU001\", \"count\": 2}]").unwrap();
+    std::fs::write(
+        dir.join("stats.json"),
+        "[{\"code\": \"CU001\", \"count\": 2}]",
+    )
+    .unwrap();
     for (args, says) in [
         (&["r.json", "r.sarif"][..], "must all be JSON or all SARIF"),
         (&["r.json", "missing.json"][..], "cannot read missing.json"),
         (&["bad.json"][..], "is not a gpulint JSON or SARIF report"),
         (&["stats.json"][..], "does not have the JSON schema"),
-        (&["--output-format", "sarif", "r.json"][..], "merge writes the format it reads"),
-        (&["--output-format", "full", "r.json"][..], "invalid value 'full'"),
+        (
+            &["--output-format", "sarif", "r.json"][..],
+            "merge writes the format it reads",
+        ),
+        (
+            &["--output-format", "full", "r.json"][..],
+            "invalid value 'full'",
+        ),
         (&["r.json", "r.json"][..], "was a report merged twice?"),
         (&[][..], "required"),
     ] {
