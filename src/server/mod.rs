@@ -192,11 +192,8 @@ fn notification(shared: &Shared, n: Notification) {
                 }
                 doc.version = p.text_document.version;
             }
-            if is_config(&uri) {
-                shared.reload();
-            } else {
-                shared.queue.push(uri);
-            }
+            // A configuration file takes effect when saved (engines read it from disk).
+            shared.queue.push(uri);
         }
         "textDocument/didSave" => {
             let Ok(p) = serde_json::from_value::<DidSaveTextDocumentParams>(n.params) else {
