@@ -24,6 +24,16 @@ pub enum FailOn {
     Info,
 }
 
+impl FailOn {
+    pub fn severity(self) -> Severity {
+        match self {
+            FailOn::Error => Severity::Error,
+            FailOn::Warning => Severity::Warning,
+            FailOn::Info => Severity::Info,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct CheckArgs {
     /// Files or directories to check [default: .; none after `--` checks nothing]
@@ -98,6 +108,10 @@ pub struct CheckArgs {
     /// Apply the exclusions to files named on the command line too (for pre-commit and editors).
     #[arg(long)]
     force_exclude: bool,
+    /// Check only shard I of N (1-based) of the files, for parallel CI jobs; join the reports
+    /// with `gpulint merge`.
+    #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard, conflicts_with = "stdin_filename")]
+    shard: Option<crate::shard::Shard>,
 }
 
 impl CheckArgs {
@@ -107,11 +121,7 @@ impl CheckArgs {
             select: self.select.clone(),
             extend_select: self.extend_select.clone(),
             ignore: self.ignore.clone(),
-            fail_on: self.fail_on.map(|f| match f {
-                FailOn::Error => Severity::Error,
-                FailOn::Warning => Severity::Warning,
-                FailOn::Info => Severity::Info,
-            }),
+            fail_on: self.fail_on.map(FailOn::severity),
             gpu_memory: self.gpu_memory,
             gpu: self.gpu.clone(),
             verbose: self.verbose,
@@ -247,17 +257,25 @@ pub fn check(args: CheckArgs) -> ExitCode {
         }
         None => {
             let use_cache = !args.no_cache && args.add_noqa.is_none();
-            let bar = ProgressBar::new(!args.quiet, discovery.files.len());
+            // A shard checks its part of the files, and of the extension sources they build.
+            let plan = args
+                .shard
+                .map(|s| crate::shard::plan(&engine, &discovery.files, s, &cwd, &pool));
+            let files = plan.as_ref().map_or(&discovery.files, |p| &p.files);
+            let bar = ProgressBar::new(!args.quiet, files.len());
             run::run_files(
                 &engine,
-                &discovery.files,
+                files,
                 &pool,
                 use_cache,
                 &cwd,
                 &bar,
                 // Extension sources outside the checked paths are added, unless the
-                // configuration excludes them.
-                &|p: &Path| excludes.excludes_file(p, &engine.settings.root, &cwd),
+                // configuration excludes them (or another shard checks them).
+                &|p: &Path| {
+                    excludes.excludes_file(p, &engine.settings.root, &cwd)
+                        || plan.as_ref().is_some_and(|plan| !plan.owns(p))
+                },
             )
         }
     };

@@ -1,5 +1,5 @@
 //! The command line: `gpulint [check] [PATH...]`, `gpulint rules`, `gpulint explain CODE`,
-//! `gpulint decode EXIT_CODE`.
+//! `gpulint decode EXIT_CODE`, `gpulint merge FILE...`, `gpulint server`.
 
 use crate::check::{check, CheckArgs};
 use crate::decode;
@@ -39,6 +39,10 @@ enum Command {
         /// A rule code (`CU001`) or name (`unguarded-thread-index`).
         rule: String,
     },
+    /// Join the JSON or SARIF reports of `check --shard I/N` into the report of one run.
+    Merge(crate::merge::MergeArgs),
+    /// Run the language server (LSP, on standard input and output) for editors.
+    Server,
     /// Explain a crashed process's exit code (`-1073740791`, `0xC0000409`, `139`, `-11`) and
     /// name the rules that look for its causes. Exits 2 for a code it does not know.
     Decode {
@@ -86,6 +90,8 @@ fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
         "explain",
         "estimate",
         "decode",
+        "merge",
+        "server",
         "help",
         "-h",
         "--help",
@@ -102,7 +108,9 @@ fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
 /// The subcommand a mistyped first argument most likely meant (`rule` → `rules`), when that
 /// argument names no file or folder: `gpulint rule CU001` is a typo, not two missing paths.
 fn misspelled_command(arg: &str) -> Option<&'static str> {
-    const COMMANDS: &[&str] = &["check", "rules", "explain", "estimate", "decode", "help"];
+    const COMMANDS: &[&str] = &[
+        "check", "rules", "explain", "estimate", "decode", "merge", "server", "help",
+    ];
     if arg.starts_with('-') || arg.contains(['/', '\\', '.']) || Path::new(arg).exists() {
         return None;
     }
@@ -161,6 +169,8 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         Command::Rules { output_format } => list_rules(output_format),
         Command::Explain { rule } => explain(&rule),
         Command::Estimate(args) => crate::estimate::run(args),
+        Command::Merge(args) => crate::merge::merge(args),
+        Command::Server => crate::server::run(),
         Command::Decode {
             code,
             output_format,

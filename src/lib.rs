@@ -25,8 +25,11 @@ pub mod check;
 pub mod cli;
 pub mod decode;
 pub mod estimate;
+pub mod merge;
 pub mod output;
 pub mod render;
+pub mod server;
+pub mod shard;
 
 // The libraries, under the names embedders and the tests use.
 pub use gpulint_diagnostics as diagnostic;

@@ -139,6 +139,7 @@ fn json_format_is_the_documented_schema() {
         "end_column",
         "help",
         "notes",
+        "fingerprint",
     ];
     for item in items {
         let obj = item.as_object().unwrap();

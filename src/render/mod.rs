@@ -4,9 +4,9 @@ mod concise;
 mod full;
 mod github;
 mod gitlab;
-mod json;
+pub mod json;
 mod junit;
-mod sarif;
+pub mod sarif;
 
 use clap::ValueEnum;
 use gpulint_diagnostics::{Diagnostic, FileReport};

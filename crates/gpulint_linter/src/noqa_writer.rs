@@ -146,6 +146,35 @@ pub fn add_noqa(
     Ok(())
 }
 
+/// The comment that suppresses `codes` on 0-based line `line` of `text` (the text of the file
+/// at `path`, in `lang`; not a notebook), as an insertion: a byte offset of `text` and what to
+/// insert there, merged into an existing `noqa:` / `NOLINT(` list when the line has one. `None`
+/// where a comment cannot go without changing the code (the line ends inside a multi-line
+/// string or continues with `\`). For editors' quick fixes.
+pub fn suppression_insert(
+    path: &Path,
+    text: &str,
+    lang: Lang,
+    line: usize,
+    codes: &[&str],
+) -> Option<(usize, String)> {
+    let source =
+        gpulint_source::SourceFile::new(path.to_path_buf(), String::new(), text.to_string());
+    if line >= source.line_count() {
+        return None;
+    }
+    let (start, end) = source.line_range(line);
+    if is_dockerfile(path) {
+        let ins = dockerfile_insert(text, start, codes, None);
+        return Some((ins.at, ins.text));
+    }
+    let trees: Vec<tree_sitter::Tree> = lang::parse(lang, text).into_iter().collect();
+    if !comment_safe(&trees, text, start, end, lang) {
+        return None;
+    }
+    merge_or_append(&text[start..end], start, codes, None, lang, false).map(|i| (i.at, i.text))
+}
+
 /// Where a comment goes on a line of `content` (starting at byte `base` of the file): merged
 /// into an existing `noqa:` / `NOLINT(` list, or appended at the end of the line.
 fn merge_or_append(

@@ -1,0 +1,266 @@
+//! `gpulint check --shard I/N`: a deterministic part of the discovered files, for splitting one
+//! check over parallel CI jobs whose reports `gpulint merge` joins again.
+//!
+//! Which shard checks a file:
+//!
+//! - A file goes to shard `xxh3(path) % N + 1`, where `path` is the file's real path relative to
+//!   the configuration's folder (or the working directory without one), with `/` separators.
+//!   It depends on nothing but that path, so adding or removing other files moves no file.
+//! - A Python file that builds a native extension and the C++/CUDA sources it names stay
+//!   together: the builders and sources linked to one another (a source built by two Python
+//!   files ties them both to it) form one group, which goes to the shard of its Python builder
+//!   with the smallest path. A source in a group is checked there whether or not the walk found
+//!   it, and every other shard leaves it alone, so it is reported once, with the `built by`
+//!   notes of all its builders, exactly as in an unsharded run.
+//!
+//! To know the groups before checking, every shard reads the discovered Python files for the
+//! extension builds they contain (a cheap pre-pass: only files that mention
+//! `cpp_extension` or `load_op_library` are parsed, and no Python rule runs on them). It is
+//! needed only when a CUDA rule is enabled and N > 1.
+
+use gpulint_diagnostics::RuleLang;
+use gpulint_linter::engine::Engine;
+use gpulint_linter::registry;
+use gpulint_linter::run::Candidate;
+use gpulint_syntax::Lang;
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// `--shard I/N`: the `index`-th (1-based) of `count` shards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+/// Parses `I/N` (1 ≤ I ≤ N), for clap.
+pub fn parse_shard(s: &str) -> Result<Shard, String> {
+    let Some((i, n)) = s.split_once('/') else {
+        return Err("expected I/N, e.g. `--shard 2/4` (the second of four shards)".into());
+    };
+    let number = |part: &str, what: &str| -> Result<u32, String> {
+        part.trim().parse::<u32>().map_err(|_| {
+            format!("{what} `{part}` is not a whole number (expected I/N, e.g. `--shard 2/4`)")
+        })
+    };
+    let (index, count) = (number(i, "I")?, number(n, "N")?);
+    if count == 0 {
+        return Err("N must be at least 1".into());
+    }
+    if index == 0 || index > count {
+        return Err(format!(
+            "I must be between 1 and N ({count}), got {index} (shards are numbered from 1)"
+        ));
+    }
+    Ok(Shard { index, count })
+}
+
+/// What one shard checks.
+pub struct Plan {
+    /// The discovered files of this shard.
+    pub files: Vec<Candidate>,
+    /// The shard (0-based) of each grouped file (Python builders and their sources), by real path.
+    grouped: HashMap<PathBuf, u32>,
+    root: PathBuf,
+    cwd: PathBuf,
+    shard: Shard,
+}
+
+impl Plan {
+    /// Does this shard check the file at `path` (found by the walk or named by a build)?
+    pub fn owns(&self, path: &Path) -> bool {
+        let id = identity(path, &self.cwd);
+        let shard = match self.grouped.get(&id) {
+            Some(s) => *s,
+            None => shard_of(&key(&id, &self.root), self.shard.count),
+        };
+        shard == self.shard.index - 1
+    }
+}
+
+/// The 0-based shard of a path key.
+fn shard_of(key: &str, count: u32) -> u32 {
+    (xxhash_rust::xxh3::xxh3_64(key.as_bytes()) % u64::from(count)) as u32
+}
+
+/// The real path of a file, absolute (the path itself, made absolute, where it cannot be resolved).
+fn identity(path: &Path, cwd: &Path) -> PathBuf {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    };
+    std::fs::canonicalize(&absolute).unwrap_or(absolute)
+}
+
+/// The key a file is hashed by: its real path relative to `root`, with `/` separators.
+fn key(identity: &Path, root: &Path) -> String {
+    let relative = identity.strip_prefix(root).unwrap_or(identity);
+    relative
+        .to_string_lossy()
+        .replace(std::path::MAIN_SEPARATOR, "/")
+}
+
+/// Decides what `shard` checks of `files` (see the module documentation).
+pub fn plan(
+    engine: &Engine,
+    files: &[Candidate],
+    shard: Shard,
+    cwd: &Path,
+    pool: &rayon::ThreadPool,
+) -> Plan {
+    let root = engine.settings.root.clone();
+    let ids: Vec<PathBuf> =
+        pool.install(|| files.par_iter().map(|c| identity(&c.path, cwd)).collect());
+    let links = if shard.count > 1 {
+        builds(engine, files, pool)
+    } else {
+        Vec::new()
+    };
+    // Union-find over the builders and their sources.
+    let mut nodes: HashMap<PathBuf, usize> = HashMap::new();
+    let mut parent: Vec<usize> = Vec::new();
+    let mut node = |p: PathBuf, parent: &mut Vec<usize>| -> usize {
+        *nodes.entry(p).or_insert_with(|| {
+            parent.push(parent.len());
+            parent.len() - 1
+        })
+    };
+    fn find(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    let mut builders: Vec<(usize, String)> = Vec::new();
+    for (i, sources) in &links {
+        let b = node(ids[*i].clone(), &mut parent);
+        builders.push((b, key(&ids[*i], &root)));
+        for s in sources {
+            let s = node(identity(s, cwd), &mut parent);
+            let (rb, rs) = (find(&mut parent, b), find(&mut parent, s));
+            parent[rs] = rb;
+        }
+    }
+    // Each group goes to the shard of its builder with the smallest key.
+    let mut group_key: HashMap<usize, String> = HashMap::new();
+    for (b, k) in builders {
+        let r = find(&mut parent, b);
+        let e = group_key.entry(r).or_insert_with(|| k.clone());
+        if k < *e {
+            *e = k;
+        }
+    }
+    let grouped: HashMap<PathBuf, u32> = nodes
+        .iter()
+        .map(|(p, &n)| {
+            let r = find(&mut parent, n);
+            let shard = match group_key.get(&r) {
+                Some(k) => shard_of(k, shard.count),
+                None => shard_of(&key(p, &root), shard.count),
+            };
+            (p.clone(), shard)
+        })
+        .collect();
+    let mine = shard.index - 1;
+    let files = files
+        .iter()
+        .zip(&ids)
+        .filter(|(_, id)| {
+            grouped
+                .get(*id)
+                .copied()
+                .unwrap_or_else(|| shard_of(&key(id, &root), shard.count))
+                == mine
+        })
+        .map(|(c, _)| c.clone())
+        .collect();
+    Plan {
+        files,
+        grouped,
+        root,
+        cwd: cwd.to_path_buf(),
+        shard,
+    }
+}
+
+/// The C++/CUDA sources each discovered Python file builds into extensions (by index in
+/// `files`), read as a check would read them, with no Python rule run.
+fn builds(
+    engine: &Engine,
+    files: &[Candidate],
+    pool: &rayon::ThreadPool,
+) -> Vec<(usize, Vec<PathBuf>)> {
+    let settings = &engine.settings;
+    let metas = registry::all_metas();
+    let cuda: std::collections::BTreeSet<&'static str> = metas
+        .iter()
+        .filter(|m| m.lang == RuleLang::Source(Lang::Cuda) && settings.is_enabled(m.code))
+        .map(|m| m.code)
+        .collect();
+    if cuda.is_empty() {
+        // No CUDA rule: nothing is linked.
+        return Vec::new();
+    }
+    let mut link_settings = settings.clone();
+    link_settings.enabled = cuda;
+    link_settings.explicit.clear();
+    let linker = Engine::new(link_settings);
+    let needles = gpulint_semantic::python::extensions::NEEDLES;
+    pool.install(|| {
+        files
+            .par_iter()
+            .enumerate()
+            .filter(|(_, c)| c.lang == Lang::Python)
+            .filter_map(|(i, c)| {
+                let bytes = gpulint_source::read_bytes(&c.path, settings.max_file_size).ok()?;
+                if !needles
+                    .iter()
+                    .any(|n| memchr::memmem::find(&bytes, n.as_bytes()).is_some())
+                {
+                    return None;
+                }
+                let result = linker.check_bytes(&c.path, c.display.clone(), bytes, c.lang);
+                let sources: Vec<PathBuf> = result
+                    .links
+                    .into_iter()
+                    .flat_map(|l| l.sources)
+                    .filter(|s| Lang::of_path(s) == Some(Lang::Cuda))
+                    .collect();
+                (!sources.is_empty()).then_some((i, sources))
+            })
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_syntax() {
+        assert_eq!(parse_shard("2/4"), Ok(Shard { index: 2, count: 4 }));
+        assert_eq!(parse_shard("1/1"), Ok(Shard { index: 1, count: 1 }));
+        assert!(parse_shard("0/3").unwrap_err().contains("between 1 and N"));
+        assert!(parse_shard("4/3")
+            .unwrap_err()
+            .contains("between 1 and N (3)"));
+        assert!(parse_shard("1/0").unwrap_err().contains("at least 1"));
+        assert!(parse_shard("2").unwrap_err().contains("expected I/N"));
+        assert!(parse_shard("a/3")
+            .unwrap_err()
+            .contains("not a whole number"));
+        assert!(parse_shard("-1/3").is_err());
+    }
+
+    #[test]
+    fn keys_use_slashes_and_are_relative_to_the_root() {
+        let root = Path::new("/repo");
+        assert_eq!(key(Path::new("/repo/ops/a.cu"), root), "ops/a.cu");
+        assert_eq!(key(Path::new("/elsewhere/b.py"), root), "/elsewhere/b.py");
+        // Stable: the shard of a key never changes with other files.
+        assert_eq!(shard_of("ops/a.cu", 7), shard_of("ops/a.cu", 7));
+    }
+}
