@@ -368,3 +368,31 @@ fn escape_bytes_from_the_source_never_reach_the_terminal() {
         assert!(out.contains("CU001"), "{out}");
     }
 }
+
+#[test]
+fn a_cache_changed_on_disk_never_changes_the_findings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(d, "gpulint.toml", "");
+    write(d, "k.cu", KERNEL);
+    let args = ["--output-format", "json", "--exit-zero", "."];
+    let fresh = stdout(&gpulint(d, &args));
+    assert!(fresh.contains("CU001"), "{fresh}");
+    let cache = std::fs::read_dir(d.join(".gpulint_cache"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a cache file");
+    let original = std::fs::read(&cache).unwrap();
+    let files_at = original.windows(8).position(|w| w == b"\"files\":").unwrap();
+    let digits: Vec<usize> = (files_at..original.len())
+        .filter(|&i| original[i].is_ascii_digit())
+        .collect();
+    // 40 digits spread over the entries: each flipped, the run must report what it did.
+    for &i in digits.iter().step_by((digits.len() / 40).max(1)).take(40) {
+        let mut bytes = original.clone();
+        bytes[i] = if bytes[i] == b'9' { b'0' } else { bytes[i] + 1 };
+        std::fs::write(&cache, &bytes).unwrap();
+        assert_eq!(stdout(&gpulint(d, &args)), fresh, "digit at byte {i} flipped");
+    }
+}
