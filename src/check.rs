@@ -279,6 +279,10 @@ pub fn check(args: CheckArgs) -> ExitCode {
             )
         }
     };
+    // Folders the walk could not read: nothing under them was checked.
+    results.extend(discovery.unreadable.iter().map(|u| {
+        gpulint_linter::engine::unreadable_directory(&u.path, u.display.clone(), u.reason.clone())
+    }));
     let settings = &engine.settings;
 
     if let Some(path) = &args.baseline {

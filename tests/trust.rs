@@ -368,3 +368,176 @@ fn escape_bytes_from_the_source_never_reach_the_terminal() {
         assert!(out.contains("CU001"), "{out}");
     }
 }
+
+#[test]
+fn a_cache_changed_on_disk_never_changes_the_findings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(d, "gpulint.toml", "");
+    write(d, "k.cu", KERNEL);
+    let args = ["--output-format", "json", "--exit-zero", "."];
+    let fresh = stdout(&gpulint(d, &args));
+    assert!(fresh.contains("CU001"), "{fresh}");
+    let cache = std::fs::read_dir(d.join(".gpulint_cache"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a cache file");
+    let original = std::fs::read(&cache).unwrap();
+    let files_at = original
+        .windows(8)
+        .position(|w| w == b"\"files\":")
+        .unwrap();
+    let digits: Vec<usize> = (files_at..original.len())
+        .filter(|&i| original[i].is_ascii_digit())
+        .collect();
+    // 40 digits spread over the entries: each flipped, the run must report what it did.
+    for &i in digits.iter().step_by((digits.len() / 40).max(1)).take(40) {
+        let mut bytes = original.clone();
+        bytes[i] = if bytes[i] == b'9' { b'0' } else { bytes[i] + 1 };
+        std::fs::write(&cache, &bytes).unwrap();
+        assert_eq!(
+            stdout(&gpulint(d, &args)),
+            fresh,
+            "digit at byte {i} flipped"
+        );
+    }
+}
+
+/// `gpulint ARGS` in `dir` without the right to read what its mode forbids (as root, the
+/// capabilities that override file modes are dropped); `None` where that cannot be arranged.
+#[cfg(unix)]
+fn gpulint_unprivileged(dir: &Path, args: &[&str]) -> Option<std::process::Output> {
+    let probe = tempfile::tempdir().unwrap();
+    let locked = probe.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    set_mode(&locked, 0o000);
+    let privileged = std::fs::read_dir(&locked).is_ok();
+    set_mode(&locked, 0o755);
+    if !privileged {
+        return Some(gpulint(dir, args));
+    }
+    let mut line = String::from(env!("CARGO_BIN_EXE_gpulint"));
+    for a in args {
+        line.push_str(&format!(" '{}'", a.replace('\'', "'\\''")));
+    }
+    let o = Command::new("capsh")
+        .args([
+            "--drop=cap_dac_override,cap_dac_read_search",
+            "--",
+            "-c",
+            &line,
+        ])
+        .current_dir(dir)
+        .output()
+        .ok()?;
+    // capsh missing or not allowed to drop: nothing to test here.
+    (!stderr(&o).contains("capsh") && o.status.code().is_some()).then_some(o)
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn an_unreadable_directory_is_a_finding() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(d, "ok/k.cu", KERNEL);
+    write(d, "locked/k.cu", KERNEL);
+    std::os::unix::fs::symlink(d.join("ok"), d.join("linked")).unwrap();
+    set_mode(&d.join("locked"), 0o000);
+    let args = ["--isolated", "--no-cache", "--output-format", "json"];
+    for (path, also) in [(".", true), ("locked", false)] {
+        let mut all = args.to_vec();
+        all.push(path);
+        let Some(o) = gpulint_unprivileged(d, &all) else {
+            set_mode(&d.join("locked"), 0o755);
+            eprintln!("cannot drop the right to read any file here: not tested");
+            return;
+        };
+        assert_eq!(code(&o), 1, "{path}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let gl002: Vec<_> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["code"] == "GL002")
+            .collect();
+        assert_eq!(gl002.len(), 1, "{path}: {v}");
+        assert_eq!(gl002[0]["path"], "locked", "{v}");
+        let message = gl002[0]["message"].as_str().unwrap();
+        assert!(message.contains("permission denied"), "{message}");
+        // The walk's other skipped entries are still mentioned.
+        if also {
+            assert!(
+                stderr(&o).contains("linked: a link to a directory"),
+                "{}",
+                stderr(&o)
+            );
+        }
+    }
+    set_mode(&d.join("locked"), 0o755);
+}
+
+#[test]
+fn notebook_cells_that_cannot_be_read_are_findings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let cell = |source: &str| {
+        format!(r#"{{"cell_type": "code", "metadata": {{}}, "outputs": [], "source": {source}}}"#)
+    };
+    let nb = format!(
+        r#"{{"nbformat": 4, "nbformat_minor": 5, "metadata": {{}}, "cells": [{}, {}, {}, {}]}}"#,
+        cell(r#"["import torch\n"]"#),
+        cell("42"),
+        cell(r#"["x = 1\n", 7]"#),
+        r#"{"cell_type": "code", "metadata": {}, "outputs": []}"#,
+    );
+    write(d, "nb.ipynb", &nb);
+    let o = gpulint(
+        d,
+        &[
+            "--isolated",
+            "--no-cache",
+            "--output-format",
+            "json",
+            "nb.ipynb",
+        ],
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let cells: Vec<(u64, String)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "GL002")
+        .map(|f| {
+            (
+                f["cell"].as_u64().unwrap(),
+                f["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(cells.len(), 3, "{v}");
+    assert!(
+        cells[0].0 == 2 && cells[0].1.contains("a number"),
+        "{cells:?}"
+    );
+    assert!(
+        cells[1].0 == 3 && cells[1].1.contains("not text"),
+        "{cells:?}"
+    );
+    assert!(
+        cells[2].0 == 4 && cells[2].1.contains("no `source`"),
+        "{cells:?}"
+    );
+    // The same from the cache.
+    write(d, "gpulint.toml", "");
+    let run = || stdout(&gpulint(d, &["--output-format", "json", "nb.ipynb"]));
+    assert_eq!(run(), stdout(&o));
+    assert_eq!(run(), stdout(&o));
+}

@@ -166,6 +166,9 @@ impl FileReport {
         match &self.notebook {
             Some(nb) => nb
                 .cell_at(d.span.start)
+                // A finding about a cell that has no code (one that could not be read) is at
+                // the top of the file.
+                .filter(|c| d.cell.is_none_or(|n| n == c.number))
                 .map(|c| {
                     nb.file_line(
                         c,

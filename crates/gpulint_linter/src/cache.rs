@@ -1,6 +1,8 @@
 //! Results cached per file in `.gpulint_cache/`, keyed by the file's content hash, the gpulint
 //! version and the settings that affect the check. A corrupt, foreign or stale cache is ignored
-//! and rebuilt: every entry is validated before it is used.
+//! and rebuilt: every entry is validated before it is used, and sealed with a hash of its
+//! content (and of the file it is for), so that an entry changed on disk is a miss, not a
+//! wrong result.
 
 use crate::registry;
 use gpulint_diagnostics::{Diagnostic, Label, Location, Severity, Span};
@@ -8,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-const FORMAT: &str = "gpulint-cache";
+const FORMAT: &str = "gpulint-cache-2";
 
 #[derive(Serialize, Deserialize, Clone)]
 struct CachedLabel {
@@ -71,12 +73,29 @@ pub struct Entry {
     links: Vec<crate::link::Link>,
 }
 
+/// An entry as stored: with the xxh3 of its key and serialized content.
+#[derive(Serialize, Deserialize)]
+struct Sealed {
+    seal: u64,
+    entry: Entry,
+}
+
+/// The seal of an entry: the hash of its key and its content as serialized (serialization is
+/// canonical, so an entry read back and serialized again gives the same bytes unless it was
+/// changed).
+fn seal(key: &str, entry: &Entry) -> Option<u64> {
+    let mut bytes = serde_json::to_vec(entry).ok()?;
+    bytes.push(0);
+    bytes.extend_from_slice(key.as_bytes());
+    Some(xxhash_rust::xxh3::xxh3_64(&bytes))
+}
+
 #[derive(Serialize, Deserialize)]
 struct CacheFile {
     format: String,
     version: String,
     settings: String,
-    files: BTreeMap<String, Entry>,
+    files: BTreeMap<String, Sealed>,
 }
 
 /// The cache of one run.
@@ -112,7 +131,14 @@ impl Cache {
             .filter(|c| {
                 c.format == FORMAT && c.version == env!("CARGO_PKG_VERSION") && c.settings == key
             })
-            .map(|c| c.files)
+            .map(|c| {
+                // An entry whose content no longer matches its seal was changed on disk: a miss.
+                c.files
+                    .into_iter()
+                    .filter(|(k, s)| seal(k, &s.entry) == Some(s.seal))
+                    .map(|(k, s)| (k, s.entry))
+                    .collect()
+            })
             .unwrap_or_default();
         Cache {
             path,
@@ -164,8 +190,20 @@ impl Cache {
     /// Writes the old entries updated with `fresh`, atomically. Errors are not fatal: a cache
     /// that cannot be written only makes the next run slower.
     pub fn save(self, fresh: Vec<(String, Entry)>) -> Result<(), String> {
-        let mut files = self.old;
-        files.extend(fresh);
+        let mut entries = self.old;
+        entries.extend(fresh);
+        let files = entries
+            .into_iter()
+            .filter_map(|(k, entry)| {
+                Some((
+                    k.clone(),
+                    Sealed {
+                        seal: seal(&k, &entry)?,
+                        entry,
+                    },
+                ))
+            })
+            .collect();
         let data = CacheFile {
             format: FORMAT.into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -293,5 +331,63 @@ mod tests {
             .is_none());
         // Other settings: another cache file.
         assert!(Cache::open(tmp.path(), "other").old.is_empty());
+    }
+
+    /// What a cached result says, comparable.
+    fn said(c: &Cached) -> String {
+        let diags: Vec<CachedDiagnostic> = c.0.iter().map(store).collect();
+        format!(
+            "{}|{}|{}|{:?}|{}",
+            serde_json::to_string(&diags).unwrap(),
+            c.1,
+            c.2,
+            c.3,
+            serde_json::to_string(&c.4).unwrap()
+        )
+    }
+
+    #[test]
+    fn an_entry_changed_on_disk_is_a_miss() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut d = Diagnostic::new(&crate::rules::tool::GL001, Span::new(12, 30), "unused");
+        d.location = Location {
+            line: 2,
+            column: 3,
+            end_line: 2,
+            end_column: 21,
+        };
+        d.fingerprint = "0123456789abcdef0123456789abcdef:1".into();
+        d.notes.push("note 42".into());
+        let e = Cache::entry(987_654_321, true, false, &[d], &[], &[]);
+        Cache::open(tmp.path(), "settings")
+            .save(vec![("src/a.py".into(), e)])
+            .unwrap();
+        let path = Cache::open(tmp.path(), "settings").path;
+        let original = std::fs::read(&path).unwrap();
+        let get = || Cache::open(tmp.path(), "settings").get("src/a.py", 987_654_321, 100);
+        let good = said(&get().expect("the entry as saved is a hit"));
+        // Every byte changed to another of its class (digit, letter, other): the entry is
+        // either dropped or read exactly as saved, never read as something else.
+        let (mut misses, mut tried) = (0, 0);
+        for i in 0..original.len() {
+            let b = original[i];
+            let to = match b {
+                b'0'..=b'8' => b + 1,
+                b'9' => b'0',
+                b'a'..=b'y' | b'A'..=b'Y' => b + 1,
+                b'z' | b'Z' => b - 1,
+                _ => continue,
+            };
+            let mut bytes = original.clone();
+            bytes[i] = to;
+            std::fs::write(&path, &bytes).unwrap();
+            tried += 1;
+            match get() {
+                None => misses += 1,
+                Some(c) => assert_eq!(said(&c), good, "byte {i} changed to {:?}", to as char),
+            }
+        }
+        // (A changed name of a defaulted field is read as the default it had: a hit, the same.)
+        assert!(misses * 10 > tried * 9, "{misses} misses of {tried}");
     }
 }

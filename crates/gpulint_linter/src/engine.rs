@@ -7,6 +7,7 @@ mod outcome;
 mod restore;
 
 pub use finish::finalize;
+pub use outcome::unreadable_directory;
 
 use crate::checker;
 use crate::registry::RuleTable;
@@ -19,7 +20,7 @@ use gpulint_source::deps::tracked;
 use gpulint_source::SourceFile;
 use gpulint_source::{decode, read_bytes};
 use gpulint_syntax::{self as lang, Lang};
-use outcome::{checked, internal_error, skipped};
+use outcome::{checked, internal_error, skipped, unread_cells};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -156,6 +157,33 @@ impl Engine {
         } else {
             (text, None)
         };
+        let mut result = self.check_decoded(path, display, text, notebook.clone(), lang);
+        // Code cells whose source could not be read are not lost in silence.
+        if let Some(nb) = notebook.filter(|nb| !nb.unread.is_empty()) {
+            if matches!(result.status, Status::Checked | Status::Prefiltered)
+                && self.settings.is_enabled("GL002")
+                && !self.settings.ignored_for(path, "GL002")
+            {
+                let d = &mut result.report.diagnostics;
+                d.extend(unread_cells(&result.report.display_path, &nb));
+                d.sort_by(|a, b| {
+                    (a.cell, a.location, a.code, &a.message)
+                        .cmp(&(b.cell, b.location, b.code, &b.message))
+                });
+            }
+        }
+        result
+    }
+
+    /// Checks a file's text (a notebook's code cells, joined).
+    fn check_decoded(
+        &self,
+        path: &Path,
+        display: String,
+        text: String,
+        notebook: Option<Arc<gpulint_source::notebook::Notebook>>,
+        lang: Lang,
+    ) -> FileResult {
         let source = Arc::new(SourceFile::new(path.to_path_buf(), display.clone(), text));
         let Some(table) = self.table(lang) else {
             // Manifests are small: every one is parsed.

@@ -40,8 +40,20 @@ pub struct Discovery {
     pub files: Vec<Candidate>,
     /// Paths that do not exist (exit 2).
     pub missing: Vec<String>,
-    /// Files named explicitly that are of no kind gpulint reads, and walk errors.
+    /// Files named explicitly that are of no kind gpulint reads, links to directories, special
+    /// files, and walk errors that are not about reading a path.
     pub skipped: Vec<(String, String)>,
+    /// Directories (or entries) the walk could not read, with why: each is reported as GL002.
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// A directory or entry the walk could not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    pub path: PathBuf,
+    /// As shown to the user.
+    pub display: String,
+    pub reason: String,
 }
 
 /// Exclusion globs: a path is excluded when the glob matches its path relative to the walk
@@ -172,6 +184,20 @@ fn walk(root: &Path, excludes: &Excludes, cwd: &Path, out: &mut Discovery) {
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
+                if let Some(io) = e.io_error() {
+                    // A folder that cannot be listed (or an entry that cannot be looked at):
+                    // everything under it goes unchecked, so it is a finding, not a note.
+                    let path = error_path(&e).unwrap_or_else(|| root.to_path_buf());
+                    out.unreadable.push(Unreadable {
+                        display: display_path(&path, cwd),
+                        path,
+                        reason: match io.kind() {
+                            std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+                            _ => first_line(&io.to_string()).to_string(),
+                        },
+                    });
+                    continue;
+                }
                 let path = error_path(&e)
                     .map(|p| display_path(&p, cwd))
                     .unwrap_or_else(|| display_path(root, cwd));

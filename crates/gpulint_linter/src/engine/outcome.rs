@@ -26,14 +26,35 @@ pub(super) fn internal_error(
 }
 
 pub(super) fn skipped(path: &Path, display: String, reason: String) -> FileResult {
+    let message = format!("file skipped: {reason}");
+    let help = "fix the file or exclude it with `extend-exclude` in gpulint.toml";
+    skipped_with(path, display, reason, message, help)
+}
+
+/// A directory that could not be read: nothing under it was checked.
+pub fn unreadable_directory(path: &Path, display: String, reason: String) -> FileResult {
+    let message =
+        format!("directory skipped: cannot read it ({reason}); nothing under it was checked");
+    let help = "fix its permissions or exclude it with `extend-exclude` in gpulint.toml";
+    let reason = format!("cannot read this directory: {reason}");
+    skipped_with(path, display, reason, message, help)
+}
+
+fn skipped_with(
+    path: &Path,
+    display: String,
+    reason: String,
+    message: String,
+    help: &str,
+) -> FileResult {
     let source = Arc::new(SourceFile::new(
         path.to_path_buf(),
         display.clone(),
         String::new(),
     ));
-    let mut d = Diagnostic::new(&GL002, Span::new(0, 0), format!("file skipped: {reason}"))
+    let mut d = Diagnostic::new(&GL002, Span::new(0, 0), message)
         .primary_label("not checked")
-        .help("fix the file or exclude it with `extend-exclude` in gpulint.toml");
+        .help(help);
     d.location = gpulint_diagnostics::Location {
         line: 1,
         column: 1,
@@ -73,4 +94,35 @@ pub(super) fn checked(
         dependencies,
         links,
     }
+}
+
+/// GL002 for each code cell of a notebook whose `source` could not be read: at the cell, line 1.
+pub(super) fn unread_cells(
+    display: &str,
+    notebook: &gpulint_source::notebook::Notebook,
+) -> Vec<Diagnostic> {
+    notebook
+        .unread
+        .iter()
+        .map(|(cell, why)| {
+            let mut d = Diagnostic::new(
+                &GL002,
+                Span::new(0, 0),
+                format!("cell {cell} skipped: {why}; its code was not checked"),
+            )
+            .primary_label("not checked")
+            .help("a code cell's `source` is a string or a list of strings: fix the notebook's JSON (open and save it in Jupyter)");
+            d.location = gpulint_diagnostics::Location {
+                line: 1,
+                column: 1,
+                end_line: 1,
+                end_column: 1,
+            };
+            d.cell = Some(*cell);
+            let mut h = Sha256::new();
+            h.update(format!("GL002\0{display}\0cell {cell}").as_bytes());
+            d.fingerprint = format!("{:x}", h.finalize())[..32].to_string() + ":1";
+            d
+        })
+        .collect()
 }

@@ -58,7 +58,9 @@ declare_rule! {
     /// broken link, a path that vanished), it is binary (contains NUL bytes), it is larger than
     /// the size limit (10 MiB), or its content is malformed for its kind. The rest of the run goes
     /// on. A file that is not valid UTF-8 is not skipped: it is decoded with replacement
-    /// characters and linted.
+    /// characters and linted. A directory that cannot be read is reported the same way (nothing
+    /// under it was checked), and so is each code cell of a notebook whose `source` is missing
+    /// or not text (at the cell: the other cells are checked).
     ///
     /// ## Why is this risky?
     /// A file that is silently skipped is a file whose crashes nobody looked for. Reporting it
