@@ -21,15 +21,6 @@ use std::path::PathBuf;
 
 /// Faulting programs with no error finding at the fault, and why.
 const KNOWN_MISSES: &[(&str, &str)] = &[
-    ("CU001_off_by_one_bad.cu", "`i <= n` is taken as a bound"),
-    (
-        "CU002_left_neighbour_bad.cu",
-        "negative offsets are not checked",
-    ),
-    (
-        "CU002_right_neighbour_bad.cu",
-        "`x[i + 1]` under `i < n` is exempted",
-    ),
     (
         "CU003_int_product_bad.cu",
         "`int` products of sizes are not checked",

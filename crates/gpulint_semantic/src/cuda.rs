@@ -11,6 +11,7 @@ mod consts;
 pub mod glue;
 pub mod glue_project;
 pub mod guards;
+pub mod interval;
 pub mod kernel;
 pub mod launch;
 pub mod narrow;

@@ -93,11 +93,18 @@ impl<'t> CudaBuilder<'t> {
         }
     }
 
-    fn push_guard(&mut self, kind: GuardKind, cond: Node<'t>, negated: bool, label: Span) {
+    fn push_guard(
+        &mut self,
+        kind: GuardKind,
+        (cond, anchor): (Node<'t>, Node<'t>),
+        negated: bool,
+        label: Span,
+    ) {
         let prev = self.guard_top;
         self.guards.push(Guard {
             kind,
             cond,
+            anchor,
             negated,
             label,
             prev,
@@ -136,7 +143,7 @@ impl<'t> CudaBuilder<'t> {
                 .collect();
             for (kind, cond, negated) in hits {
                 let label = guards::label_span(kind, anchor, cond);
-                self.push_guard(kind, cond, negated, label);
+                self.push_guard(kind, (cond, anchor), negated, label);
                 pushed += 1;
             }
         }
@@ -185,7 +192,7 @@ impl<'t> CudaBuilder<'t> {
                 })
             ) {
                 let label = guards::label_span(kind, node, cond);
-                self.push_guard(kind, cond, negated, label);
+                self.push_guard(kind, (cond, node), negated, label);
                 if let Some(f) = self.frames.last_mut() {
                     f.pushed += 1;
                 }

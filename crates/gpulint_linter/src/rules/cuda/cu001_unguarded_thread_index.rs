@@ -5,7 +5,8 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};
-use gpulint_semantic::cuda::{Access, CudaModel, Flags, GridKind, Kernel};
+use gpulint_semantic::cuda::interval::Extent;
+use gpulint_semantic::cuda::{Access, CudaModel, Flags, GridKind, Kernel, Launch};
 use gpulint_syntax::Lang;
 use gpulint_syntax::NodeExt;
 
@@ -27,6 +28,14 @@ declare_rule! {
     /// are not reported, nor are the kernels of a file that checks the size is a multiple of the
     /// block (`TORCH_CHECK(n % 256 == 0)`), where the grid is exact. One finding is reported per
     /// kernel and index, at the first unguarded access.
+    ///
+    /// A guard that admits one index too many is reported too: `if (i <= n) y[i]` (or
+    /// `if (i > n) return;`) reaches `y[n]`. The buffer's size comes from the launches in the same
+    /// file when they show it (`cudaMalloc(&y, n * sizeof(float))`, `torch::empty({n})`,
+    /// `y.data_ptr<float>()` with `y.numel()`), which also catches a buffer smaller than the range
+    /// the guard admits (`if (i < count) out[i]` with `out` allocated for `count - 1` values);
+    /// otherwise the bound the kernel checks is taken for the size, for global thread indices in a
+    /// grid that is rounded up, and the message says so.
     ///
     /// Grids are judged per axis: with `dim3 grid((w + 15) / 16, h)` launched in the same file,
     /// x is rounded up and y is exact, so an index built only from `blockIdx.y` is trusted while
@@ -123,9 +132,31 @@ impl Rule for UnguardedThreadIndex {
 }
 
 fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
+    let grid = m.kernel_grid(&m.function(k).name);
+    // A guard that admits the index one past the buffer (`if (i <= n) y[i]`), or a buffer
+    // smaller than the guarded range at a launch here.
+    let found = m.out_of_range(k);
+    let admitted: Vec<_> = found
+        .iter()
+        .filter(|v| v.guarded_itself && v.upper)
+        // Threads past the data exist only when the grid is rounded up.
+        .filter(|v| match v.extent {
+            Extent::Assumed(_) => v.global_index && !matches!(grid, Some((GridKind::Plain, _))),
+            Extent::Launch { .. } => true,
+        })
+        .collect();
+    super::bounds::report_grouped(ctx, m, k, &admitted);
+    check_unguarded(ctx, m, k, grid);
+}
+
+fn check_unguarded<'t>(
+    ctx: &mut Context<'_>,
+    m: &CudaModel<'t>,
+    k: &Kernel<'t>,
+    grid: Option<(GridKind, &Launch<'t>)>,
+) {
     // Launched here only with plain grids (`<<<rows, cols>>>`, `<<<n / 256, 256>>>`): every
     // thread maps to data, nothing runs past the end.
-    let grid = m.kernel_grid(&m.function(k).name);
     if matches!(grid, Some((GridKind::Plain, _))) {
         return;
     }
