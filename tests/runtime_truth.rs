@@ -49,10 +49,7 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
 ];
 
 /// Programs without a fault that have an error finding, and why.
-const KNOWN_FALSE_ALARMS: &[(&str, &str)] = &[(
-    "CU012_shared_stride_ok.cu",
-    "CU001 at `out[blockIdx.x * MOMENTS + t]` under `t < MOMENTS`",
-)];
+const KNOWN_FALSE_ALARMS: &[(&str, &str)] = &[];
 
 /// Sanitizer tools whose reports are device faults at a source line.
 const DEVICE_TOOLS: &[&str] = &["memcheck", "racecheck", "synccheck", "initcheck"];

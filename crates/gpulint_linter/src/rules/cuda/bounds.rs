@@ -9,6 +9,19 @@ use gpulint_diagnostics::Span;
 use gpulint_semantic::cuda::guards::compact;
 use gpulint_semantic::cuda::interval::{Extent, OutOfRange};
 use gpulint_semantic::cuda::{CudaModel, Kernel};
+use gpulint_syntax::NodeExt;
+
+/// Does the pointer parameter `base` point at integers (`int*`, `int64_t*`, `long*`)? Offset
+/// tables (`rowptr`, `cu_seqlens`, `indptr`) are integers and hold `n + 1` entries by
+/// construction, so `p[i + 1]` under `i < n` and `p[i]` under `i <= n` are their idiom.
+pub(super) fn integral_pointer(m: &CudaModel<'_>, k: &Kernel<'_>, base: &str) -> bool {
+    k.param(base)
+        .and_then(|p| p.node.field("type"))
+        .is_some_and(|t| {
+            let t = m.text(t);
+            t.contains("int") || t.contains("long") || t.contains("size_t") || t == "index_t"
+        })
+}
 
 /// 1-based line of a byte offset.
 fn line_of(source: &str, byte: usize) -> usize {

@@ -26,7 +26,11 @@ declare_rule! {
     /// does not understand (`if (in_bounds(i, n))`). Indices that are only `threadIdx` (one block
     /// per row) or only `blockIdx`, `i % n`, `min(i, n - 1)`, and shared-memory or local arrays
     /// are not reported, nor are the kernels of a file that checks the size is a multiple of the
-    /// block (`TORCH_CHECK(n % 256 == 0)`), where the grid is exact. One finding is reported per
+    /// block (`TORCH_CHECK(n % 256 == 0)`), where the grid is exact, nor accesses that every
+    /// launch in the file keeps inside the buffer (the largest index the grid reaches, with the
+    /// sizes at the launch site, is below the buffer's extent: `cudaMalloc(&d, 65536 *
+    /// sizeof(int))` with `65536 / 256` blocks of 256 threads, or per-block results written at
+    /// `blockIdx.x * K + t` under `t < K` into `blocks * K` values). One finding is reported per
     /// kernel and index, at the first unguarded access.
     ///
     /// A guard that admits one index too many is reported too: `if (i <= n) y[i]` (or
@@ -141,7 +145,12 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
         .filter(|v| v.guarded_itself && v.upper)
         // Threads past the data exist only when the grid is rounded up.
         .filter(|v| match v.extent {
-            Extent::Assumed(_) => v.global_index && !matches!(grid, Some((GridKind::Plain, _))),
+            // Offset tables (`cu_seqlens[b]` under `b <= num_batch`) hold `n + 1` entries.
+            Extent::Assumed(_) => {
+                v.global_index
+                    && !matches!(grid, Some((GridKind::Plain, _)))
+                    && !super::bounds::integral_pointer(m, k, k.accesses[v.access].base)
+            }
             Extent::Launch { .. } => true,
         })
         .collect();
@@ -226,6 +235,15 @@ fn check_unguarded<'t>(
         }
         let chain: Vec<_> = m.guard_chain(a.guard).take(MAX_CHAIN + 1).collect();
         if chain.len() > MAX_CHAIN || chain.iter().any(|g| m.guard_covers(k, g, &target)) {
+            continue;
+        }
+        // The launches here size the grid exactly for the buffer.
+        let ai = k
+            .accesses
+            .iter()
+            .position(|b| b.node.id() == a.node.id())
+            .unwrap_or(0);
+        if m.within_launch_extents(k, ai) {
             continue;
         }
         let var = k.first_of(&target.globals);

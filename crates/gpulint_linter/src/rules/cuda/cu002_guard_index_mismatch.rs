@@ -9,7 +9,6 @@ use gpulint_semantic::cuda::guards::{compact, sum_terms};
 use gpulint_semantic::cuda::interval::{Extent, OutOfRange};
 use gpulint_semantic::cuda::{Access, Bound, CudaModel, Guard, Kernel};
 use gpulint_syntax::Lang;
-use gpulint_syntax::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -141,13 +140,7 @@ fn exempt(m: &CudaModel<'_>, k: &Kernel<'_>, v: &OutOfRange<'_>) -> bool {
     if mentions_multiple(m, k, &extent.to_string()) {
         return true;
     }
-    let integral = k
-        .param(a.base)
-        .and_then(|p| p.node.field("type"))
-        .is_some_and(|t| {
-            let t = m.text(t);
-            t.contains("int") || t.contains("long") || t.contains("size_t") || t == "index_t"
-        });
+    let integral = super::bounds::integral_pointer(m, k, a.base);
     let term = compact(m.text(v.term));
     integral
         && k.accesses

@@ -315,6 +315,47 @@ impl<'t> CudaModel<'t> {
     }
 }
 
+impl<'t> CudaModel<'t> {
+    /// Does every launch of `k` in this file (at least one) keep access `ai` inside its buffer:
+    /// the largest index the launch's grid reaches (`gridDim.x * blockDim.x - 1` for an
+    /// unguarded global index) is below the buffer's extent at that launch? Then the grid is
+    /// exact for the data, whatever the guards.
+    pub fn within_launch_extents(&self, k: &Kernel<'t>, ai: usize) -> bool {
+        let a = &k.accesses[ai];
+        let (Some(index), Some(param)) = (
+            a.index,
+            k.params.iter().position(|p| p.pointer && p.name == a.base),
+        ) else {
+            return false;
+        };
+        let launches: Vec<&Launch<'t>> =
+            self.launches_of(&self.functions[k.function].name).collect();
+        if launches.is_empty() || !a.alias_offsets.is_empty() {
+            return false;
+        }
+        let cx = RangeCx::new(self, k);
+        let range = cx.range(index, &cx.point(a.guard, a.node.start_byte()));
+        let (Some(hi), Some(lo)) = (range.hi, range.lo) else {
+            return false;
+        };
+        if range.loose || !nonneg(&lo.poly) {
+            return false;
+        }
+        launches.iter().all(|l| {
+            match (
+                self.launch_extent(l, k, param),
+                self.to_host(l, k, &hi.poly),
+            ) {
+                (Some(ext), Some(h)) => ext
+                    .sub(&h)
+                    .and_then(|d| d.add_const(-1))
+                    .is_some_and(|d| nonneg(&d)),
+                _ => false,
+            }
+        })
+    }
+}
+
 /// The extent a written bound suggests: `n` for `i < n`, `i <= n` and `i < n - 1` (the
 /// constant taken off leaves room for a neighbour), `HIDDEN` for `i < HIDDEN`.
 fn assumed_extent(limit: &Poly) -> Option<Poly> {

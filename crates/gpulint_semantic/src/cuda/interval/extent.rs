@@ -53,7 +53,10 @@ impl<'t> CudaModel<'t> {
                     "+" => l.add(&r),
                     "-" => l.sub(&r),
                     "*" => l.mul(&r),
-                    "/" => l.div_exact(r.as_const()?),
+                    "/" => match (l.as_const(), r.as_const()?) {
+                        (Some(a), b) if b != 0 => Some(Poly::constant(a / b)),
+                        (_, b) => l.div_exact(b),
+                    },
                     _ => None,
                 }
             }
@@ -81,6 +84,20 @@ impl<'t> CudaModel<'t> {
                         if args.len() == 1 =>
                     {
                         self.host_poly_depth(launch, args[0], d)
+                    }
+                    _ if args.len() == 2 => {
+                        // `min(a, b)`, `max(a, b)`, `DIVUP(a, b)` of constants.
+                        let a = self.host_poly_depth(launch, args[0], d)?.as_const()?;
+                        let b = self.host_poly_depth(launch, args[1], d)?.as_const()?;
+                        let v = match name {
+                            "min" => a.min(b),
+                            "max" => a.max(b),
+                            _ if crate::cuda::launch::is_ceil_helper(name) && b > 0 => {
+                                (a + b - 1).div_euclid(b)
+                            }
+                            _ => return None,
+                        };
+                        Some(Poly::constant(v))
                     }
                     _ => None,
                 }
