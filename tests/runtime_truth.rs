@@ -22,10 +22,6 @@ use std::path::PathBuf;
 /// Faulting programs with no error finding at the fault, and why.
 const KNOWN_MISSES: &[(&str, &str)] = &[
     (
-        "CU003_int_product_bad.cu",
-        "`int` products of sizes are not checked",
-    ),
-    (
         "CU004_local_array_bad.cu",
         "reported as a warning below 512 KiB",
     ),

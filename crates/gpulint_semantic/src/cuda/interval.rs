@@ -7,9 +7,11 @@ mod access;
 mod eval;
 mod extent;
 mod facts;
+mod overflow;
 mod poly;
 
 pub use access::{Extent, OutOfRange};
 pub use eval::{Bound, Point, Range, RangeCx};
 pub use extent::type_range;
+pub use overflow::{type_width, Overflow, OverflowKind, Width};
 pub use poly::Poly;

@@ -5,6 +5,7 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};
+use gpulint_semantic::cuda::guards::{compact, sum_terms};
 use gpulint_semantic::cuda::interval::Extent;
 use gpulint_semantic::cuda::{Access, CudaModel, Flags, GridKind, Kernel, Launch};
 use gpulint_syntax::Lang;
@@ -317,27 +318,81 @@ fn check_unguarded<'t>(
                 d = d.note("grids are rounded up to whole blocks, so the last block has threads whose index is past the data");
             }
         }
-        // Name the kernel's own size parameter in the suggestion when it has one.
-        let n = k
-            .params
-            .iter()
-            .find(|p| {
-                p.size_like && {
-                    let ty = p.node.field("type").map(|t| m.text(t)).unwrap_or("");
-                    ty.contains("int")
-                        || ty.contains("size")
-                        || ty.contains("long")
-                        || ty.contains("unsigned")
-                        || ty.contains("index")
-                }
+        // Name the kernel's own size parameter in the suggestion when it has one: the row
+        // stride the index is added to (`row * cols + col` → `cols`), else one that no guard
+        // already uses for another index.
+        let n = var
+            .and_then(|_| row_stride(m, k, &bound))
+            .or_else(|| {
+                let sizes: Vec<&str> = k
+                    .params
+                    .iter()
+                    .filter(|p| p.size_like && integer_type(m, p))
+                    .map(|p| p.name)
+                    .collect();
+                let used: Vec<String> = m
+                    .guard_chain(first.guard)
+                    .take(MAX_CHAIN)
+                    .flat_map(|g| g.bounds.iter())
+                    .map(|b| compact(m.source.get(b.limit.start..b.limit.end).unwrap_or("")))
+                    .collect();
+                sizes
+                    .iter()
+                    .find(|p| !used.iter().any(|u| u == *p))
+                    .or(sizes.first())
+                    .map(|p| p.to_string())
             })
-            .map(|p| p.name)
-            .unwrap_or("n");
+            .unwrap_or_else(|| "n".to_string());
         d = d.help(format!(
             "bound the index first, e.g. `if ({bound} >= {n}) return;`, or use a grid-stride loop `for (; {bound} < {n}; {bound} += blockDim.x * gridDim.x)`; confirm at run time with `{SANITIZER}`"
         ));
         ctx.report(d);
     }
+}
+
+/// Is a parameter of an integer type (a size)?
+fn integer_type(m: &CudaModel<'_>, p: &gpulint_semantic::cuda::Param<'_>) -> bool {
+    let ty = p.node.field("type").map(|t| m.text(t)).unwrap_or("");
+    ty.contains("int")
+        || ty.contains("size")
+        || ty.contains("long")
+        || ty.contains("unsigned")
+        || ty.contains("index")
+}
+
+/// The stride `s` of a linear index `r * s + var` (or `var + r * s`) in the kernel: the
+/// extent of `var`'s axis.
+fn row_stride(m: &CudaModel<'_>, k: &Kernel<'_>, var: &str) -> Option<String> {
+    let exprs = k
+        .accesses
+        .iter()
+        .filter_map(|a| a.index)
+        .chain(k.defs.iter().flatten().copied());
+    for e in exprs {
+        let Some(terms) = sum_terms(e) else {
+            continue;
+        };
+        if !terms.iter().any(|(t, p)| *p && m.text(*t) == var) {
+            continue;
+        }
+        for (t, _) in &terms {
+            if t.kind() != "binary_expression"
+                || t.field("operator").is_none_or(|o| o.kind() != "*")
+            {
+                continue;
+            }
+            let (Some(l), Some(r)) = (t.field("right"), t.field("left")) else {
+                continue;
+            };
+            for f in [l, r] {
+                let name = m.text(f);
+                if k.param(name).is_some_and(|p| !p.pointer) {
+                    return Some(name.to_string());
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Unguarded accesses through one index variable: its name, its local, the accesses, and how

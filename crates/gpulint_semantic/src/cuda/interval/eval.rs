@@ -107,6 +107,8 @@ pub struct RangeCx<'a, 't> {
     pub func: &'a Function<'t>,
     block: Option<BlockRange>,
     params: HashMap<&'t str, (i128, i128)>,
+    /// Parameters whose values the launches in this file give.
+    known: Vec<&'t str>,
     memo: RefCell<HashMap<usize, Range>>,
     busy: RefCell<Vec<usize>>,
     refining: RefCell<Vec<String>>,
@@ -125,12 +127,14 @@ impl<'t> Point<'t> {
 impl<'a, 't> RangeCx<'a, 't> {
     pub fn new(m: &'a CudaModel<'t>, k: &'a Kernel<'t>) -> Self {
         let func = &m.functions[k.function];
+        let (params, known) = m.param_launch_ranges(k);
         RangeCx {
             m,
             k,
             func,
             block: m.block_range(func),
-            params: m.param_launch_ranges(k),
+            params,
+            known,
             memo: RefCell::new(HashMap::new()),
             busy: RefCell::new(Vec::new()),
             refining: RefCell::new(Vec::new()),
@@ -193,6 +197,15 @@ impl<'a, 't> RangeCx<'a, 't> {
             return (1, if axis(a) == 0 { (1 << 31) - 1 } else { 65535 });
         }
         (i64::MIN as i128, i64::MAX as i128)
+    }
+
+    /// Is the value of an atom known at the launches (not just bounded by its type or the
+    /// hardware)?
+    pub fn atom_known(&self, atom: &str) -> bool {
+        if atom.starts_with("blockDim.") {
+            return self.block.is_some_and(|b| b.from_launch);
+        }
+        self.known.contains(&atom)
     }
 
     fn spend(&self) -> bool {
@@ -319,17 +332,21 @@ impl<'a, 't> RangeCx<'a, 't> {
     /// The range of a macro argument's text: a constant or a name.
     fn eval_text(&self, span: gpulint_source::Span, at: &Point<'t>) -> Range {
         let t = self.m.source.get(span.start..span.end).unwrap_or("").trim();
-        if let Some(v) = parse_c_int(t).or_else(|| self.m.constant_in(self.func, t)) {
-            return Range::constant(v);
-        }
-        if self.k.param(t).is_some_and(|p| !p.pointer) {
-            return Range::exact(Poly::atom(t));
-        }
+        let _ = at;
         if let Some(v) = self.k.local(t) {
-            let _ = at;
             return self.local_range(v);
         }
-        Range::default()
+        if let Some(p) = self.k.param(t) {
+            return if p.pointer {
+                Range::default()
+            } else {
+                Range::exact(Poly::atom(t))
+            };
+        }
+        match parse_c_int(t).or_else(|| self.m.constant_in(self.func, t)) {
+            Some(v) => Range::constant(v),
+            None => Range::default(),
+        }
     }
 
     fn structural(&self, e: Node<'t>, at: &Point<'t>, depth: usize) -> Range {

@@ -298,10 +298,14 @@ impl<'t> CudaModel<'t> {
 
     /// The numeric range of each scalar parameter of `k`: the constants its launches in this
     /// file pass (when every launch passes one), else the range of its type.
-    pub fn param_launch_ranges(&self, k: &Kernel<'t>) -> HashMap<&'t str, (i128, i128)> {
+    pub fn param_launch_ranges(
+        &self,
+        k: &Kernel<'t>,
+    ) -> (HashMap<&'t str, (i128, i128)>, Vec<&'t str>) {
         let function = &self.functions[k.function];
         let launches: Vec<&Launch<'t>> = self.launches_of(&function.name).collect();
         let mut out = HashMap::new();
+        let mut known = Vec::new();
         for (i, p) in k.params.iter().enumerate() {
             if p.pointer {
                 continue;
@@ -323,12 +327,16 @@ impl<'t> CudaModel<'t> {
                     }
                 }
             }
+            if r.is_some() {
+                known.push(p.name);
+            }
             let ty = p.node.field("type").map(|t| self.text(t)).unwrap_or("");
+            let ty = self.type_alias(ty.trim()).unwrap_or(ty);
             if let Some(r) = r.or_else(|| type_range(ty)) {
                 out.insert(p.name, r);
             }
         }
-        out
+        (out, known)
     }
 }
 
