@@ -21,19 +21,6 @@ use std::path::PathBuf;
 
 /// Faulting programs with no error finding at the fault, and why.
 const KNOWN_MISSES: &[(&str, &str)] = &[
-    ("CU001_off_by_one_bad.cu", "`i <= n` is taken as a bound"),
-    (
-        "CU002_left_neighbour_bad.cu",
-        "negative offsets are not checked",
-    ),
-    (
-        "CU002_right_neighbour_bad.cu",
-        "`x[i + 1]` under `i < n` is exempted",
-    ),
-    (
-        "CU003_int_product_bad.cu",
-        "`int` products of sizes are not checked",
-    ),
     (
         "CU004_local_array_bad.cu",
         "reported as a warning below 512 KiB",
@@ -58,10 +45,7 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
 ];
 
 /// Programs without a fault that have an error finding, and why.
-const KNOWN_FALSE_ALARMS: &[(&str, &str)] = &[(
-    "CU012_shared_stride_ok.cu",
-    "CU001 at `out[blockIdx.x * MOMENTS + t]` under `t < MOMENTS`",
-)];
+const KNOWN_FALSE_ALARMS: &[(&str, &str)] = &[];
 
 /// Sanitizer tools whose reports are device faults at a source line.
 const DEVICE_TOOLS: &[&str] = &["memcheck", "racecheck", "synccheck", "initcheck"];

@@ -11,6 +11,7 @@ mod consts;
 pub mod glue;
 pub mod glue_project;
 pub mod guards;
+pub mod interval;
 pub mod kernel;
 pub mod launch;
 pub mod narrow;
@@ -111,6 +112,10 @@ pub struct CudaModel<'t> {
     /// Block-wide barriers (`__syncthreads()`) in kernels.
     pub barriers: Vec<Barrier<'t>>,
     constants: HashMap<&'t str, ConstDef<'t>>,
+    /// `using index_t = uint32_t;`, `typedef int64_t idx_t;`: alias → type.
+    aliases: HashMap<&'t str, &'t str>,
+    /// Struct and class members: name → the types declared for it.
+    fields: HashMap<&'t str, Vec<&'t str>>,
     /// Values of named constants already folded (`None`: not an integer constant).
     constant_cache: RefCell<HashMap<String, Option<i128>>>,
     loop_macros: Vec<String>,
@@ -277,6 +282,16 @@ impl<'t> CudaModel<'t> {
                 names.contains(&grid) && names.contains(&block)
             })
         })
+    }
+
+    /// The type a `using`/`typedef` alias names (one step).
+    pub fn type_alias(&self, name: &str) -> Option<&'t str> {
+        self.aliases.get(name).copied()
+    }
+
+    /// The types declared for struct members called `name`, in this file.
+    pub fn field_types(&self, name: &str) -> &[&'t str] {
+        self.fields.get(name).map(|v| v.as_slice()).unwrap_or(&[])
     }
 
     /// Is `name` a grid-stride loop macro (built in, or from CU001's `loop-macros`)?

@@ -131,17 +131,20 @@ pub fn finalize(
     }
 }
 
+/// The names of the functions around `span`, outermost first. Found going down from the root
+/// with a cursor: `Node::parent` starts again from the root at every step, which makes walking
+/// up quadratic in the nesting depth.
 fn enclosing_function_name(
     tree: &tree_sitter::Tree,
     file: &SourceFile,
     span: Span,
     lang: Lang,
 ) -> Option<String> {
-    let mut node = tree
-        .root_node()
-        .descendant_for_byte_range(span.start, span.end.max(span.start));
+    let (start, end) = (span.start, span.end.max(span.start));
+    let mut cursor = tree.root_node().walk();
     let mut names = Vec::new();
-    while let Some(n) = node {
+    loop {
+        let n = cursor.node();
         if n.kind() == "function_definition" {
             let name = match lang {
                 Lang::Python => n
@@ -152,8 +155,14 @@ fn enclosing_function_name(
             };
             names.push(name.unwrap_or("?").to_string());
         }
-        node = n.parent();
+        // Into the child that holds the whole span, if one does.
+        if cursor.goto_first_child_for_byte(start).is_none() {
+            break;
+        }
+        let c = cursor.node();
+        if c.start_byte() > start || c.end_byte() < end {
+            break;
+        }
     }
-    names.reverse();
     (!names.is_empty()).then(|| names.join("."))
 }

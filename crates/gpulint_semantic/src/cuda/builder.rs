@@ -41,6 +41,8 @@ pub struct CudaBuilder<'t> {
     source: &'t str,
     functions: Vec<Function<'t>>,
     constants: HashMap<&'t str, ConstDef<'t>>,
+    aliases: HashMap<&'t str, &'t str>,
+    fields: HashMap<&'t str, Vec<&'t str>>,
     loop_macros: Vec<String>,
     frames: Vec<Frame<'t>>,
     guards: Vec<Guard<'t>>,
@@ -72,6 +74,8 @@ impl<'t> CudaBuilder<'t> {
             source,
             functions: Vec::new(),
             constants: HashMap::new(),
+            aliases: HashMap::new(),
+            fields: HashMap::new(),
             loop_macros,
             frames: Vec::new(),
             guards: Vec::new(),
@@ -93,11 +97,18 @@ impl<'t> CudaBuilder<'t> {
         }
     }
 
-    fn push_guard(&mut self, kind: GuardKind, cond: Node<'t>, negated: bool, label: Span) {
+    fn push_guard(
+        &mut self,
+        kind: GuardKind,
+        (cond, anchor): (Node<'t>, Node<'t>),
+        negated: bool,
+        label: Span,
+    ) {
         let prev = self.guard_top;
         self.guards.push(Guard {
             kind,
             cond,
+            anchor,
             negated,
             label,
             prev,
@@ -136,7 +147,7 @@ impl<'t> CudaBuilder<'t> {
                 .collect();
             for (kind, cond, negated) in hits {
                 let label = guards::label_span(kind, anchor, cond);
-                self.push_guard(kind, cond, negated, label);
+                self.push_guard(kind, (cond, anchor), negated, label);
                 pushed += 1;
             }
         }
@@ -185,7 +196,7 @@ impl<'t> CudaBuilder<'t> {
                 })
             ) {
                 let label = guards::label_span(kind, node, cond);
-                self.push_guard(kind, cond, negated, label);
+                self.push_guard(kind, (cond, node), negated, label);
                 if let Some(f) = self.frames.last_mut() {
                     f.pushed += 1;
                 }
@@ -221,6 +232,8 @@ impl<'t> CudaBuilder<'t> {
             subscripts: self.subscripts,
             barriers: self.barriers,
             constants: self.constants,
+            aliases: self.aliases,
+            fields: self.fields,
             constant_cache: RefCell::new(HashMap::new()),
             loop_macros: self.loop_macros,
             host_defs: self.host_defs,

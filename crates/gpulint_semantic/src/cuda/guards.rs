@@ -58,6 +58,9 @@ pub struct Guard<'t> {
     pub kind: GuardKind,
     /// The condition (for macros, the macro's argument list; for range loops, the loop).
     pub cond: Node<'t>,
+    /// The node that guards: the `if`, the loop, the `?:`, the `&&`, the macro, the call's
+    /// argument list, or for an early exit or an assertion the statement itself.
+    pub anchor: Node<'t>,
     /// The region runs when the condition is false.
     pub negated: bool,
     /// What to show as "the guard": `if (i < n)`, `CUDA_1D_KERNEL_LOOP(i, n)`, …
@@ -220,7 +223,7 @@ impl<'t> Guard<'t> {
 }
 
 /// The argument spans of a misparsed macro header `NAME(a, b * c, d)`, split at top-level commas.
-fn macro_args(params: Node<'_>, source: &str) -> Vec<Span> {
+pub(super) fn macro_args(params: Node<'_>, source: &str) -> Vec<Span> {
     let (start, end) = (params.start_byte(), params.end_byte());
     let Some(t) = source.get(start..end) else {
         return Vec::new();

@@ -57,6 +57,15 @@ pub struct Kernel<'t> {
     local_index: HashMap<&'t str, usize>,
     /// Per local: its definitions (initialisers and assigned values).
     pub defs: Vec<Vec<Node<'t>>>,
+    /// Per local and definition: the innermost guard holding at it.
+    pub def_guards: Vec<Vec<Option<u32>>>,
+    /// Per local and definition: `init` for an initialiser, the operator of an assignment
+    /// (`=`, `+=`, `-=`, …), `in` for a range-based `for`.
+    pub def_ops: Vec<Vec<&'t str>>,
+    /// Per local: its `++`/`--` updates.
+    pub updates: Vec<Vec<Node<'t>>>,
+    /// The declared type of each local name (its first declaration).
+    pub types: HashMap<&'t str, &'t str>,
     /// Per local: how it derives from the thread coordinates.
     pub flags: Vec<Flags>,
     /// Per local: the locals it is computed from, transitively, itself included.

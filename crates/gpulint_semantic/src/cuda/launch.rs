@@ -20,7 +20,7 @@ pub enum GridKind {
 }
 
 /// Names of helpers that round a division up.
-fn is_ceil_helper(name: &str) -> bool {
+pub(super) fn is_ceil_helper(name: &str) -> bool {
     let n = name.to_ascii_lowercase().replace('_', "");
     [
         "ceil",

@@ -104,3 +104,193 @@ pub fn method_name<'t>(call: Node<'t>, source: &'t str) -> Option<&'t str> {
     };
     Some(text(field, source))
 }
+
+/// A launch argument that carries a 64-bit count into a 32-bit kernel parameter: the
+/// conversion at the call narrows it without a cast in sight.
+#[derive(Debug, Clone)]
+pub struct LaunchNarrowing<'t> {
+    pub launch: Node<'t>,
+    /// The kernel's parameter declaration.
+    pub param: Node<'t>,
+    /// The argument (or the host definition it names).
+    pub arg: Node<'t>,
+    /// The parameter's type.
+    pub ty: &'t str,
+    /// A full element count (`x.numel()`), not a product of sizes.
+    pub count: bool,
+}
+
+impl<'t> super::CudaModel<'t> {
+    /// Launch arguments in this file that pass a 64-bit element count (`x.numel()`, a
+    /// product of `x.size(d)`, or a 64-bit local holding one) to a 32-bit parameter of a kernel
+    /// defined here, in launching functions that do not check the 32-bit limit first.
+    pub fn narrowed_launch_args(&self) -> Vec<LaunchNarrowing<'t>> {
+        let mut out = Vec::new();
+        for l in &self.launches {
+            let Some(k) = self.launched_kernel(l) else {
+                continue;
+            };
+            let Some(func) = self.enclosing_function(l.node) else {
+                continue;
+            };
+            let before = &self.source[func.node.start_byte()..l.node.start_byte()];
+            if INT32_LIMITS.iter().any(|t| before.contains(t)) {
+                continue;
+            }
+            for (p, arg) in k.params.iter().zip(&l.args) {
+                if p.pointer {
+                    continue;
+                }
+                let Some(ty) = p.node.field("type").map(|t| text(t, self.source).trim()) else {
+                    continue;
+                };
+                if !matches!(self.resolved_width(ty), super::interval::Width::W32 { .. }) {
+                    continue;
+                }
+                let a = super::kernel::peel(*arg);
+                let found = match a.kind() {
+                    "identifier" => match self.host_values_at(l, text(a, self.source)).as_slice() {
+                        // A 64-bit local: `int64_t n = x.numel();` (a 32-bit one is the
+                        // narrowing at its declaration, reported there).
+                        [v] if !declared_narrow(*v, self.source) => {
+                            count_value(*v, self.source).map(|c| (*v, c))
+                        }
+                        _ => None,
+                    },
+                    _ => count_value(a, self.source).map(|c| (a, c)),
+                };
+                if let Some((value, count)) = found {
+                    out.push(LaunchNarrowing {
+                        launch: l.node,
+                        param: p.node,
+                        arg: value,
+                        ty,
+                        count,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Is `value` the initialiser of a declaration of a 32-bit type?
+fn declared_narrow(value: Node<'_>, source: &str) -> bool {
+    value
+        .parent()
+        .filter(|p| p.kind() == "init_declarator")
+        .and_then(|p| p.parent())
+        .and_then(|d| d.field("type"))
+        .is_some_and(|t| NARROW_TYPES.contains(&text(t, source).trim()))
+}
+
+/// `x.numel()` (a count: `Some(true)`) or a product of two or more `x.size(d)`
+/// (`Some(false)`), not divided down.
+fn count_value(e: Node<'_>, source: &str) -> Option<bool> {
+    let e = super::kernel::peel(e);
+    if e.kind() == "call_expression" {
+        return method_name(e, source)
+            .filter(|m| COUNT_CALLS.contains(m))
+            .map(|_| true);
+    }
+    if e.kind() != "binary_expression" || e.field("operator")?.kind() != "*" {
+        return None;
+    }
+    let mut sizes = 0;
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        let x = super::kernel::peel(x);
+        match x.kind() {
+            "binary_expression" if x.field("operator").is_some_and(|o| o.kind() == "*") => {
+                stack.extend(x.field("left"));
+                stack.extend(x.field("right"));
+            }
+            "call_expression" => match method_name(x, source) {
+                Some("size" | "dim_size" | "numel") => sizes += 1,
+                _ => return None,
+            },
+            "number_literal" | "identifier" => {}
+            _ => return None,
+        }
+    }
+    (sizes >= 2).then_some(false)
+}
+
+impl<'t> super::CudaModel<'t> {
+    /// In host functions that launch a kernel: single sizes narrowed to 32 bits
+    /// (`int num_boxes1 = boxes1.size(0);`), harmless alone, multiplied with another one in 32
+    /// bits (`num_boxes1 * num_boxes2`): an element count that wraps. Each as (the narrowing
+    /// declaration, the product).
+    pub fn narrowed_size_products(&self) -> Vec<(Node<'t>, Node<'t>)> {
+        let mut out = Vec::new();
+        for f in self
+            .functions
+            .iter()
+            .filter(|f| !f.space.global && !f.space.device)
+        {
+            let Some(body) = f.node.field("body") else {
+                continue;
+            };
+            let (fs, fe) = (f.node.start_byte(), f.node.end_byte());
+            if !self
+                .launches
+                .iter()
+                .any(|l| fs <= l.node.start_byte() && l.node.end_byte() <= fe)
+            {
+                continue;
+            }
+            let text_before = &self.source[fs..fe];
+            if INT32_LIMITS.iter().any(|t| text_before.contains(t)) {
+                continue;
+            }
+            let nodes: Vec<Node<'t>> = gpulint_syntax::descendants(body).take(20_000).collect();
+            let mut narrowed: Vec<(&'t str, Node<'t>)> = Vec::new();
+            for d in nodes.iter().filter(|n| n.kind() == "declaration") {
+                let Some(ty) = d.field("type").map(|t| text(t, self.source).trim()) else {
+                    continue;
+                };
+                if !NARROW_TYPES.contains(&ty) {
+                    continue;
+                }
+                for init in
+                    gpulint_syntax::named_children(*d).filter(|c| c.kind() == "init_declarator")
+                {
+                    let (Some(name), Some(v)) = (init.field("declarator"), init.field("value"))
+                    else {
+                        continue;
+                    };
+                    let v = super::kernel::peel(v);
+                    if v.kind() == "call_expression"
+                        && matches!(method_name(v, self.source), Some("size" | "dim_size"))
+                    {
+                        narrowed.push((text(name, self.source), init));
+                    }
+                }
+            }
+            if narrowed.len() < 2 {
+                continue;
+            }
+            for p in nodes.iter().filter(|n| {
+                n.kind() == "binary_expression"
+                    && n.field("operator").is_some_and(|o| o.kind() == "*")
+            }) {
+                let (Some(l), Some(r)) = (p.field("left"), p.field("right")) else {
+                    continue;
+                };
+                let name_of = |x: Node<'t>| {
+                    let x = super::kernel::peel(x);
+                    (x.kind() == "identifier").then(|| text(x, self.source))
+                };
+                let (Some(a), Some(b)) = (name_of(l), name_of(r)) else {
+                    continue;
+                };
+                let first = narrowed.iter().find(|(n, _)| *n == a);
+                if first.is_some() && narrowed.iter().any(|(n, _)| *n == b) && a != b {
+                    out.push((first.map(|(_, d)| *d).unwrap_or(*p), *p));
+                    break;
+                }
+            }
+        }
+        out
+    }
+}

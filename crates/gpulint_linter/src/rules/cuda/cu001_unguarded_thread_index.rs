@@ -5,7 +5,9 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};
-use gpulint_semantic::cuda::{Access, CudaModel, Flags, GridKind, Kernel};
+use gpulint_semantic::cuda::guards::{compact, sum_terms};
+use gpulint_semantic::cuda::interval::Extent;
+use gpulint_semantic::cuda::{Access, CudaModel, Flags, GridKind, Kernel, Launch};
 use gpulint_syntax::Lang;
 use gpulint_syntax::NodeExt;
 
@@ -25,8 +27,20 @@ declare_rule! {
     /// does not understand (`if (in_bounds(i, n))`). Indices that are only `threadIdx` (one block
     /// per row) or only `blockIdx`, `i % n`, `min(i, n - 1)`, and shared-memory or local arrays
     /// are not reported, nor are the kernels of a file that checks the size is a multiple of the
-    /// block (`TORCH_CHECK(n % 256 == 0)`), where the grid is exact. One finding is reported per
+    /// block (`TORCH_CHECK(n % 256 == 0)`), where the grid is exact, nor accesses that every
+    /// launch in the file keeps inside the buffer (the largest index the grid reaches, with the
+    /// sizes at the launch site, is below the buffer's extent: `cudaMalloc(&d, 65536 *
+    /// sizeof(int))` with `65536 / 256` blocks of 256 threads, or per-block results written at
+    /// `blockIdx.x * K + t` under `t < K` into `blocks * K` values). One finding is reported per
     /// kernel and index, at the first unguarded access.
+    ///
+    /// A guard that admits one index too many is reported too: `if (i <= n) y[i]` (or
+    /// `if (i > n) return;`) reaches `y[n]`. The buffer's size comes from the launches in the same
+    /// file when they show it (`cudaMalloc(&y, n * sizeof(float))`, `torch::empty({n})`,
+    /// `y.data_ptr<float>()` with `y.numel()`), which also catches a buffer smaller than the range
+    /// the guard admits (`if (i < count) out[i]` with `out` allocated for `count - 1` values);
+    /// otherwise the bound the kernel checks is taken for the size, for global thread indices in a
+    /// grid that is rounded up, and the message says so.
     ///
     /// Grids are judged per axis: with `dim3 grid((w + 15) / 16, h)` launched in the same file,
     /// x is rounded up and y is exact, so an index built only from `blockIdx.y` is trusted while
@@ -123,9 +137,36 @@ impl Rule for UnguardedThreadIndex {
 }
 
 fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
+    let grid = m.kernel_grid(&m.function(k).name);
+    // A guard that admits the index one past the buffer (`if (i <= n) y[i]`), or a buffer
+    // smaller than the guarded range at a launch here.
+    let found = m.out_of_range(k);
+    let admitted: Vec<_> = found
+        .iter()
+        .filter(|v| v.guarded_itself && v.upper)
+        // Threads past the data exist only when the grid is rounded up.
+        .filter(|v| match v.extent {
+            // Offset tables (`cu_seqlens[b]` under `b <= num_batch`) hold `n + 1` entries.
+            Extent::Assumed(_) => {
+                v.global_index
+                    && !matches!(grid, Some((GridKind::Plain, _)))
+                    && !super::bounds::integral_pointer(m, k, k.accesses[v.access].base)
+            }
+            Extent::Launch { .. } => true,
+        })
+        .collect();
+    super::bounds::report_grouped(ctx, m, k, &admitted);
+    check_unguarded(ctx, m, k, grid);
+}
+
+fn check_unguarded<'t>(
+    ctx: &mut Context<'_>,
+    m: &CudaModel<'t>,
+    k: &Kernel<'t>,
+    grid: Option<(GridKind, &Launch<'t>)>,
+) {
     // Launched here only with plain grids (`<<<rows, cols>>>`, `<<<n / 256, 256>>>`): every
     // thread maps to data, nothing runs past the end.
-    let grid = m.kernel_grid(&m.function(k).name);
     if matches!(grid, Some((GridKind::Plain, _))) {
         return;
     }
@@ -195,6 +236,15 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
         }
         let chain: Vec<_> = m.guard_chain(a.guard).take(MAX_CHAIN + 1).collect();
         if chain.len() > MAX_CHAIN || chain.iter().any(|g| m.guard_covers(k, g, &target)) {
+            continue;
+        }
+        // The launches here size the grid exactly for the buffer.
+        let ai = k
+            .accesses
+            .iter()
+            .position(|b| b.node.id() == a.node.id())
+            .unwrap_or(0);
+        if m.within_launch_extents(k, ai) {
             continue;
         }
         let var = k.first_of(&target.globals);
@@ -268,27 +318,81 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
                 d = d.note("grids are rounded up to whole blocks, so the last block has threads whose index is past the data");
             }
         }
-        // Name the kernel's own size parameter in the suggestion when it has one.
-        let n = k
-            .params
-            .iter()
-            .find(|p| {
-                p.size_like && {
-                    let ty = p.node.field("type").map(|t| m.text(t)).unwrap_or("");
-                    ty.contains("int")
-                        || ty.contains("size")
-                        || ty.contains("long")
-                        || ty.contains("unsigned")
-                        || ty.contains("index")
-                }
+        // Name the kernel's own size parameter in the suggestion when it has one: the row
+        // stride the index is added to (`row * cols + col` → `cols`), else one that no guard
+        // already uses for another index.
+        let n = var
+            .and_then(|_| row_stride(m, k, &bound))
+            .or_else(|| {
+                let sizes: Vec<&str> = k
+                    .params
+                    .iter()
+                    .filter(|p| p.size_like && integer_type(m, p))
+                    .map(|p| p.name)
+                    .collect();
+                let used: Vec<String> = m
+                    .guard_chain(first.guard)
+                    .take(MAX_CHAIN)
+                    .flat_map(|g| g.bounds.iter())
+                    .map(|b| compact(m.source.get(b.limit.start..b.limit.end).unwrap_or("")))
+                    .collect();
+                sizes
+                    .iter()
+                    .find(|p| !used.iter().any(|u| u == *p))
+                    .or(sizes.first())
+                    .map(|p| p.to_string())
             })
-            .map(|p| p.name)
-            .unwrap_or("n");
+            .unwrap_or_else(|| "n".to_string());
         d = d.help(format!(
             "bound the index first, e.g. `if ({bound} >= {n}) return;`, or use a grid-stride loop `for (; {bound} < {n}; {bound} += blockDim.x * gridDim.x)`; confirm at run time with `{SANITIZER}`"
         ));
         ctx.report(d);
     }
+}
+
+/// Is a parameter of an integer type (a size)?
+fn integer_type(m: &CudaModel<'_>, p: &gpulint_semantic::cuda::Param<'_>) -> bool {
+    let ty = p.node.field("type").map(|t| m.text(t)).unwrap_or("");
+    ty.contains("int")
+        || ty.contains("size")
+        || ty.contains("long")
+        || ty.contains("unsigned")
+        || ty.contains("index")
+}
+
+/// The stride `s` of a linear index `r * s + var` (or `var + r * s`) in the kernel: the
+/// extent of `var`'s axis.
+fn row_stride(m: &CudaModel<'_>, k: &Kernel<'_>, var: &str) -> Option<String> {
+    let exprs = k
+        .accesses
+        .iter()
+        .filter_map(|a| a.index)
+        .chain(k.defs.iter().flatten().copied());
+    for e in exprs {
+        let Some(terms) = sum_terms(e) else {
+            continue;
+        };
+        if !terms.iter().any(|(t, p)| *p && m.text(*t) == var) {
+            continue;
+        }
+        for (t, _) in &terms {
+            if t.kind() != "binary_expression"
+                || t.field("operator").is_none_or(|o| o.kind() != "*")
+            {
+                continue;
+            }
+            let (Some(l), Some(r)) = (t.field("right"), t.field("left")) else {
+                continue;
+            };
+            for f in [l, r] {
+                let name = m.text(f);
+                if k.param(name).is_some_and(|p| !p.pointer) {
+                    return Some(name.to_string());
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Unguarded accesses through one index variable: its name, its local, the accesses, and how

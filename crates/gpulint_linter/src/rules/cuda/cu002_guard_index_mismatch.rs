@@ -6,6 +6,7 @@ use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::Severity;
 use gpulint_semantic::cuda::guards::{compact, sum_terms};
+use gpulint_semantic::cuda::interval::{Extent, OutOfRange};
 use gpulint_semantic::cuda::{Access, Bound, CudaModel, Guard, Kernel};
 use gpulint_syntax::Lang;
 use tree_sitter::Node;
@@ -18,14 +19,22 @@ declare_rule! {
     /// `N` at least the constant bound. The guard proves `i < n`, so the accessed index reaches
     /// up to `2n - 1`.
     ///
-    /// Smaller offsets are not reported: `rowptr[i + 1]` under `i < rows` is the CSR idiom, with a
-    /// buffer of `rows + 1` entries. Nor are accesses checked by a second guard on the accessed
-    /// index itself (`if (i + n < size)`), clamped ones (`min(i + n, size - 1)`), sums with more
-    /// terms (`x[row * 2 * d + i + d]` spells out a row of `2 * d`), accesses through a pointer
-    /// offset into a row, kernels that spell out a multiple of the bound (`2 * n`, `3 * n`,
-    /// `n << 1`: buffers of several planes of `n`), and files whose glue allocates a doubled
-    /// buffer (`torch::empty({2 * n})`, `size * 2`): concatenation kernels write both halves on
-    /// purpose.
+    /// It also finds neighbour reads past the guard and below the start of the buffer, from the
+    /// range of values the index takes: under `if (i < n)`, `x[i + 1]` reaches `x[n]`, and at the
+    /// first thread `in[i - 1]` reads `in[-1]`. The buffer's size comes from the launches in the
+    /// same file when they show it (`cudaMalloc(&x, (n + 1) * sizeof(float))` makes `x[i + 1]`
+    /// fine); otherwise the bound the kernel checks is taken for the size, for indices that are
+    /// the guarded one plus a constant, and the message says so.
+    ///
+    /// Not reported: accesses checked by a second guard on the accessed index itself
+    /// (`if (i + 1 < n)`, `i < n - 1`, `if (i > 0 && i < n)`, `i == 0` handled apart), clamped
+    /// ones (`min(i + n, size - 1)`, `max(i - 1, 0)`), sums with more terms
+    /// (`x[row * 2 * d + i + d]` spells out a row of `2 * d`), accesses through a pointer offset
+    /// into a row, offset tables of integers read at `i` and `i + 1` (`rowptr[r + 1]`: `rows + 1`
+    /// entries by construction), kernels that spell out a multiple of the bound (`2 * n`, `3 *
+    /// n`, `n << 1`: buffers of several planes of `n`), a left neighbour when a launch passes a
+    /// pointer past the start (`in + 1`), and files whose glue allocates a doubled buffer
+    /// (`torch::empty({2 * n})`, `size * 2`): concatenation kernels write both halves on purpose.
     ///
     /// ## Why is this risky?
     /// The guard makes the kernel look safe while the write lands past the end of the buffer:
@@ -68,7 +77,7 @@ declare_rule! {
         name: "guard-index-mismatch",
         lang: RuleLang::Source(Lang::Cuda),
         severity: Severity::Error,
-        summary: "Access at the guarded index plus the guard's bound (`if (i < n) out[i + n]`)",
+        summary: "Access past the guarded range: `out[i + n]` or `x[i + 1]` under `if (i < n)`, or `in[i - 1]` at the first thread",
         kinds: &[],
         needles: &["__global__", "GLOBAL"],
         options: &[],
@@ -92,6 +101,7 @@ impl Rule for GuardIndexMismatch {
             if k.node.has_error() || k.too_large {
                 continue;
             }
+            let mut reported: Vec<usize> = Vec::new();
             for a in k
                 .accesses
                 .iter()
@@ -99,10 +109,43 @@ impl Rule for GuardIndexMismatch {
             {
                 if let Some((guard, bound, term)) = mismatch(m, k, a) {
                     report(ctx, m, a, guard, bound, term);
+                    reported.push(a.node.id());
                 }
             }
+            // Offsets past the guard (`x[i + 1]` under `i < n`) and below the start
+            // (`in[i - 1]` at the first thread), one finding per pointer and index.
+            let found = m.out_of_range(k);
+            let offsets: Vec<_> = found
+                .iter()
+                .filter(|v| !v.guarded_itself)
+                .filter(|v| !reported.contains(&k.accesses[v.access].node.id()))
+                .filter(|v| !exempt(m, k, v))
+                .collect();
+            super::bounds::report_grouped(ctx, m, k, &offsets);
         }
     }
+}
+
+/// Offsets the kernel's own code shows to be intended, when the extent is only assumed: an
+/// offset table read at `i` and `i + 1` (`rowptr`, `offsets`: `n + 1` integers by
+/// construction), and kernels that spell out a multiple of the bound (`2 * n`: several planes).
+fn exempt(m: &CudaModel<'_>, k: &Kernel<'_>, v: &OutOfRange<'_>) -> bool {
+    let Extent::Assumed(extent) = &v.extent else {
+        return false;
+    };
+    if !v.upper {
+        return false;
+    }
+    let a = &k.accesses[v.access];
+    if mentions_multiple(m, k, &extent.to_string()) {
+        return true;
+    }
+    let integral = super::bounds::integral_pointer(m, k, a.base);
+    let term = compact(m.text(v.term));
+    integral
+        && k.accesses
+            .iter()
+            .any(|b| b.base == a.base && b.index.is_some_and(|i| compact(m.text(i)) == term))
 }
 
 /// The guard and bound `g < B` such that the access is at `g + T` with `T >= B`.

@@ -7,8 +7,9 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};
+use gpulint_semantic::cuda::interval::OverflowKind;
 use gpulint_semantic::cuda::narrow::{method_name, narrowing_of, COUNT_CALLS, INT32_LIMITS};
-use gpulint_semantic::cuda::{Flags, GuardKind};
+use gpulint_semantic::cuda::{CudaModel, Flags, GuardKind, Kernel};
 use gpulint_syntax::descendants;
 use gpulint_syntax::Lang;
 use gpulint_syntax::NodeExt;
@@ -34,6 +35,24 @@ declare_rule! {
     /// single dimensions (`int channels = x.size(1)`), for block counts
     /// (`int blocks = (x.numel() + 255) / 256`) and for counts that only size the grid. A
     /// narrowed element count is an error.
+    ///
+    /// It also follows index arithmetic through the kernel, with the range of values each part
+    /// takes:
+    /// - a product of two sizes evaluated in 32 bits that becomes an index or a pointer offset
+    ///   (`int idx = row * cols + col; img[idx]`, `x + r * cols`), or an element count that bounds
+    ///   a global index (`if (i < B * T * V)`). With the sizes at the launches in the same file
+    ///   (constants) it is an error when the product passes the type's limit; otherwise it is a
+    ///   warning in kernels that index framework tensors (the file includes PyTorch, ATen, c10,
+    ///   TensorFlow or CUTLASS headers, or a launch passes `x.numel()`/`x.size(d)`), and only when
+    ///   both factors range over data sizes: products with `threadIdx`, `blockDim`, or constants,
+    ///   and products widened first (`static_cast<int64_t>(row) * cols`), are not reported;
+    /// - a product of 64-bit sizes stored in a 32-bit local (`const int n = C * H * W;` with
+    ///   `int64_t` dimensions);
+    /// - a launch that passes `x.numel()` (or a 64-bit local holding it, or a product of
+    ///   `x.size(d)`) to a 32-bit kernel parameter: the call narrows it (an error for an element
+    ///   count);
+    /// - sizes narrowed one by one in the glue (`int n1 = a.size(0);`), harmless alone, then
+    ///   multiplied together in 32 bits (`torch::empty({n1 * n2})`): an element count.
     ///
     /// ## Why is this risky?
     /// The product `blockIdx.x * blockDim.x` is evaluated in 32-bit unsigned arithmetic and the
@@ -72,7 +91,7 @@ declare_rule! {
         name: "int32-thread-index",
         lang: RuleLang::Source(Lang::Cuda),
         severity: Severity::Warning,
-        summary: "32-bit thread index or element count on tensor-sized buffers: it overflows on large tensors",
+        summary: "32-bit index arithmetic or element count on tensor-sized buffers: it overflows on large tensors",
         kinds: &[],
         needles: &["__global__", "GLOBAL", "<<<"],
         options: &[],
@@ -113,6 +132,7 @@ impl Rule for Int32ThreadIndex {
             if k.too_large || k.node.has_error() {
                 continue;
             }
+            check_arithmetic(ctx, m, k);
             let (ks, ke) = (k.node.start_byte(), k.node.end_byte());
             let mut done: Vec<&str> = Vec::new();
             for g in &m.guards {
@@ -191,10 +211,114 @@ impl Rule for Int32ThreadIndex {
     }
 }
 
+/// 32-bit products that become an index or an element count, and 64-bit products narrowed to
+/// 32-bit locals: one finding per kernel, at the first.
+fn check_arithmetic<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
+    let mut found = m.int32_overflows(k);
+    found.sort_by_key(|o| o.node.start_byte());
+    let Some(o) = found.first() else {
+        return;
+    };
+    let what = short(m.text(o.node));
+    let ty = o.ty;
+    let mut d = match o.kind {
+        OverflowKind::Narrowed => ctx
+            .diagnostic(
+                o.node,
+                format!("`{what}` narrows a product of 64-bit sizes to a 32-bit `{ty}`: past 2³¹ − 1 elements it wraps and the indices computed from it go out of range"),
+            )
+            .primary_label(format!("stored in a 32-bit `{ty}`"))
+            .help(format!("keep it 64-bit (`int64_t`); confirm at run time with `{SANITIZER}`")),
+        OverflowKind::IndexProduct | OverflowKind::BoundProduct => {
+            let role = if o.kind == OverflowKind::BoundProduct {
+                "an element count that bounds the thread index"
+            } else {
+                "an index or a pointer offset"
+            };
+            let reach = match o.proven {
+                Some(v) => format!("with the sizes at the launches in this file it reaches {v}, past the limit of `{ty}`"),
+                None => "past 2³¹ − 1 elements it wraps (the kernel indexes framework tensors, which reach that size)".to_string(),
+            };
+            let (l, r) = (
+                o.node.field("left").map(|n| short(m.text(n))).unwrap_or_default(),
+                o.node.field("right").map(|n| short(m.text(n))).unwrap_or_default(),
+            );
+            ctx.diagnostic(
+                o.node,
+                format!("`{what}` is computed in 32-bit `{ty}` and becomes {role}: {reach}"),
+            )
+            .primary_label(format!("evaluated in `{ty}`"))
+            .help(format!("widen before multiplying: `static_cast<int64_t>({l}) * {r}`, or keep the sizes and the index in `int64_t`; confirm at run time with `{SANITIZER}`"))
+        }
+    };
+    if let Some(u) = o.used_at {
+        d = d.with_label(Span::of(&u), "used here");
+    }
+    d = if o.proven.is_some() {
+        d.severity(Severity::Error)
+    } else {
+        d.severity(Severity::Warning)
+    };
+    if found.len() > 1 {
+        d = d.note(format!(
+            "{} more 32-bit products in this kernel can overflow the same way",
+            found.len() - 1
+        ));
+    }
+    ctx.report(d);
+}
+
 /// Host glue that narrows a 64-bit element count to 32 bits and passes it to a launch in this
 /// file, with no check against the 32-bit limit before the launch.
 fn check_glue(ctx: &mut Context<'_>) {
     let m = ctx.cuda();
+    // Sizes narrowed one by one, then multiplied in 32 bits: an element count.
+    for (decl, product) in m.narrowed_size_products() {
+        let line = m.source[..product.start_byte()].matches('\n').count() + 1;
+        let d = ctx
+            .diagnostic(
+                decl,
+                format!(
+                    "`{}` narrows a tensor size to 32 bits, and `{}` (line {line}) multiplies it with another in 32 bits: that element count wraps past 2³¹ − 1",
+                    short(m.text(decl)),
+                    short(m.text(product))
+                ),
+            )
+            .primary_label("narrowed to 32 bits")
+            .with_label(Span::of(&product), "32-bit element count")
+            .severity(Severity::Warning)
+            .help(format!("keep the sizes in `int64_t`; confirm at run time with `{SANITIZER}`"));
+        ctx.report(d);
+    }
+    // Counts narrowed by the call itself: `kernel<<<…>>>(…, x.numel())` into an `int n`.
+    let mut params: Vec<usize> = Vec::new();
+    for n in m.narrowed_launch_args() {
+        if params.contains(&n.param.id()) {
+            continue;
+        }
+        params.push(n.param.id());
+        let what = if n.count {
+            "a 64-bit element count"
+        } else {
+            "a product of 64-bit tensor sizes"
+        };
+        let line = m.source[..n.launch.start_byte()].matches('\n').count() + 1;
+        let d = ctx
+            .diagnostic(
+                n.param,
+                format!(
+                    "kernel parameter `{}` is a 32-bit `{}`, but the launch at line {line} passes `{}`, {what}: past 2³¹ − 1 elements it wraps and the kernel indexes out of range",
+                    short(m.text(n.param)),
+                    n.ty,
+                    short(m.text(n.arg))
+                ),
+            )
+            .primary_label(format!("narrowed to `{}` by the call", n.ty))
+            .with_label(Span::of(&n.arg), "64-bit value passed here")
+            .severity(if n.count { Severity::Error } else { Severity::Warning })
+            .help(format!("declare the parameter `int64_t` (and the index computed from it), or check first: `TORCH_CHECK({} <= std::numeric_limits<int>::max())`; confirm at run time with `{SANITIZER}`", short(m.text(n.arg))));
+        ctx.report(d);
+    }
     let src = m.source;
     let computes = m.tf_computes();
     let mut seen: Vec<usize> = Vec::new();

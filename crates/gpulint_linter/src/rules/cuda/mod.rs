@@ -1,5 +1,6 @@
 //! Rules for CUDA kernels and C++ op glue.
 
+mod bounds;
 pub mod cu001_unguarded_thread_index;
 pub mod cu002_guard_index_mismatch;
 pub mod cu003_int32_index;

@@ -39,6 +39,30 @@ impl<'t> CudaBuilder<'t> {
                 }
             }
             "declaration" => self.record_constant_declaration(node),
+            "alias_declaration" => {
+                if let (Some(name), Some(ty)) = (node.field("name"), node.field("type")) {
+                    self.aliases
+                        .insert(text(name, self.source), text(ty, self.source));
+                }
+            }
+            "type_definition" => {
+                if let Some(ty) = node.field("type") {
+                    for d in named_children(node).filter(|d| d.kind_name() == "type_identifier") {
+                        self.aliases
+                            .insert(text(d, self.source), text(ty, self.source));
+                    }
+                }
+            }
+            "field_declaration" => {
+                if let Some(ty) = node.field("type") {
+                    for d in named_children(node).filter(|d| d.kind_name() == "field_identifier") {
+                        self.fields
+                            .entry(text(d, self.source))
+                            .or_default()
+                            .push(text(ty, self.source));
+                    }
+                }
+            }
             "enumerator_list" => consts::record_enumerators(node, self.source, &mut self.constants),
             "call_expression" => {
                 self.glue.calls.push((self.current_host_function(), node));

@@ -18,7 +18,12 @@ pub(in crate::cuda) struct KernelBuild<'t> {
     node: Node<'t>,
     source: &'t str,
     params: Vec<Param<'t>>,
-    defs: Vec<(&'t str, Node<'t>, Option<u32>)>,
+    /// (name, value, guard, operator: `=` for declarations and plain assignments).
+    defs: Vec<(&'t str, Node<'t>, Option<u32>, &'t str)>,
+    /// `i++`, `--i`: (name, the update expression).
+    updates: Vec<(&'t str, Node<'t>)>,
+    /// Declared types of locals, first declaration of each name.
+    types: HashMap<&'t str, &'t str>,
     accesses: Vec<(Node<'t>, &'t str, Option<Node<'t>>, Option<u32>)>,
 }
 
@@ -68,6 +73,8 @@ impl<'t> KernelBuild<'t> {
             source,
             params,
             defs: Vec::new(),
+            updates: Vec::new(),
+            types: HashMap::new(),
             accesses: Vec::new(),
         }
     }
@@ -82,7 +89,19 @@ impl<'t> KernelBuild<'t> {
             "init_declarator" => {
                 if let (Some(decl), Some(value)) = (field("declarator"), field("value")) {
                     if let (Some(name), _) = declarator_name(decl) {
-                        self.defs.push((text(name, self.source), value, guard));
+                        self.defs
+                            .push((text(name, self.source), value, guard, "init"));
+                    }
+                }
+            }
+            "declaration" => {
+                let ty = field("type").map(|t| text(t, self.source)).unwrap_or("");
+                for d in named_children(node) {
+                    if !matches!(d.kind_name(), "init_declarator" | "identifier") {
+                        continue;
+                    }
+                    if let (Some(name), false) = declarator_name(d) {
+                        self.types.entry(text(name, self.source)).or_insert(ty);
                     }
                 }
             }
@@ -90,14 +109,25 @@ impl<'t> KernelBuild<'t> {
                 if let (Some(left), Some(right)) = (field("left"), field("right")) {
                     let left = peel(left);
                     if left.kind_name() == "identifier" {
-                        self.defs.push((text(left, self.source), right, guard));
+                        let op = field("operator")
+                            .map(|o| text(o, self.source))
+                            .unwrap_or("=");
+                        self.defs.push((text(left, self.source), right, guard, op));
+                    }
+                }
+            }
+            "update_expression" => {
+                if let Some(arg) = field("argument").map(peel) {
+                    if arg.kind_name() == "identifier" {
+                        self.updates.push((text(arg, self.source), node));
                     }
                 }
             }
             "for_range_loop" => {
                 if let (Some(decl), Some(range)) = (field("declarator"), field("right")) {
                     if let (Some(name), _) = declarator_name(decl) {
-                        self.defs.push((text(name, self.source), range, guard));
+                        self.defs
+                            .push((text(name, self.source), range, guard, "in"));
                     }
                 }
             }
@@ -161,15 +191,24 @@ impl<'t> KernelBuild<'t> {
         let mut local_index: HashMap<&'t str, usize> = HashMap::new();
         let mut defs: Vec<Vec<Node<'t>>> = Vec::new();
         let mut def_guards: Vec<Vec<Option<u32>>> = Vec::new();
-        for (name, value, guard) in &self.defs {
+        let mut def_ops: Vec<Vec<&'t str>> = Vec::new();
+        for (name, value, guard, op) in &self.defs {
             let i = *local_index.entry(name).or_insert_with(|| {
                 locals.push(name);
                 defs.push(Vec::new());
                 def_guards.push(Vec::new());
+                def_ops.push(Vec::new());
                 locals.len() - 1
             });
             defs[i].push(*value);
             def_guards[i].push(*guard);
+            def_ops[i].push(*op);
+        }
+        let mut updates: Vec<Vec<Node<'t>>> = vec![Vec::new(); locals.len()];
+        for (name, node) in &self.updates {
+            if let Some(&i) = local_index.get(name) {
+                updates[i].push(*node);
+            }
         }
         let too_large = locals.len() > MAX_LOCALS;
         if too_large {
@@ -177,6 +216,8 @@ impl<'t> KernelBuild<'t> {
             local_index.clear();
             defs.clear();
             def_guards.clear();
+            def_ops.clear();
+            updates.clear();
         }
         let n = locals.len();
         let mut kernel = Kernel {
@@ -186,6 +227,10 @@ impl<'t> KernelBuild<'t> {
             locals,
             local_index,
             defs,
+            def_guards: Vec::new(),
+            def_ops,
+            updates,
+            types: self.types,
             flags: vec![Flags::default(); n],
             closure: vec![vec![0; n.div_ceil(64)]; n],
             block_dependent: vec![false; n],
@@ -195,6 +240,7 @@ impl<'t> KernelBuild<'t> {
         };
         kernel.compute_flags(model);
         kernel.compute_closures(model, &def_guards);
+        kernel.def_guards = def_guards;
         kernel.compute_pointers(model.source);
         kernel.accesses = self
             .accesses

@@ -1,0 +1,17 @@
+//! Interval facts: the range of values an integer expression of a kernel can take at a point,
+//! with symbolic bounds (`0 <= i <= n - 1` under `if (i < n)`), and what launch sites say about
+//! the sizes of buffers and the values of size parameters. Rules ask here whether an index can
+//! leave its buffer, and whether 32-bit index arithmetic can overflow.
+
+mod access;
+mod eval;
+mod extent;
+mod facts;
+mod overflow;
+mod poly;
+
+pub use access::{Extent, OutOfRange};
+pub use eval::{Bound, Point, Range, RangeCx};
+pub use extent::type_range;
+pub use overflow::{type_width, Overflow, OverflowKind, Width};
+pub use poly::Poly;

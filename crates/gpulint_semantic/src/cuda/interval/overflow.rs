@@ -1,0 +1,474 @@
+//! 32-bit index arithmetic that can overflow: products of two sizes evaluated in `int` (or
+//! `unsigned`) that become an index or a pointer offset (`int idx = row * cols + col;
+//! img[idx]`), element counts computed as a 32-bit product in a guard (`if (i < B * T * V)`),
+//! and 64-bit sizes narrowed to 32 bits inside a kernel (`const int num_pixels = C * H * W` with
+//! `int64_t` dimensions).
+//!
+//! A product overflows *provably* when the launches in this file give every size it depends on
+//! and its largest value passes the type's limit; it *can* overflow when both factors range
+//! over data sizes (parameters, indices over the grid, not `threadIdx` or `blockDim`) and the
+//! kernel works on framework tensors, whose element counts reach 2³¹.
+
+use super::eval::{Point, RangeCx};
+use crate::cuda::guards::compact;
+use crate::cuda::kernel::{identifiers, peel, Kernel};
+use crate::cuda::{CudaModel, GuardKind};
+use gpulint_syntax::NodeExt;
+use gpulint_syntax::{descendants, named_children};
+use tree_sitter::Node;
+
+/// The width of an integer expression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Width {
+    /// A literal or named constant: it takes the other operand's type.
+    Constant,
+    /// `int` and narrower (`signed`), `unsigned` (`!signed`).
+    W32 {
+        signed: bool,
+    },
+    W64,
+    Unknown,
+}
+
+/// A factor is a data size when it can reach this.
+const LARGE: i128 = 1 << 15;
+
+/// Where 32-bit arithmetic can overflow.
+#[derive(Debug, Clone)]
+pub struct Overflow<'t> {
+    /// The product (or the narrowing declaration).
+    pub node: Node<'t>,
+    pub kind: OverflowKind,
+    /// The largest value, when the launches give every size.
+    pub proven: Option<i128>,
+    /// The 32-bit type it is evaluated in.
+    pub ty: &'static str,
+    /// The access or guard that uses it.
+    pub used_at: Option<Node<'t>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverflowKind {
+    /// A product that becomes an index or a pointer offset.
+    IndexProduct,
+    /// A product that bounds a global index (an element count).
+    BoundProduct,
+    /// A 64-bit product narrowed to a 32-bit local.
+    Narrowed,
+}
+
+/// Framework headers: the kernel indexes tensors, whose element counts reach 2³¹.
+const FRAMEWORK: &[&str] = &[
+    "<torch/",
+    "<ATen/",
+    "<c10/",
+    "\"tensorflow/",
+    "<tensorflow/",
+    "<cutlass/",
+    "<cute/",
+];
+
+/// The width of a declared type.
+pub fn type_width(ty: &str) -> Width {
+    let t = ty
+        .replace("const", "")
+        .replace("volatile", "")
+        .replace("__restrict__", "");
+    let t: Vec<&str> = t.split_whitespace().collect();
+    let t = t.join(" ");
+    match t.as_str() {
+        "int" | "int32_t" | "int32" | "signed" | "signed int" | "short" | "int16_t" | "int8_t"
+        | "char" | "signed char" => Width::W32 { signed: true },
+        "unsigned" | "unsigned int" | "uint32_t" | "uint32" | "uint" | "unsigned short"
+        | "uint16_t" | "uint8_t" | "unsigned char" => Width::W32 { signed: false },
+        "int64_t" | "long" | "long long" | "long int" | "int64" | "ptrdiff_t" | "ssize_t"
+        | "size_t" | "uint64_t" | "unsigned long" | "unsigned long long" | "uint64"
+        | "long long int" | "std::size_t" | "std::int64_t" | "index_t_64" => Width::W64,
+        _ => Width::Unknown,
+    }
+}
+
+fn combine(a: Width, b: Width) -> Width {
+    match (a, b) {
+        (Width::Unknown, _) | (_, Width::Unknown) => Width::Unknown,
+        (Width::W64, _) | (_, Width::W64) => Width::W64,
+        (Width::Constant, x) | (x, Width::Constant) => x,
+        (Width::W32 { signed: s1 }, Width::W32 { signed: s2 }) => Width::W32 { signed: s1 && s2 },
+    }
+}
+
+impl<'t> CudaModel<'t> {
+    /// The width in which `e` is evaluated in kernel `k`.
+    pub fn width(&self, k: &Kernel<'t>, e: Node<'t>) -> Width {
+        self.width_depth(k, e, 0)
+    }
+
+    fn width_depth(&self, k: &Kernel<'t>, e: Node<'t>, depth: usize) -> Width {
+        if depth > 24 {
+            return Width::Unknown;
+        }
+        let d = depth + 1;
+        let e = match e.kind_name() {
+            "parenthesized_expression" => {
+                return self.width_depth(k, e.named_child(0).unwrap_or(e), d)
+            }
+            _ => e,
+        };
+        match e.kind_name() {
+            "number_literal" => {
+                let t = self.text(e).to_ascii_lowercase();
+                if t.ends_with('l') || t.ends_with("lu") || t.ends_with("ul") {
+                    Width::W64
+                } else {
+                    Width::Constant
+                }
+            }
+            "sizeof_expression" => Width::W64,
+            "identifier" => {
+                let name = self.text(e);
+                if let Some(p) = k.param(name) {
+                    if p.pointer {
+                        return Width::Unknown;
+                    }
+                    return p
+                        .node
+                        .field("type")
+                        .map(|t| self.resolved_width(self.text(t)))
+                        .unwrap_or(Width::Unknown);
+                }
+                if let Some(ty) = k.types.get(name) {
+                    let w = self.resolved_width(ty);
+                    if w != Width::Unknown || *ty != "auto" {
+                        return w;
+                    }
+                    // `auto x = …`: the type of its one initialiser.
+                    return match k.local(name).map(|i| k.defs[i].as_slice()) {
+                        Some([v]) => self.width_depth(k, *v, d),
+                        _ => Width::Unknown,
+                    };
+                }
+                if name == "warpSize" || self.constant(name).is_some() {
+                    return Width::Constant;
+                }
+                let f = &self.functions[k.function];
+                if f.template_params.iter().any(|(p, _)| *p == name) {
+                    return Width::Constant;
+                }
+                Width::Unknown
+            }
+            "field_expression" => {
+                let arg = e.field("argument").map(|a| self.text(a)).unwrap_or("");
+                if matches!(arg, "threadIdx" | "blockIdx" | "blockDim" | "gridDim") {
+                    return Width::W32 { signed: false };
+                }
+                match e.field("field").map(|f| self.text(f)) {
+                    Some(f) => self.member_width(f),
+                    None => Width::Unknown,
+                }
+            }
+            "cast_expression" => e
+                .field("type")
+                .map(|t| self.resolved_width(self.text(t)))
+                .unwrap_or(Width::Unknown),
+            "unary_expression" => match e.field("argument") {
+                Some(a) => self.width_depth(k, a, d),
+                None => Width::Unknown,
+            },
+            "binary_expression" => {
+                let op = e.field("operator").map(|o| o.kind_name()).unwrap_or("");
+                let (Some(l), Some(r)) = (e.field("left"), e.field("right")) else {
+                    return Width::Unknown;
+                };
+                match op {
+                    "+" | "-" | "*" | "/" | "%" | "&" | "|" | "^" => {
+                        combine(self.width_depth(k, l, d), self.width_depth(k, r, d))
+                    }
+                    // A shift has the type of its left side.
+                    "<<" | ">>" => self.width_depth(k, l, d),
+                    _ => Width::W32 { signed: true },
+                }
+            }
+            "conditional_expression" => match (e.field("consequence"), e.field("alternative")) {
+                (Some(a), Some(b)) => combine(self.width_depth(k, a, d), self.width_depth(k, b, d)),
+                _ => Width::Unknown,
+            },
+            "call_expression" => {
+                let Some(f) = e.field("function") else {
+                    return Width::Unknown;
+                };
+                let args: Vec<Node<'t>> = e
+                    .field("arguments")
+                    .map(|a| named_children(a).collect())
+                    .unwrap_or_default();
+                if f.kind_name() == "template_function" {
+                    let name = f.field("name").map(|n| self.text(n)).unwrap_or("");
+                    if matches!(name, "static_cast" | "reinterpret_cast") {
+                        return f
+                            .field("arguments")
+                            .and_then(|a| a.named_child(0))
+                            .map(|t| self.resolved_width(self.text(t)))
+                            .unwrap_or(Width::Unknown);
+                    }
+                    return Width::Unknown;
+                }
+                match crate::cuda::last_name(self.text(f)) {
+                    "min" | "max" | "umin" | "umax" if args.len() == 2 => combine(
+                        self.width_depth(k, args[0], d),
+                        self.width_depth(k, args[1], d),
+                    ),
+                    "__mul24" | "__umul24" => Width::W32 { signed: true },
+                    name => self.resolved_width(name),
+                }
+            }
+            _ => Width::Unknown,
+        }
+    }
+
+    /// The width of a type name, through `using`/`typedef` aliases seen in this file.
+    pub(crate) fn resolved_width(&self, ty: &str) -> Width {
+        let w = type_width(ty);
+        if w != Width::Unknown {
+            return w;
+        }
+        match self.type_alias(crate::cuda::last_name(ty.trim())) {
+            Some(t) => type_width(t),
+            None => Width::Unknown,
+        }
+    }
+
+    /// The width of a struct member, when every declaration of that name agrees.
+    fn member_width(&self, field: &str) -> Width {
+        let mut w: Option<Width> = None;
+        for t in self.field_types(field) {
+            let x = self.resolved_width(t);
+            match w {
+                None => w = Some(x),
+                Some(prev) if prev != x => return Width::Unknown,
+                _ => {}
+            }
+        }
+        w.unwrap_or(Width::Unknown)
+    }
+
+    /// The places in kernel `k` where 32-bit arithmetic can overflow.
+    pub fn int32_overflows(&self, k: &Kernel<'t>) -> Vec<Overflow<'t>> {
+        let mut out = Vec::new();
+        if k.too_large || k.node.has_error() {
+            return out;
+        }
+        let cx = RangeCx::new(self, k);
+        let tensors = FRAMEWORK.iter().any(|h| self.source.contains(h))
+            || self.launches_of(&self.functions[k.function].name).any(|l| {
+                l.args.iter().any(|a| {
+                    let t = self.text(*a);
+                    t.contains("numel()") || t.contains(".size(") || t.contains("NumElements")
+                })
+            });
+        let mut seen: Vec<String> = Vec::new();
+        // Index roots: the index of each access, the offsets of the pointer it goes through,
+        // and the definitions of the 32-bit locals they read (a few steps back).
+        let mut roots: Vec<(Node<'t>, Point<'t>, Node<'t>)> = Vec::new();
+        for a in &k.accesses {
+            if !a.global {
+                continue;
+            }
+            let at = cx.point(a.guard, a.node.start_byte());
+            for r in a.index.iter().chain(&a.alias_offsets) {
+                roots.push((*r, at.clone(), a.node));
+            }
+        }
+        let mut expanded: Vec<usize> = Vec::new();
+        let mut i = 0;
+        while i < roots.len() && roots.len() < 512 {
+            let (root, _, used) = roots[i].clone();
+            i += 1;
+            for name in identifiers(root, self.source) {
+                let Some(v) = k.local(name) else {
+                    continue;
+                };
+                if expanded.contains(&v)
+                    || !matches!(
+                        k.types.get(name).map(|t| self.resolved_width(t)),
+                        Some(Width::W32 { .. })
+                    )
+                {
+                    continue;
+                }
+                expanded.push(v);
+                for (d, g) in k.defs[v].iter().zip(&k.def_guards[v]) {
+                    roots.push((*d, cx.point(*g, d.start_byte()), used));
+                }
+            }
+        }
+        for (root, at, used) in &roots {
+            for p in std::iter::once(*root).chain(descendants(*root).take(512)) {
+                if let Some(o) = self.product_overflow(&cx, k, p, at, tensors) {
+                    let key = compact(self.text(p));
+                    if !seen.contains(&key) {
+                        seen.push(key);
+                        out.push(Overflow {
+                            used_at: Some(*used),
+                            ..o
+                        });
+                    }
+                }
+            }
+        }
+        // Element counts in guards on global indices: `if (i < B * T * V)`.
+        let (ks, ke) = (k.node.start_byte(), k.node.end_byte());
+        for (gi, g) in self.guards.iter().enumerate() {
+            if !matches!(
+                g.kind,
+                GuardKind::If | GuardKind::EarlyExit | GuardKind::Loop
+            ) || g.cond.start_byte() < ks
+                || g.cond.end_byte() > ke
+            {
+                continue;
+            }
+            for b in &g.bounds {
+                let (Some(t), Some(l)) = (b.term_node, b.limit_node) else {
+                    continue;
+                };
+                if !k.flags(self, t).is_global_index() {
+                    continue;
+                }
+                let at = cx.point(Some(gi as u32), g.cond.start_byte());
+                for p in std::iter::once(l).chain(descendants(l).take(256)) {
+                    if let Some(o) = self.product_overflow(&cx, k, p, &at, tensors) {
+                        let key = compact(self.text(p));
+                        if !seen.contains(&key) {
+                            seen.push(key);
+                            out.push(Overflow {
+                                kind: OverflowKind::BoundProduct,
+                                used_at: Some(g.cond),
+                                ..o
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        // 64-bit products narrowed to a 32-bit local: `const int n = C * H * W;`.
+        for (v, defs) in k.defs.iter().enumerate() {
+            let name = k.locals[v];
+            let Some(Width::W32 { signed }) = k.types.get(name).map(|t| self.resolved_width(t))
+            else {
+                continue;
+            };
+            for (d, op) in defs.iter().zip(&k.def_ops[v]) {
+                if *op != "init" || self.width(k, *d) != Width::W64 {
+                    continue;
+                }
+                let factors = product_factors(peel(*d));
+                let sized = factors
+                    .iter()
+                    .filter(|f| self.width(k, **f) == Width::W64)
+                    .count();
+                if factors.len() >= 2
+                    && sized >= 1
+                    && factors.iter().all(|f| !self.is_constant(k, *f))
+                {
+                    out.push(Overflow {
+                        node: d.parent().unwrap_or(*d),
+                        kind: OverflowKind::Narrowed,
+                        proven: None,
+                        ty: if signed { "int" } else { "unsigned" },
+                        used_at: None,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Does `e` fold to a constant in kernel `k` (its parameters and locals shadow constants of
+    /// the same name elsewhere in the file)?
+    fn is_constant(&self, k: &Kernel<'t>, e: Node<'t>) -> bool {
+        let shadowed = identifiers(e, self.source)
+            .iter()
+            .any(|n| k.param(n).is_some() || k.local(n).is_some());
+        !shadowed && self.eval(e).is_some()
+    }
+
+    /// `a * b` evaluated in 32 bits whose value can pass the limit.
+    fn product_overflow(
+        &self,
+        cx: &RangeCx<'_, 't>,
+        k: &Kernel<'t>,
+        p: Node<'t>,
+        at: &Point<'t>,
+        tensors: bool,
+    ) -> Option<Overflow<'t>> {
+        if p.kind_name() != "binary_expression" || p.field("operator")?.kind_name() != "*" {
+            return None;
+        }
+        let (l, r) = (p.field("left")?, p.field("right")?);
+        if self.is_constant(k, l) || self.is_constant(k, r) {
+            return None;
+        }
+        let Width::W32 { signed } = self.width(k, p) else {
+            return None;
+        };
+        let limit: i128 = if signed {
+            i32::MAX as i128
+        } else {
+            u32::MAX as i128
+        };
+        let range = cx.range(p, at);
+        let hi = range.hi?.poly;
+        let ranges = |a: &str| cx.atom_range(a);
+        let (_, max) = hi.interval(&ranges);
+
+        if max <= limit {
+            return None;
+        }
+        let ty = if signed { "int" } else { "unsigned" };
+        // Every size known at the launches: provable.
+        if hi.atoms().all(|a| cx.atom_known(a)) {
+            return Some(Overflow {
+                node: p,
+                kind: OverflowKind::IndexProduct,
+                proven: Some(max),
+                ty,
+                used_at: None,
+            });
+        }
+        if !tensors {
+            return None;
+        }
+        let large = |f: Node<'t>| {
+            let r = cx.range(f, at);
+            match r.hi {
+                Some(h) => h.poly.interval(&ranges).1 >= LARGE,
+                None => true,
+            }
+        };
+        (large(l) && large(r)).then_some(Overflow {
+            node: p,
+            kind: OverflowKind::IndexProduct,
+            proven: None,
+            ty,
+            used_at: None,
+        })
+    }
+}
+
+/// The factors of a product `a * b * c` (through parentheses and casts).
+fn product_factors(e: Node<'_>) -> Vec<Node<'_>> {
+    let mut out = Vec::new();
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        let x = peel(x);
+        let is_mul = x.kind_name() == "binary_expression"
+            && x.field("operator").is_some_and(|o| o.kind_name() == "*");
+        if is_mul && out.len() + stack.len() < 16 {
+            if let (Some(l), Some(r)) = (x.field("left"), x.field("right")) {
+                stack.push(r);
+                stack.push(l);
+                continue;
+            }
+        }
+        out.push(x);
+    }
+    out
+}
