@@ -5,6 +5,7 @@
 mod layers;
 mod methods;
 mod optim;
+mod zoo;
 
 pub use methods::dtype_bytes;
 pub use optim::optimizer_slots;
@@ -40,6 +41,9 @@ impl<'a, 't> Interp<'a, 't> {
     pub fn framework_call(&mut self, q: &str, args: Args, at: Node<'_>) -> Val {
         if let Some(b) = q.strip_prefix("builtins.") {
             return self.builtin(b, args, at);
+        }
+        if let Some(v) = self.zoo_call(q, &args, at) {
+            return v;
         }
         if let Some(rest) = keras::keras_path(q) {
             let last = rest.rsplit('.').next().unwrap_or(rest);

@@ -22,6 +22,7 @@ pub mod tensor_ops;
 pub mod torch;
 pub mod training;
 pub mod value;
+pub mod zoo;
 
 pub use estimate::Estimate;
 use gpulint_semantic::python::PythonModel;

@@ -51,6 +51,7 @@ impl<'a, 't> Interp<'a, 't> {
                     output: out,
                     params: Default::default(),
                     view,
+                    zoo: None,
                 });
                 Val::Tensor(out)
             }
@@ -143,6 +144,7 @@ impl<'a, 't> Interp<'a, 't> {
             output: out,
             params,
             view: false,
+            zoo: None,
         });
         if def.fw == Fw::Torch && torch::returns_tuple(&def.class) {
             return Val::Tuple(Rc::new(vec![Val::Tensor(out), Val::Unknown(0)]));
