@@ -142,6 +142,44 @@ impl<'a, 't> Interp<'a, 't> {
                 };
                 return self.new_layer(Fw::Keras, "Bidirectional", spec, &args, at);
             }
+            // `layers.add([x, y])`, `layers.concatenate([a, b], axis=-1)`: a merge layer
+            // created and applied at once.
+            let merge = match last {
+                "add" => Some("Add"),
+                "subtract" => Some("Subtract"),
+                "multiply" => Some("Multiply"),
+                "average" => Some("Average"),
+                "maximum" => Some("Maximum"),
+                "minimum" => Some("Minimum"),
+                "concatenate" => Some("Concatenate"),
+                _ => None,
+            };
+            if let (Some(class), true) = (merge, rest.starts_with("layers.")) {
+                let mut args = args;
+                let inputs = if args.pos.is_empty() {
+                    args.kw
+                        .iter()
+                        .position(|(k, _)| k == "inputs")
+                        .map(|i| args.kw.remove(i).1)
+                } else {
+                    Some(args.pos.remove(0))
+                };
+                let Some(spec) = keras::layer(class, &args) else {
+                    return self.opaque(args, at);
+                };
+                let Val::Layer(l) = self.new_layer(Fw::Keras, class, spec, &args, at) else {
+                    return Val::Unknown(0);
+                };
+                let inputs = inputs.unwrap_or(Val::Unknown(0));
+                return self.apply_layer(
+                    l,
+                    Args {
+                        pos: vec![inputs],
+                        kw: vec![],
+                    },
+                    at,
+                );
+            }
             if let Some(spec) = keras::layer(last, &args) {
                 return self.new_layer(Fw::Keras, keras::canonical(last), spec, &args, at);
             }
@@ -198,6 +236,19 @@ impl<'a, 't> Interp<'a, 't> {
                 None => return self.opaque(args, at),
             };
             return self.new_layer(Fw::Torch, class, spec, &args, at);
+        }
+        // bitsandbytes' 8-bit optimizers, Hugging Face's Adafactor.
+        for prefix in [
+            "bitsandbytes.optim.",
+            "transformers.optimization.",
+            "transformers.",
+        ] {
+            if let Some(name) = q.strip_prefix(prefix) {
+                let known = name.contains("8bit") || name == "Adafactor" || name == "AdamW";
+                if !name.contains('.') && known {
+                    return self.optimizer(name, &args, at, true);
+                }
+            }
         }
         if let Some(name) = q.strip_prefix("torch.optim.") {
             if !name.contains('.') {

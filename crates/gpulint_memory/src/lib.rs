@@ -18,6 +18,7 @@ pub mod interp;
 pub mod keras;
 pub mod layer;
 pub mod model;
+pub mod saved;
 pub mod tensor_ops;
 pub mod torch;
 pub mod training;
@@ -47,7 +48,7 @@ pub fn analyze(pm: &PythonModel<'_>) -> Vec<ModelReport> {
     models
         .into_iter()
         .map(|model| {
-            let setup = training::setup(&model, &file, &it.batches);
+            let setup = training::setup(&model, &file, &it.batches, &it.optimizers);
             let estimate = estimate::estimate(&model, &setup);
             ModelReport {
                 model,

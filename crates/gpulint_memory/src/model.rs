@@ -376,6 +376,7 @@ impl<'a, 't> Interp<'a, 't> {
             step_of_app.insert(a, built.steps.len());
             let heads = match app.layer.map(|l| &self.layers[l].spec) {
                 Some(Ok(super::layer::Spec::Attention(att))) => att.heads,
+                Some(Ok(super::layer::Spec::Recurrent(r))) => r.layers,
                 _ => 0,
             };
             built.steps.push(Step {

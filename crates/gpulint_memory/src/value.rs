@@ -292,6 +292,8 @@ pub struct Optimizer {
     pub name: String,
     /// `None` when not known (an unsupported optimizer).
     pub slots: Option<u64>,
+    /// Bytes per state element when not the parameters' own (8-bit optimizers: 1).
+    pub slot_bytes: Option<u64>,
     pub span: (usize, usize),
 }
 

@@ -62,6 +62,7 @@ impl<'a, 't> Interp<'a, 't> {
                     self.objs[*o].facts.optimizer = Some(Optimizer {
                         name: "AdamW (the `Trainer` default)".into(),
                         slots: Some(2),
+                        slot_bytes: None,
                         span: span(at),
                     });
                 }
