@@ -2,7 +2,7 @@
 import torch
 from transformers import T5Config, T5ForConditionalGeneration
 
-model = T5ForConditionalGeneration(T5Config())
+model = T5ForConditionalGeneration(T5Config(decoder_start_token_id=0))
 
 if __name__ == "__main__":
     sample = torch.randint(0, 1000, (2, 256))

@@ -52,8 +52,10 @@ pub struct Estimate {
     pub attention_bytes_per_sample: u64,
     /// Inside the activations: cuDNN's reserve space for recurrent layers.
     pub recurrent_bytes_per_sample: u64,
-    /// The largest single activation: its gradient is alive during backward.
+    /// Gradient buffers alive at the peak of backward (Keras: the largest activation).
     pub backward_bytes_per_sample: u64,
+    /// cuDNN/cuBLAS workspaces and allocator splitting (PyTorch, calibrated).
+    pub overhead_bytes_per_sample: u64,
     pub input_bytes_per_sample: u64,
     /// CUDA context, driver and library handles.
     pub allowance: u64,
@@ -76,6 +78,7 @@ impl Estimate {
         self.activation_bytes_per_sample
             + self.backward_bytes_per_sample
             + self.input_bytes_per_sample
+            + self.overhead_bytes_per_sample
     }
 
     /// The caching allocator's rounding of the kept tensors at `batch`.
@@ -171,8 +174,16 @@ impl Estimate {
         } else {
             String::new()
         };
+        let overhead = if self.overhead_bytes_per_sample > 0 {
+            format!(
+                ", workspaces and allocator splitting {}",
+                format_size(b * self.overhead_bytes_per_sample)
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "CUDA context {}, weights {}, gradients {}, {opt}{autocast}, activations {} ({b} × {}{inside}), backward buffer {}, input {}{rounding}",
+            "CUDA context {}, weights {}, gradients {}, {opt}{autocast}, activations {} ({b} × {}{inside}), backward buffer {}, input {}{overhead}{rounding}",
             format_size(self.allowance),
             format_size(self.weight_bytes),
             format_size(self.gradient_bytes),
@@ -207,6 +218,7 @@ pub fn estimate(model: &Built, setup: &Setup) -> Option<Estimate> {
         }
         attention = bytes_of(terms.attention_scores);
         recurrent = bytes_of(terms.recurrent_reserve);
+        largest = saved::backward_extra(&model.steps, p.activations);
     }
     for s in &model.steps {
         if s.view && !s.module {
@@ -217,7 +229,9 @@ pub fn estimate(model: &Built, setup: &Setup) -> Option<Estimate> {
         if model.fw == Fw::Keras {
             activations = activations.saturating_add(n);
         }
-        largest = largest.max(n);
+        if model.fw == Fw::Keras {
+            largest = largest.max(n);
+        }
     }
     let (shape, int) = model.input.clone()?;
     let input = shape.iter().product::<u64>() * if int { 8 } else { 4 };
@@ -230,7 +244,13 @@ pub fn estimate(model: &Built, setup: &Setup) -> Option<Estimate> {
     } else {
         0
     };
+    let overhead = if model.fw == Fw::Torch {
+        (activations + largest + input) * saved::OVERHEAD_PERCENT / 100
+    } else {
+        0
+    };
     Some(Estimate {
+        overhead_bytes_per_sample: overhead,
         params,
         weight_bytes: params.total * p.params,
         gradient_bytes: trainable * p.params,

@@ -25,7 +25,11 @@ pub struct Step {
     /// The steps whose outputs it reads ([`INPUT`]: the model's input).
     pub inputs: Vec<usize>,
     /// Attention heads (attention layers; 0 otherwise): the score matrices are per head.
+    /// Recurrent layers: their stacked layers.
     pub heads: u64,
+    /// Elements of a transient buffer its backward needs (dilated convolutions: cuDNN's
+    /// im2col workspace), 0 for most steps.
+    pub workspace: u64,
 }
 
 /// A step input that is the model's input rather than another step's output.
@@ -374,6 +378,17 @@ impl<'a, 't> Interp<'a, 't> {
                 })
                 .collect();
             step_of_app.insert(a, built.steps.len());
+            let workspace = match app.layer.map(|l| &self.layers[l].spec) {
+                Some(Ok(super::layer::Spec::Conv(c)))
+                    if fw == Fw::Torch && c.dilation.iter().any(|d| *d > 1) && !c.transpose =>
+                {
+                    let cin = c.in_channels.unwrap_or(0) / c.groups.max(1);
+                    let k: u64 = c.kernel.iter().product();
+                    let spatial: u64 = out.shape.iter().skip(1).product();
+                    cin * k * spatial
+                }
+                _ => 0,
+            };
             let heads = match app.layer.map(|l| &self.layers[l].spec) {
                 Some(Ok(super::layer::Spec::Attention(att))) => att.heads,
                 Some(Ok(super::layer::Spec::Recurrent(r))) => r.layers,
@@ -389,6 +404,7 @@ impl<'a, 't> Interp<'a, 't> {
                 int: out.int,
                 inputs,
                 heads,
+                workspace,
             });
         }
         built.params = match fw {

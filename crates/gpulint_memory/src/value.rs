@@ -264,6 +264,8 @@ pub struct LayerDef {
     pub params: Option<Params>,
     /// Keras `trainable=False`.
     pub frozen: bool,
+    /// PyTorch `inplace=True`: the output overwrites the input.
+    pub inplace: bool,
     /// Keras `input_shape=` / `Input` in a Sequential.
     pub input_shape: Option<Shape>,
 }

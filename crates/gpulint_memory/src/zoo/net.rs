@@ -152,6 +152,7 @@ impl Net {
             int: false,
             inputs: inputs.iter().map(|x| x.from).collect(),
             heads: 0,
+            workspace: 0,
         });
         X {
             shape,
