@@ -9,7 +9,17 @@ what the estimator is compared with in tests/memory_ground_truth.rs:
 - per layer (Keras: `model.layers`; PyTorch: leaf modules, with `LSTM`/`GRU`/`RNN`/
   `MultiheadAttention` taken whole), its parameters and the per-sample output shape of each
   call, recorded while running a batch of two samples through the model;
-- the sum of those outputs' elements per sample (what activation memory is made of).
+- the sum of those outputs' elements per sample (what activation memory is made of);
+- PyTorch: the bytes autograd keeps for backward per sample (`saved_bytes_per_sample`): the
+  distinct tensors packed by `torch.autograd.graph.saved_tensors_hooks` during one training-mode
+  forward pass (and the loss, where the model computes it), parameters excluded, at batch 4
+  minus batch 2, halved. This is the CPU's choice of saved tensors, which matches CUDA's for
+  convolutions, normalizations, pooling, activations, dropout and fused attention (not for
+  recurrent layers, where cuDNN keeps its own reserve space).
+
+Library models (files named `*_zoo_*`: torchvision, timm, keras.applications, Hugging Face
+transformers) are built by the libraries themselves from the file; `layers_strict` says whether
+the estimator names their layers as the library does (torchvision, keras.applications).
 
 Run it from the repository root after installing scripts/requirements-memory.txt:
 
@@ -54,7 +64,25 @@ TORCH_INPUTS = {
     "torch_cnn_fashion.py": ((1, 28, 28), None),
     "torch_siamese.py": ((1, 105, 105), None),
     "torch_wide_pool.py": ((3, 57, 61), None),
+    "torch_zoo_hf_bert.py": ((128,), 30522),
+    "torch_zoo_hf_gpt2.py": ((512,), 50257),
+    "torch_zoo_hf_roberta.py": ((256,), 50265),
+    "torch_zoo_hf_t5.py": ((256,), 32128),
+    "torch_zoo_hf_llama.py": ((512,), 32000),
+    "torch_zoo_hf_qwen2.py": ((256,), 32000),
+    "torch_zoo_hf_vit.py": ((3, 224, 224), None),
 }
+
+# Hugging Face models that compute their loss from `labels=` (language modelling).
+HF_LABELS = ("torch_zoo_hf_gpt2.py", "torch_zoo_hf_roberta.py", "torch_zoo_hf_t5.py",
+             "torch_zoo_hf_llama.py", "torch_zoo_hf_qwen2.py")
+
+
+def torch_input(name):
+    if name in TORCH_INPUTS:
+        return TORCH_INPUTS[name]
+    # torchvision and timm image classifiers: the 224 x 224 they are published at.
+    return ((3, 224, 224), None)
 
 # Subclassed Keras models have no symbolic inputs to read the shape from.
 KERAS_INPUTS = {
@@ -63,6 +91,8 @@ KERAS_INPUTS = {
 }
 
 TORCH_ATOMIC = ("LSTM", "GRU", "RNN", "MultiheadAttention")
+# Modules that hand their input back: no memory, left out of the layers.
+TORCH_SKIP = ("Identity",)
 
 
 def load(path):
@@ -126,7 +156,7 @@ def keras_truth(name, model):
 def torch_truth(name, model):
     import torch
 
-    shape, vocab = TORCH_INPUTS[name]
+    shape, vocab = torch_input(name)
     model.eval()
     leaves = []
     skip = set()
@@ -136,7 +166,7 @@ def torch_truth(name, model):
         if type(module).__name__ in TORCH_ATOMIC:
             skip.add(path)
             leaves.append((path, module))
-        elif not list(module.children()):
+        elif not list(module.children()) and type(module).__name__ not in TORCH_SKIP:
             leaves.append((path, module))
     calls = {}
     order = []
@@ -150,14 +180,28 @@ def torch_truth(name, model):
         return fn
 
     handles = [m.register_forward_hook(hook(p)) for p, m in leaves]
-    if vocab is None:
-        x = torch.randn((2,) + tuple(shape))
-    else:
-        x = torch.randint(0, vocab, (2,) + tuple(shape))
+
+    def example(batch):
+        if vocab is None:
+            return torch.randn((batch,) + tuple(shape))
+        return torch.randint(0, vocab, (batch,) + tuple(shape))
+
+    def run(x):
+        if not hasattr(model, "config"):
+            out = model(x)
+            return out[0] if isinstance(out, (list, tuple)) else out
+        key = "input_ids" if vocab is not None else "pixel_values"
+        kwargs = {key: x}
+        if name in HF_LABELS:
+            kwargs["labels"] = x
+        out = model(**kwargs)
+        return out.loss if getattr(out, "loss", None) is not None else out[0]
+
     with torch.no_grad():
-        model(x)
+        run(example(2))
     for h in handles:
         h.remove()
+    saved = {b: saved_bytes(model, run, example(b)) for b in (2, 4)}
     entries = []
     for path, module in leaves:
         entries.append({
@@ -172,39 +216,94 @@ def torch_truth(name, model):
         "params": int(sum(p.numel() for p in model.parameters())),
         "trainable_params": int(sum(p.numel() for p in model.parameters() if p.requires_grad)),
         "layers": entries,
+        "saved_bytes_per_sample": (saved[4] - saved[2]) // 2,
     }
 
 
-def main():
-    import keras
-    import tensorflow as tf
+def saved_bytes(model, run, x):
+    """Bytes of the distinct non-parameter tensors autograd saves in one training forward."""
     import torch
 
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen = {}
+
+    def pack(t):
+        st = t.untyped_storage()
+        ptr = st.data_ptr()
+        if ptr not in params and ptr != 0:
+            seen[ptr] = max(seen.get(ptr, 0), st.nbytes())
+        return t
+
+    model.train()
     torch.manual_seed(0)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        run(x)
+    model.eval()
+    return sum(seen.values())
+
+
+def library_versions():
+    out = {}
+    for lib in ("torchvision", "timm", "transformers"):
+        try:
+            out[lib] = __import__(lib).__version__
+        except ImportError:
+            pass
+    return out
+
+
+def part(which):
+    """The models of one framework: TensorFlow's and PyTorch's LLVMs cannot share a process."""
     models = {}
-    for path in sorted(MODELS.glob("*.py")):
+    versions = {}
+    if which == "keras":
+        import keras
+        import tensorflow as tf
+
+        versions = {"tensorflow": tf.__version__, "keras": keras.__version__}
+    else:
+        import torch
+
+        torch.manual_seed(0)
+        versions = {"torch": torch.__version__, **library_versions()}
+    for path in sorted(MODELS.glob(f"{which}_*.py")):
         name = path.name
-        if name.startswith("keras_"):
+        if which == "keras":
             keras.backend.clear_session()
             truth = keras_truth(name, load(path))
-        elif name.startswith("torch_"):
-            truth = torch_truth(name, load(path))
         else:
-            continue
+            truth = torch_truth(name, load(path))
+        truth["layers_strict"] = "_zoo_" not in name or name.startswith(("torch_zoo_tv_", "keras_zoo_"))
         truth["activation_elements_per_sample"] = sum(
             prod(s) for layer in truth["layers"] for s in layer["output_shapes"]
         )
         models[name] = truth
         print(f"{name}: {truth['params']} parameters, {len(truth['layers'])} layers", file=sys.stderr)
+    return {"versions": versions, "models": models}
+
+
+def main():
+    import subprocess
+
+    import tempfile
+
+    if len(sys.argv) == 4 and sys.argv[1] == "--part":
+        which, out = sys.argv[2], Path(sys.argv[3])
+        out.write_text(json.dumps(part(which)))
+        return
+    versions = {"python": sys.version.split()[0]}
+    models = {}
+    for which in ("keras", "torch"):
+        with tempfile.TemporaryDirectory() as tmp:
+            part_file = Path(tmp) / f"{which}.json"
+            subprocess.run([sys.executable, __file__, "--part", which, str(part_file)], check=True)
+            doc = json.loads(part_file.read_text())
+        versions.update(doc["versions"])
+        models.update(doc["models"])
     doc = {
         "generated_by": "scripts/memory_ground_truth.py",
-        "versions": {
-            "python": sys.version.split()[0],
-            "tensorflow": tf.__version__,
-            "keras": keras.__version__,
-            "torch": torch.__version__,
-        },
-        "models": models,
+        "versions": versions,
+        "models": dict(sorted(models.items())),
     }
     OUT.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)} ({len(models)} models)", file=sys.stderr)

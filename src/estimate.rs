@@ -39,6 +39,9 @@ pub struct EstimateArgs {
     /// Ignore all configuration files.
     #[arg(long)]
     pub isolated: bool,
+    /// Print the largest batch that fits the budget and a table of common GPUs.
+    #[arg(long)]
+    pub max_batch: bool,
 }
 
 pub fn run(args: EstimateArgs) -> ExitCode {
@@ -91,11 +94,29 @@ pub fn run(args: EstimateArgs) -> ExitCode {
     }
     let out = match args.output_format {
         EstimateFormat::Json => {
-            serde_json::to_string_pretty(&to_json(&reports, &text, &display, budget, &origin))
-                .unwrap_or_default()
-                + "\n"
+            let mut v = to_json(&reports, &text, &display, budget, &origin);
+            if args.max_batch {
+                if let Value::Object(map) = &mut v {
+                    map.insert(
+                        "max_batch".into(),
+                        max_batch_json(&reports[primary(&reports)], budget, &origin),
+                    );
+                }
+            }
+            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
         }
-        EstimateFormat::Text => render_text(&reports, &text, &display, budget, &origin),
+        EstimateFormat::Text => {
+            let mut t = render_text(&reports, &text, &display, budget, &origin);
+            if args.max_batch {
+                t.push('\n');
+                t.push_str(&max_batch_text(
+                    &reports[primary(&reports)],
+                    budget,
+                    &origin,
+                ));
+            }
+            t
+        }
     };
     print_out(&out);
     ExitCode::SUCCESS
@@ -327,4 +348,104 @@ fn render_text(
         };
     }
     s
+}
+
+/// The budgets of `--max-batch`: the configured one, then the table of cards, each with the
+/// memory the driver reports (bytes) and what the process is left after its CUDA context.
+fn max_batch_rows(
+    r: &ModelReport,
+    budget: u64,
+    origin: &BudgetOrigin,
+) -> Vec<(String, u64, Option<u64>)> {
+    let e = r.estimate.as_ref();
+    let _ = origin;
+    let mut rows = vec![(
+        "the budget".to_string(),
+        budget,
+        e.and_then(|e| e.max_batch(budget)),
+    )];
+    for (name, mib) in gpulint_memory::budget::MAX_BATCH_CARDS {
+        let bytes = mib << 20;
+        rows.push((name.to_string(), bytes, e.and_then(|e| e.max_batch(bytes))));
+    }
+    rows
+}
+
+fn max_batch_text(r: &ModelReport, budget: u64, origin: &BudgetOrigin) -> String {
+    let mut s = String::new();
+    let m = &r.model;
+    let Some(e) = &r.estimate else {
+        let why = m
+            .unknown
+            .clone()
+            .unwrap_or_else(|| "the model is not fully known".into());
+        let _ = writeln!(s, "largest batch: not known ({why})");
+        return s;
+    };
+    let opt = r
+        .setup
+        .optimizer
+        .as_ref()
+        .map(|o| o.name.clone())
+        .unwrap_or_else(|| "no optimizer found".into());
+    let _ = writeln!(
+        s,
+        "largest batch that fits, model {} ({}, optimizer {opt}); each card's memory as the driver reports it, less the CUDA context ({}):",
+        m.label(),
+        r.setup.precision.label,
+        format_size(e.allowance)
+    );
+    let _ = writeln!(
+        s,
+        "  the budget: {} ({})",
+        format_size(budget),
+        origin.describe()
+    );
+    let rows = max_batch_rows(r, budget, origin);
+    let w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(10);
+    let _ = writeln!(
+        s,
+        "  {:<w$}  {:>10}  {:>12}  {:>13}",
+        "budget", "memory", "for tensors", "largest batch"
+    );
+    for (name, bytes, n) in rows {
+        let _ = writeln!(
+            s,
+            "  {:<w$}  {:>10}  {:>12}  {:>13}",
+            name,
+            format_size(bytes),
+            format_size(bytes.saturating_sub(e.allowance)),
+            match n {
+                Some(0) => "none".to_string(),
+                Some(n) => group(n),
+                None => "-".to_string(),
+            }
+        );
+    }
+    s
+}
+
+fn max_batch_json(r: &ModelReport, budget: u64, origin: &BudgetOrigin) -> Value {
+    let rows = max_batch_rows(r, budget, origin);
+    let context = r.estimate.as_ref().map(|e| e.allowance);
+    let gpus: Vec<Value> = rows
+        .iter()
+        .skip(1)
+        .map(|(name, bytes, n)| {
+            json!({
+                "gpu": name,
+                "memory_bytes": bytes,
+                "usable_bytes": context.map(|c| bytes.saturating_sub(c)),
+                "max_batch_size": n,
+            })
+        })
+        .collect();
+    json!({
+        "model": r.model.var,
+        "budget_bytes": budget,
+        "budget_source": origin.describe(),
+        "max_batch_size": rows[0].2,
+        "cuda_context_bytes": context,
+        "gpus": gpus,
+    })
 }

@@ -51,6 +51,7 @@ fn estimator_matches_the_frameworks() {
     let (mut inferred, mut param_given, mut param_exact) = (0usize, 0usize, 0usize);
     let (mut layers_total, mut layers_exact) = (0usize, 0usize);
     let mut act_errors: Vec<f64> = Vec::new();
+    let mut saved_ratios: Vec<(String, f64)> = Vec::new();
     println!(
         "{:<32} {:>10} {:>12} {:>12} {:>8}",
         "model", "inferred", "params", "truth", "act.err"
@@ -87,6 +88,14 @@ fn estimator_matches_the_frameworks() {
             continue;
         }
         inferred += 1;
+        // What autograd keeps per sample (PyTorch; the CPU's choice, without cuDNN's recurrent
+        // reserve space).
+        if let (Some(want), Some(e)) = (gt["saved_bytes_per_sample"].as_u64(), &r.estimate) {
+            let got = e.activation_bytes_per_sample - e.recurrent_bytes_per_sample;
+            let ratio = got as f64 / want.max(1) as f64;
+            saved_ratios.push((file.clone(), ratio));
+        }
+        let strict = gt["layers_strict"].as_bool().unwrap_or(true);
         // Per layer: the output shapes of every call, and the parameters.
         let mut ours: Calls = BTreeMap::new();
         let mut our_params: BTreeMap<String, u64> = BTreeMap::new();
@@ -96,7 +105,7 @@ fn estimator_matches_the_frameworks() {
                 .push(s.output.clone());
             *our_params.entry(s.name.clone()).or_default() += s.params.total;
         }
-        for layer in gt["layers"].as_array().unwrap() {
+        for layer in gt["layers"].as_array().unwrap().iter().filter(|_| strict) {
             let name = layer["name"].as_str().unwrap().to_string();
             let calls = shapes(&layer["output_shapes"]);
             if calls.is_empty() {
@@ -119,7 +128,7 @@ fn estimator_matches_the_frameworks() {
                 ));
             }
         }
-        for name in ours.keys() {
+        for name in ours.keys().filter(|_| strict) {
             if !gt["layers"]
                 .as_array()
                 .unwrap()
@@ -139,8 +148,10 @@ fn estimator_matches_the_frameworks() {
             .map(|s| s.output.iter().product::<u64>())
             .sum();
         let err = (got_act as f64 - want_act).abs() / want_act.max(1.0);
-        act_errors.push(err);
-        if err > 0.01 {
+        if strict {
+            act_errors.push(err);
+        }
+        if err > 0.01 && strict {
             problems.push(format!(
                 "{file}: {got_act} activation elements per sample, the framework has {want_act}"
             ));
@@ -160,6 +171,15 @@ fn estimator_matches_the_frameworks() {
         max * 100.0,
         mean * 100.0
     );
+    println!("\nsaved for backward per sample, estimated / PyTorch (CPU):");
+    for (file, ratio) in &saved_ratios {
+        println!("  {file:<44} {ratio:.2}");
+        if !(0.85..=1.15).contains(ratio) {
+            problems.push(format!(
+                "{file}: keeps {ratio:.2}× the bytes PyTorch saves for backward per sample"
+            ));
+        }
+    }
     assert!(
         problems.is_empty(),
         "{} problems:\n{}",

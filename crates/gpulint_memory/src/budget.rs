@@ -75,6 +75,23 @@ const GPUS: &[(&str, f64, &[&str])] = &[
     ("MI300X", 192.0, &["mi300x", "instinctmi300x"]),
 ];
 
+/// The cards of `gpulint estimate --max-batch`, with the memory the driver reports as their
+/// total (what `nvidia-smi` and `cudaMemGetInfo` show, ECC on where the card has it: less than
+/// the marketed size), in MiB. A process gets that less its CUDA context.
+pub const MAX_BATCH_CARDS: &[(&str, u64)] = &[
+    ("T4 16 GB", 15360),
+    ("V100 16 GB", 16160),
+    ("V100 32 GB", 32510),
+    ("A10 24 GB", 23028),
+    ("L4 24 GB", 23034),
+    ("RTX 3090 24 GB", 24576),
+    ("RTX 4090 24 GB", 24564),
+    ("A100 40 GB", 40960),
+    ("A100 80 GB", 81920),
+    ("H100 80 GB", 81559),
+    ("H200 141 GB", 143771),
+];
+
 /// Names that need a variant.
 const AMBIGUOUS: &[(&str, &str)] = &[("a100", "`a100-40gb` or `a100-80gb`")];
 

@@ -5,6 +5,7 @@
 mod layers;
 mod methods;
 mod optim;
+mod zoo;
 
 pub use methods::dtype_bytes;
 pub use optim::optimizer_slots;
@@ -40,6 +41,9 @@ impl<'a, 't> Interp<'a, 't> {
     pub fn framework_call(&mut self, q: &str, args: Args, at: Node<'_>) -> Val {
         if let Some(b) = q.strip_prefix("builtins.") {
             return self.builtin(b, args, at);
+        }
+        if let Some(v) = self.zoo_call(q, &args, at) {
+            return v;
         }
         if let Some(rest) = keras::keras_path(q) {
             let last = rest.rsplit('.').next().unwrap_or(rest);
@@ -138,6 +142,44 @@ impl<'a, 't> Interp<'a, 't> {
                 };
                 return self.new_layer(Fw::Keras, "Bidirectional", spec, &args, at);
             }
+            // `layers.add([x, y])`, `layers.concatenate([a, b], axis=-1)`: a merge layer
+            // created and applied at once.
+            let merge = match last {
+                "add" => Some("Add"),
+                "subtract" => Some("Subtract"),
+                "multiply" => Some("Multiply"),
+                "average" => Some("Average"),
+                "maximum" => Some("Maximum"),
+                "minimum" => Some("Minimum"),
+                "concatenate" => Some("Concatenate"),
+                _ => None,
+            };
+            if let (Some(class), true) = (merge, rest.starts_with("layers.")) {
+                let mut args = args;
+                let inputs = if args.pos.is_empty() {
+                    args.kw
+                        .iter()
+                        .position(|(k, _)| k == "inputs")
+                        .map(|i| args.kw.remove(i).1)
+                } else {
+                    Some(args.pos.remove(0))
+                };
+                let Some(spec) = keras::layer(class, &args) else {
+                    return self.opaque(args, at);
+                };
+                let Val::Layer(l) = self.new_layer(Fw::Keras, class, spec, &args, at) else {
+                    return Val::Unknown(0);
+                };
+                let inputs = inputs.unwrap_or(Val::Unknown(0));
+                return self.apply_layer(
+                    l,
+                    Args {
+                        pos: vec![inputs],
+                        kw: vec![],
+                    },
+                    at,
+                );
+            }
             if let Some(spec) = keras::layer(last, &args) {
                 return self.new_layer(Fw::Keras, keras::canonical(last), spec, &args, at);
             }
@@ -194,6 +236,19 @@ impl<'a, 't> Interp<'a, 't> {
                 None => return self.opaque(args, at),
             };
             return self.new_layer(Fw::Torch, class, spec, &args, at);
+        }
+        // bitsandbytes' 8-bit optimizers, Hugging Face's Adafactor.
+        for prefix in [
+            "bitsandbytes.optim.",
+            "transformers.optimization.",
+            "transformers.",
+        ] {
+            if let Some(name) = q.strip_prefix(prefix) {
+                let known = name.contains("8bit") || name == "Adafactor" || name == "AdamW";
+                if !name.contains('.') && known {
+                    return self.optimizer(name, &args, at, true);
+                }
+            }
         }
         if let Some(name) = q.strip_prefix("torch.optim.") {
             if !name.contains('.') {

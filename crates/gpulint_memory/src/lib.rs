@@ -18,10 +18,12 @@ pub mod interp;
 pub mod keras;
 pub mod layer;
 pub mod model;
+pub mod saved;
 pub mod tensor_ops;
 pub mod torch;
 pub mod training;
 pub mod value;
+pub mod zoo;
 
 pub use estimate::Estimate;
 use gpulint_semantic::python::PythonModel;
@@ -46,7 +48,7 @@ pub fn analyze(pm: &PythonModel<'_>) -> Vec<ModelReport> {
     models
         .into_iter()
         .map(|model| {
-            let setup = training::setup(&model, &file, &it.batches);
+            let setup = training::setup(&model, &file, &it.batches, &it.optimizers);
             let estimate = estimate::estimate(&model, &setup);
             ModelReport {
                 model,

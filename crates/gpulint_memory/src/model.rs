@@ -22,7 +22,18 @@ pub struct Step {
     /// Shares storage with its input (a view).
     pub view: bool,
     pub int: bool,
+    /// The steps whose outputs it reads ([`INPUT`]: the model's input).
+    pub inputs: Vec<usize>,
+    /// Attention heads (attention layers; 0 otherwise): the score matrices are per head.
+    /// Recurrent layers: their stacked layers.
+    pub heads: u64,
+    /// Elements of a transient buffer its backward needs (dilated convolutions: cuDNN's
+    /// im2col workspace), 0 for most steps.
+    pub workspace: u64,
 }
+
+/// A step input that is the model's input rather than another step's output.
+pub const INPUT: usize = usize::MAX;
 
 /// A model found in the file.
 #[derive(Debug, Clone)]
@@ -44,6 +55,8 @@ pub struct Built {
     pub facts: Facts,
     /// Some layer was frozen with `trainable=False`.
     pub frozen: bool,
+    /// How the input was chosen when the file does not show it (library models).
+    pub input_note: Option<String>,
 }
 
 impl Built {
@@ -52,6 +65,16 @@ impl Built {
             Some(v) => format!("`{v}`"),
             None => "the model".into(),
         }
+    }
+}
+
+/// The library a model comes from, for messages.
+fn zoo_kind(label: &str) -> &'static str {
+    match label.split('.').next().unwrap_or("") {
+        "torchvision" => "torchvision",
+        "keras" => "keras.applications",
+        "transformers" => "transformers",
+        _ => "timm",
     }
 }
 
@@ -78,6 +101,7 @@ impl<'a, 't> Interp<'a, 't> {
                 ObjKind::Instance { fw, .. } => fw.is_some(),
                 ObjKind::Sequential { .. } | ObjKind::Functional { .. } => true,
                 ObjKind::ModuleList { .. } => false,
+                ObjKind::Zoo(_) => true,
             };
             let bound = self.var_names.contains_key(&o)
                 || obj.facts.example.is_some()
@@ -128,6 +152,7 @@ impl<'a, 't> Interp<'a, 't> {
             ),
             ObjKind::Functional { .. } => (Fw::Keras, "functional"),
             ObjKind::ModuleList { .. } => (Fw::Torch, "nn.ModuleList"),
+            ObjKind::Zoo(arch) => (arch.fw, zoo_kind(&arch.label)),
         };
         let mut built = Built {
             fw,
@@ -140,7 +165,12 @@ impl<'a, 't> Interp<'a, 't> {
             unknown: None,
             facts: obj.facts.clone(),
             frozen: false,
+            input_note: None,
         };
+        if let ObjKind::Zoo(arch) = &obj.kind {
+            self.build_zoo(arch, &mut built);
+            return built;
+        }
         // The input and a run of the forward pass.
         let (inputs, outputs): (Vec<usize>, Val) = match &obj.kind {
             ObjKind::Functional { inputs, outputs } => (
@@ -260,8 +290,59 @@ impl<'a, 't> Interp<'a, 't> {
         let path_of: HashMap<usize, &str> =
             paths.iter().rev().map(|(p, l)| (*l, p.as_str())).collect();
         let mut seen_layers: HashSet<usize> = HashSet::new();
+        let mut step_of_app: HashMap<usize, usize> = HashMap::new();
+        let mut zoo_params = Params::default();
         for a in apps {
             let app = self.apps[a].clone();
+            if let Some(z) = app.zoo {
+                let input = app.inputs.first().map(|t| {
+                    self.tensors[*t]
+                        .producer
+                        .and_then(|p| step_of_app.get(&p).copied())
+                        .unwrap_or(INPUT)
+                });
+                let shape = app.inputs.first().map(|t| self.tensors[*t].shape.clone());
+                let ObjKind::Zoo(arch) = &self.objs[z].kind else {
+                    continue;
+                };
+                let first = seen_layers.insert(usize::MAX - z);
+                match shape.map(|s| arch.build(&s)) {
+                    Some(Ok(net)) => {
+                        if first {
+                            zoo_params.total += net.params.total;
+                            zoo_params.trainable += net.params.trainable;
+                        }
+                        let offset = built.steps.len();
+                        let prefix = self
+                            .var_names
+                            .get(&z)
+                            .cloned()
+                            .unwrap_or_else(|| arch.label.clone());
+                        let mut last = offset;
+                        for (i, mut st) in net.steps.into_iter().enumerate() {
+                            for inp in st.inputs.iter_mut() {
+                                *inp = if *inp == INPUT {
+                                    input.unwrap_or(INPUT)
+                                } else {
+                                    *inp + offset
+                                };
+                            }
+                            st.name = format!("{prefix}.{}", st.name);
+                            if !first {
+                                st.params = Params::default();
+                            }
+                            if st.class != "cross_entropy" {
+                                last = offset + i;
+                            }
+                            built.steps.push(st);
+                        }
+                        step_of_app.insert(a, last);
+                    }
+                    Some(Err(why)) => built.unknown = Some(why),
+                    None => {}
+                }
+                continue;
+            }
             let out = &self.tensors[app.output];
             let (name, module, params) = match app.layer {
                 Some(l) => {
@@ -286,6 +367,33 @@ impl<'a, 't> Interp<'a, 't> {
                 }
                 None => (app.op.to_string(), false, Params::default()),
             };
+            let inputs = app
+                .inputs
+                .iter()
+                .map(|t| {
+                    self.tensors[*t]
+                        .producer
+                        .and_then(|p| step_of_app.get(&p).copied())
+                        .unwrap_or(INPUT)
+                })
+                .collect();
+            step_of_app.insert(a, built.steps.len());
+            let workspace = match app.layer.map(|l| &self.layers[l].spec) {
+                Some(Ok(super::layer::Spec::Conv(c)))
+                    if fw == Fw::Torch && c.dilation.iter().any(|d| *d > 1) && !c.transpose =>
+                {
+                    let cin = c.in_channels.unwrap_or(0) / c.groups.max(1);
+                    let k: u64 = c.kernel.iter().product();
+                    let spatial: u64 = out.shape.iter().skip(1).product();
+                    cin * k * spatial
+                }
+                _ => 0,
+            };
+            let heads = match app.layer.map(|l| &self.layers[l].spec) {
+                Some(Ok(super::layer::Spec::Attention(att))) => att.heads,
+                Some(Ok(super::layer::Spec::Recurrent(r))) => r.layers,
+                _ => 0,
+            };
             built.steps.push(Step {
                 name,
                 class: app.op.to_string(),
@@ -294,6 +402,9 @@ impl<'a, 't> Interp<'a, 't> {
                 module,
                 view: app.view,
                 int: out.int,
+                inputs,
+                heads,
+                workspace,
             });
         }
         built.params = match fw {
@@ -301,12 +412,42 @@ impl<'a, 't> Interp<'a, 't> {
                 total: acc.total + s.params.total,
                 trainable: acc.trainable + s.params.trainable,
             })),
-            Fw::Torch => self.torch_params(&paths),
+            Fw::Torch => self.torch_params(&paths).map(|p| Params {
+                total: p.total + zoo_params.total,
+                trainable: p.trainable + zoo_params.trainable,
+            }),
         };
         if built.params.is_none() && built.unknown.is_none() {
             built.unknown = Some("the parameters of a registered module are not known".into());
         }
         built
+    }
+
+    /// A library model: its network fed the example input, or the input it is published for.
+    fn build_zoo(&self, arch: &crate::zoo::Arch, built: &mut Built) {
+        let given = match arch.fw {
+            Fw::Keras => built.facts.input_shape.clone().map(|s| (s, false)),
+            Fw::Torch => built
+                .facts
+                .example
+                .as_ref()
+                .map(|(s, i, _)| (s.clone(), *i)),
+        };
+        let (shape, int) = match given {
+            Some(g) => g,
+            None => {
+                built.input_note = Some(arch.input_note.clone());
+                (arch.input.clone(), arch.int)
+            }
+        };
+        built.input = Some((shape.clone(), int));
+        match arch.build(&shape) {
+            Ok(net) => {
+                built.params = Some(net.params);
+                built.steps = net.steps;
+            }
+            Err(why) => built.unknown = Some(why),
+        }
     }
 
     /// Registered modules of a PyTorch model, depth first in registration order, with paths.
@@ -355,7 +496,7 @@ impl<'a, 't> Interp<'a, 't> {
                             }
                         }
                     }
-                    ObjKind::Functional { .. } => {}
+                    ObjKind::Functional { .. } | ObjKind::Zoo(_) => {}
                 }
             }
             _ => {}

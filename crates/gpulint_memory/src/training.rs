@@ -24,6 +24,8 @@ pub struct FileFacts {
     pub backward: bool,
     /// `tf.data`, generators or `Sequence`s: `fit` takes its batch from them.
     pub keras_pipeline: bool,
+    /// A custom TensorFlow training loop (`tf.GradientTape`).
+    pub tape: bool,
 }
 
 pub fn file_facts(pm: &PythonModel<'_>) -> FileFacts {
@@ -101,7 +103,9 @@ pub fn file_facts(pm: &PythonModel<'_>) -> FileFacts {
             f.backward = true;
         }
     }
-    f.backward |= src.contains(".backward(") || src.contains("manual_backward(");
+    f.backward |=
+        src.contains(".backward(") || src.contains("manual_backward(") || src.contains("Trainer(");
+    f.tape = src.contains("GradientTape");
     f.freezes = [
         "requires_grad = False",
         "requires_grad=False",
@@ -161,6 +165,8 @@ pub struct Setup {
     pub trained: bool,
     /// Some parameters may be frozen: gradients and optimizer state are not counted.
     pub freezes: bool,
+    /// PyTorch autocast: half-precision weight copies live through the forward pass.
+    pub autocast: bool,
 }
 
 fn pick_source(sources: &[BatchSource]) -> Result<Batch, String> {
@@ -187,9 +193,22 @@ fn pick_source(sources: &[BatchSource]) -> Result<Batch, String> {
 }
 
 /// The training setup of a model.
-pub fn setup(model: &Built, file: &FileFacts, sources: &[BatchSource]) -> Setup {
+pub fn setup(
+    model: &Built,
+    file: &FileFacts,
+    sources: &[BatchSource],
+    optimizers: &[Optimizer],
+) -> Setup {
     let facts = &model.facts;
+    // A custom loop's optimizer is not attached to the model: the file's only one is.
+    let optimizer = facts.optimizer.clone().or_else(|| match optimizers {
+        [only] if file.tape => Some(only.clone()),
+        _ => None,
+    });
     let batch = match model.fw {
+        Fw::Keras if facts.fits.is_empty() && file.tape && !sources.is_empty() => {
+            pick_source(sources)
+        }
         Fw::Keras => match facts.fits.last() {
             None => Err("the model is never trained with `fit()`".into()),
             Some(fit) if fit.batch_unknown => {
@@ -240,7 +259,7 @@ pub fn setup(model: &Built, file: &FileFacts, sources: &[BatchSource]) -> Setup 
         Fw::Torch => pick_source(sources),
     };
     let trained = match model.fw {
-        Fw::Keras => !facts.fits.is_empty(),
+        Fw::Keras => !facts.fits.is_empty() || (file.tape && optimizer.is_some()),
         Fw::Torch => facts.optimizer.is_some() && file.backward,
     };
     let mut precision = Precision {
@@ -277,10 +296,11 @@ pub fn setup(model: &Built, file: &FileFacts, sources: &[BatchSource]) -> Setup 
     }
     Setup {
         batch,
-        optimizer: facts.optimizer.clone(),
+        optimizer,
         precision,
         blockers,
         trained,
         freezes: file.freezes || model.frozen,
+        autocast: file.mixed.as_deref() == Some("`torch.autocast`"),
     }
 }

@@ -47,6 +47,8 @@ pub enum Val {
     Super,
     /// An optimizer created in the file.
     Optimizer(usize),
+    /// A Hugging Face configuration (`GPT2Config(...)`).
+    HfConfig(Rc<crate::zoo::hf::Config>),
 }
 
 impl Val {
@@ -243,6 +245,8 @@ pub struct App {
     pub params: Params,
     /// The output shares storage with the input (views: `view`, `reshape`, `Flatten` in PyTorch).
     pub view: bool,
+    /// A library model applied as a layer (its object): its layers are inlined.
+    pub zoo: Option<usize>,
 }
 
 /// A layer built in the source.
@@ -260,6 +264,8 @@ pub struct LayerDef {
     pub params: Option<Params>,
     /// Keras `trainable=False`.
     pub frozen: bool,
+    /// PyTorch `inplace=True`: the output overwrites the input.
+    pub inplace: bool,
     /// Keras `input_shape=` / `Input` in a Sequential.
     pub input_shape: Option<Shape>,
 }
@@ -278,6 +284,8 @@ pub enum ObjKind {
         inputs: Vec<usize>,
         outputs: Vec<usize>,
     },
+    /// A library model (`torchvision.models.resnet50()`, `GPT2LMHeadModel(config)`).
+    Zoo(Rc<crate::zoo::Arch>),
 }
 
 /// An optimizer: its class, and how many state tensors per parameter it keeps.
@@ -286,6 +294,8 @@ pub struct Optimizer {
     pub name: String,
     /// `None` when not known (an unsupported optimizer).
     pub slots: Option<u64>,
+    /// Bytes per state element when not the parameters' own (8-bit optimizers: 1).
+    pub slot_bytes: Option<u64>,
     pub span: (usize, usize),
 }
 

@@ -51,6 +51,7 @@ impl<'a, 't> Interp<'a, 't> {
                     output: out,
                     params: Default::default(),
                     view,
+                    zoo: None,
                 });
                 Val::Tensor(out)
             }
@@ -136,13 +137,20 @@ impl<'a, 't> Interp<'a, 't> {
         };
         let int = matches!(spec, Spec::Identity) && self.tensors[inputs[0]].int;
         let out = self.new_tensor(shape, int, Some(self.apps.len()));
+        let op = if def.inplace {
+            Rc::from(format!("{} (in place)", def.class).as_str())
+        } else {
+            def.class.clone()
+        };
         self.apps.push(App {
             layer: Some(l),
-            op: def.class.clone(),
+            op,
             inputs,
             output: out,
             params,
-            view: false,
+            // PyTorch's `Flatten` returns a view of its input.
+            view: def.fw == Fw::Torch && &*def.class == "Flatten",
+            zoo: None,
         });
         if def.fw == Fw::Torch && torch::returns_tuple(&def.class) {
             return Val::Tuple(Rc::new(vec![Val::Tensor(out), Val::Unknown(0)]));
@@ -209,6 +217,17 @@ impl<'a, 't> Interp<'a, 't> {
         } else {
             None
         };
+        // `nn.ReLU(inplace=True)`, `nn.LeakyReLU(0.2, True)`.
+        let inplace_at = if class == "LeakyReLU" || class == "ELU" {
+            1
+        } else {
+            0
+        };
+        let inplace = fw == Fw::Torch
+            && matches!(spec, Ok(Spec::Identity))
+            && args
+                .get(inplace_at, "inplace")
+                .is_some_and(|v| matches!(v, Val::Bool(true)));
         self.layers.push(LayerDef {
             fw,
             class: Rc::from(class),
@@ -217,6 +236,7 @@ impl<'a, 't> Interp<'a, 't> {
             span: span(at),
             params: None,
             frozen,
+            inplace,
             input_shape,
         });
         let _ = params;

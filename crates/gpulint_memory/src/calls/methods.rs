@@ -105,17 +105,20 @@ impl<'a, 't> Interp<'a, 't> {
                     None => Some(Optimizer {
                         name: "RMSprop".into(),
                         slots: Some(1),
+                        slot_bytes: None,
                         span: span(at),
                     }),
                     Some(Val::Str(s)) => Some(Optimizer {
                         name: s.to_string(),
                         slots: optimizer_slots(s, &Args::default(), false),
+                        slot_bytes: None,
                         span: span(at),
                     }),
                     Some(Val::Optimizer(i)) => Some(self.optimizers[*i].clone()),
                     Some(_) => Some(Optimizer {
                         name: "an unknown optimizer".into(),
                         slots: None,
+                        slot_bytes: None,
                         span: span(at),
                     }),
                 };

@@ -11,6 +11,7 @@ impl<'a, 't> Interp<'a, 't> {
         self.optimizers.push(Optimizer {
             name: name.to_string(),
             slots,
+            slot_bytes: name.to_ascii_lowercase().contains("8bit").then_some(1),
             span: span(at),
         });
         let id = self.optimizers.len() - 1;
@@ -38,7 +39,18 @@ pub fn optimizer_slots(name: &str, args: &Args, torch: bool) -> Option<u64> {
             Some(v) => v.truthy(),
         }
     };
-    match name.to_ascii_lowercase().as_str() {
+    let lower = name.to_ascii_lowercase();
+    // bitsandbytes: `Adam8bit`, `AdamW8bit`, `PagedAdamW8bit`, `Lion8bit` (1 byte per state).
+    let lower = lower
+        .trim_start_matches("paged")
+        .trim_end_matches("8bit")
+        .trim_end_matches("32bit");
+    match lower {
+        // Factored second moments: rows + columns per matrix, negligible; `beta1` adds momentum.
+        "adafactor" => Some(match args.kw("beta1") {
+            None | Some(Val::None) => 0,
+            Some(_) => 1,
+        }),
         "adam" | "adamw" => Some(2 + flag(if torch { 5 } else { usize::MAX }, "amsgrad")? as u64),
         "nadam" | "radam" | "adamax" | "adadelta" | "ftrl" | "lamb" => Some(2),
         "sgd" => Some(momentum(if torch { 2 } else { 1 })? as u64),

@@ -1,0 +1,15 @@
+"""timm `vit_base_patch16_224` fine-tuned with AdamW."""
+import timm
+import torch
+
+model = timm.create_model("vit_base_patch16_224", pretrained=False, num_classes=100)
+
+if __name__ == "__main__":
+    model = model.cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    train_loader = torch.utils.data.DataLoader(train_set, batch_size=64, shuffle=True)
+    for x, y in train_loader:
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
