@@ -167,11 +167,8 @@ fn classes(a: &Args, default: u64) -> Result<u64, String> {
 pub fn torchvision_model(name: &str, a: &Args) -> Option<Result<Arch, String>> {
     let net = torch_image_kind(name, false)?;
     let label = format!("torchvision.models.{name}");
-    let size = if matches!(net, Kind::Vit { .. }) {
-        224
-    } else {
-        224
-    };
+    // torchvision's models take 224×224 inputs by default, ViT included.
+    let size = 224;
     Some(classes(a, 1000).map(|c| Arch::image(&label, Fw::Torch, net, c, size)))
 }
 

@@ -152,9 +152,12 @@ pub fn config(class: &str, a: &Args) -> Option<Result<Config, String>> {
     Some(apply(&mut c, a).map(|_| c))
 }
 
+/// A keyword of a configuration and the field it sets.
+type Key = (&'static str, fn(&mut Config) -> &mut u64);
+
 /// Keyword overrides of a configuration (also `from_pretrained(name, num_labels=...)`).
 pub fn apply(c: &mut Config, a: &Args) -> Result<(), String> {
-    let keys: &[(&str, fn(&mut Config) -> &mut u64)] = &[
+    let keys: &[Key] = &[
         ("vocab_size", |c| &mut c.vocab),
         ("hidden_size", |c| &mut c.hidden),
         ("n_embd", |c| &mut c.hidden),

@@ -307,7 +307,7 @@ impl Net {
         let n = x.shape.iter().product();
         match name {
             Some(name) => {
-                let class = if self.keras { "Flatten" } else { "Flatten" };
+                let class = "Flatten";
                 self.push_kind(name, class, &[x], vec![n], Params::default(), true, true)
             }
             None => self.op("flatten", &[x], vec![n], true),
