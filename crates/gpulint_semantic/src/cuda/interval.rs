@@ -9,6 +9,7 @@ mod extent;
 mod facts;
 mod overflow;
 mod poly;
+mod range;
 
 pub use access::{Extent, OutOfRange};
 pub use eval::{Bound, Point, Range, RangeCx};

@@ -8,9 +8,10 @@
 //! elements), but only for an index that is the guarded one plus a constant (or plus the bound
 //! itself): that assumption is stated with each finding.
 
-use super::eval::{add_ranges, negate_range, Point, Range, RangeCx};
+use super::eval::{Point, RangeCx};
 use super::facts::{Fact, Rel, Side};
 use super::poly::Poly;
+use super::range::{add_ranges, negate_range, Range};
 use crate::cuda::guards::{compact, name_tokens, sum_terms};
 use crate::cuda::kernel::{peel, peel_pointer, Kernel};
 use crate::cuda::{CudaModel, Launch};
