@@ -187,3 +187,34 @@ fn estimator_matches_the_frameworks() {
         problems.join("\n")
     );
 }
+
+/// `from_pretrained("<checkpoint>")`: the parameters of the published configuration, as the
+/// library counts them (built on the meta device by `scripts/memory_ground_truth.py`).
+#[test]
+fn checkpoints_match_the_library() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("tests/memory_ground_truth.json")).unwrap(),
+    )
+    .unwrap();
+    let checkpoints = truth["checkpoints"].as_object().expect("checkpoints");
+    assert!(checkpoints.len() >= 15);
+    let mut problems = Vec::new();
+    for (name, gt) in checkpoints {
+        let class = gt["class"].as_str().unwrap();
+        let src = format!(
+            "import torch\nfrom transformers import {class}\n\nmodel = {class}.from_pretrained(\"{name}\")\n"
+        );
+        let reports = with_python_model(&src, memory::analyze).expect("parses");
+        let want = gt["params"].as_u64().unwrap();
+        match reports.first().map(|r| (&r.model.params, &r.model.unknown)) {
+            Some((Some(p), None)) if p.total == want => {}
+            Some((p, why)) => problems.push(format!(
+                "{name}: {:?} parameters ({why:?}), the library counts {want}",
+                p.map(|p| p.total)
+            )),
+            None => problems.push(format!("{name}: no model")),
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -19,6 +19,7 @@ pub mod keras;
 pub mod layer;
 pub mod model;
 pub mod saved;
+pub mod step;
 pub mod tensor_ops;
 pub mod torch;
 pub mod training;

@@ -4,7 +4,7 @@
 //! Keras (channels last) as the builder is told.
 
 use crate::layer::{Params, Shape};
-use crate::model::{Step, INPUT};
+use crate::step::{Step, INPUT};
 
 /// A tensor of the network: its per-sample shape and the step that made it.
 #[derive(Debug, Clone)]
