@@ -167,11 +167,7 @@ fn classes(a: &Opts, default: u64) -> Result<u64, String> {
 pub fn torchvision_model(name: &str, a: &Opts) -> Option<Result<Arch, String>> {
     let net = torch_image_kind(name, false)?;
     let label = format!("torchvision.models.{name}");
-    let size = if matches!(net, Kind::Vit { .. }) {
-        224
-    } else {
-        224
-    };
+    let size = published_size(name);
     Some(classes(a, 1000).map(|c| Arch::image(&label, Fw::Torch, net, c, size)))
 }
 
@@ -247,6 +243,20 @@ fn torch_image_kind(name: &str, timm: bool) -> Option<Kind> {
     })
 }
 
+/// The image side a network is published at: 224, EfficientNet B1–B7 their own.
+fn published_size(name: &str) -> u64 {
+    match name {
+        "efficientnet_b1" => 240,
+        "efficientnet_b2" => 260,
+        "efficientnet_b3" => 300,
+        "efficientnet_b4" => 380,
+        "efficientnet_b5" => 456,
+        "efficientnet_b6" => 528,
+        "efficientnet_b7" => 600,
+        _ => 224,
+    }
+}
+
 /// `timm.create_model("<name>", ...)`.
 pub fn timm_model(a: &Opts) -> Option<Result<Arch, String>> {
     let name = a.get(0, "model_name")?.str()?.to_string();
@@ -265,16 +275,7 @@ pub fn timm_model(a: &Opts) -> Option<Result<Arch, String>> {
     {
         return Some(Err("`features_only=True` is not supported".into()));
     }
-    let size = match base {
-        "efficientnet_b1" => 240,
-        "efficientnet_b2" => 260,
-        "efficientnet_b3" => 300,
-        "efficientnet_b4" => 380,
-        "efficientnet_b5" => 456,
-        "efficientnet_b6" => 528,
-        "efficientnet_b7" => 600,
-        _ => 224,
-    };
+    let size = published_size(base);
     let label = format!("timm.create_model(\"{name}\")");
     Some(classes(a, 1000).map(|c| Arch::image(&label, Fw::Torch, net, c, size)))
 }

@@ -306,10 +306,15 @@ impl Net {
     pub fn flatten(&mut self, name: Option<&str>, x: &X) -> X {
         let n = x.shape.iter().product();
         match name {
-            Some(name) => {
-                let class = if self.keras { "Flatten" } else { "Flatten" };
-                self.push_kind(name, class, &[x], vec![n], Params::default(), true, true)
-            }
+            Some(name) => self.push_kind(
+                name,
+                "Flatten",
+                &[x],
+                vec![n],
+                Params::default(),
+                true,
+                true,
+            ),
             None => self.op("flatten", &[x], vec![n], true),
         }
     }

@@ -148,9 +148,12 @@ pub fn config(class: &str, a: &Opts) -> Option<Result<Config, String>> {
     Some(apply(&mut c, a).map(|_| c))
 }
 
+/// A numeric field of a configuration.
+type Field = fn(&mut Config) -> &mut u64;
+
 /// Keyword overrides of a configuration (also `from_pretrained(name, num_labels=...)`).
 pub fn apply(c: &mut Config, a: &Opts) -> Result<(), String> {
-    let keys: &[(&str, fn(&mut Config) -> &mut u64)] = &[
+    let keys: &[(&str, Field)] = &[
         ("vocab_size", |c| &mut c.vocab),
         ("hidden_size", |c| &mut c.hidden),
         ("n_embd", |c| &mut c.hidden),
