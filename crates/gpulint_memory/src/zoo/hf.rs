@@ -141,7 +141,7 @@ pub fn build(cfg: &Config, x: X) -> Result<Net, String> {
                 let y1 = n.add(&a, &y);
                 let z = n.layer_norm(&format!("{p}.ln_2"), &y1, true);
                 let f = linear(&mut n, &format!("{p}.mlp.c_fc"), &z, c.inter, true);
-                let f = n.act(&format!("{p}.mlp.act"), "GELU", &f);
+                let f = n.act(&format!("{p}.mlp.act"), "NewGELUActivation", &f);
                 let f = linear(&mut n, &format!("{p}.mlp.c_proj"), &f, h, true);
                 let f = n.act(&format!("{p}.mlp.dropout"), "Dropout", &f);
                 y = n.add(&f, &y1);
