@@ -22,6 +22,10 @@ const KERAS_ADD: &str = "import tensorflow as tf\nfrom tensorflow.keras import l
 
 const TF_LOOP: &str = "import tensorflow as tf\n\nBATCH = 512\nmodel = tf.keras.applications.MobileNetV2(weights=None, input_shape=(224, 224, 3), classes=100)\noptimizer = tf.keras.optimizers.Adam(1e-3)\nloss_fn = tf.keras.losses.SparseCategoricalCrossentropy()\ntrain_ds = tf.data.Dataset.from_tensor_slices((images, labels)).shuffle(1000).batch(BATCH)\n\nfor x, y in train_ds:\n    with tf.GradientTape() as tape:\n        loss = loss_fn(y, model(x, training=True))\n    grads = tape.gradient(loss, model.trainable_variables)\n    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n";
 
+const FINE_TUNE: &str = "import torch\nimport torch.nn as nn\nfrom torchvision import models\n\nmodel = models.resnet50(weights=\"IMAGENET1K_V2\")\nmodel.fc = nn.Linear(model.fc.in_features, 10)\nmodel = model.to(\"cuda\")\noptimizer = torch.optim.Adam(model.parameters(), lr=1e-4)\nloader = torch.utils.data.DataLoader(ds, batch_size=512)\nfor x, y in loader:\n    nn.functional.cross_entropy(model(x), y).backward()\n    optimizer.step()\n";
+
+const TRAINER: &str = "from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments\n\nmodel = AutoModelForSequenceClassification.from_pretrained(\"bert-base-uncased\", num_labels=3)\nargs = TrainingArguments(output_dir=\"out\", per_device_train_batch_size=64)\ntrainer = Trainer(model=model, args=args, train_dataset=train)\ntrainer.train()\n";
+
 fn estimate_json(d: &std::path::Path, file: &str, extra: &[&str]) -> Value {
     let mut args = vec!["estimate", "--isolated", "--output-format", "json"];
     args.extend_from_slice(extra);
@@ -44,6 +48,8 @@ fn library_models_have_the_libraries_parameter_counts_and_mem001_fires() {
         ("auto.py", AUTO, 124_439_808, 16),
         ("keras_add.py", KERAS_ADD, 10_794, 128),
         ("tf_loop.py", TF_LOOP, 2_386_084, 512),
+        ("fine_tune.py", FINE_TUNE, 23_528_522, 512),
+        ("trainer.py", TRAINER, 109_484_547, 64),
     ];
     for (file, src, params, batch) in cases {
         std::fs::write(d.join(file), src).unwrap();

@@ -140,7 +140,8 @@ impl<'a, 't> Interp<'a, 't> {
             input_note: None,
         };
         if let ObjKind::Zoo(arch) = &obj.kind {
-            self.build_zoo(arch, &mut built);
+            let arch = self.zoo_arch(o).unwrap_or_else(|| (**arch).clone());
+            self.build_zoo(&arch, &mut built);
             return built;
         }
         // The input and a run of the forward pass.
@@ -393,6 +394,26 @@ impl<'a, 't> Interp<'a, 't> {
             built.unknown = Some("the parameters of a registered module are not known".into());
         }
         built
+    }
+
+    /// A library model with the classifier the file gave it: `model.fc = nn.Linear(2048, 10)`,
+    /// timm's `model.reset_classifier(10)`.
+    pub fn zoo_arch(&self, o: usize) -> Option<crate::zoo::Arch> {
+        let ObjKind::Zoo(arch) = &self.objs[o].kind else {
+            return None;
+        };
+        let obj = &self.objs[o];
+        if let Some(n) = obj.attr("__num_classes__").and_then(|v| v.int()) {
+            return Some(arch.with_classes(n as u64));
+        }
+        let (head, _) = arch.head()?;
+        match obj.attr(head) {
+            Some(Val::Layer(l)) => match &self.layers[*l].spec {
+                Ok(super::layer::Spec::Dense { units, .. }) => Some(arch.with_classes(*units)),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 
     /// A library model: its network fed the example input, or the input it is published for.

@@ -86,6 +86,30 @@ impl Arch {
         }
     }
 
+    /// The attribute holding the final linear layer users replace
+    /// (`model.fc = nn.Linear(model.fc.in_features, 10)`), and its input features.
+    pub fn head(&self) -> Option<(&'static str, u64)> {
+        let name = match &self.net {
+            Kind::ResNet { .. } => "fc",
+            Kind::DenseNet(..) => "classifier",
+            Kind::Vit { timm: true, .. } => "head",
+            _ => return None,
+        };
+        let net = self.build(&self.input).ok()?;
+        let step = net.steps.iter().find(|s| s.name == name)?;
+        let from = *step.inputs.first()?;
+        let features = net.steps.get(from)?.output.last().copied()?;
+        Some((name, features))
+    }
+
+    /// The same network with another number of classes.
+    pub fn with_classes(&self, classes: u64) -> Arch {
+        Arch {
+            classes,
+            ..self.clone()
+        }
+    }
+
     /// The network fed `input` per sample.
     pub fn build(&self, input: &Shape) -> Result<Net, String> {
         let x = X::input(input.clone());

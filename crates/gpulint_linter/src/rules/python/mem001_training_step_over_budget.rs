@@ -103,7 +103,7 @@ declare_rule! {
         severity: Severity::Error,
         summary: "Training step estimated to exceed the GPU-memory budget",
         kinds: &[],
-        needles: &["keras", "torch"],
+        needles: &["keras", "torch", "transformers", "timm"],
         options: &[],
     };
 }
