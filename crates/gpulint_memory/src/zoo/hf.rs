@@ -273,6 +273,8 @@ pub fn build(cfg: &Config, x: X) -> Result<Net, String> {
 /// buckets in each stack's first layer; the decoder is fed as many tokens as the encoder.
 fn t5(n: &mut Net, c: &Config, x: &X) {
     let h = c.hidden;
+    // The learned relative-position bias is added to the scores: attention runs unfused and
+    // keeps its score matrices (`attn_implementation` aside).
     let inner = c.heads * c.d_kv;
     let shared = embed(n, "shared", x, c.vocab, h);
     let stack = |n: &mut Net, name: &str, layers: u64, input: &X, memory: Option<&X>| -> X {
@@ -286,7 +288,7 @@ fn t5(n: &mut Net, c: &Config, x: &X) {
             if l == 0 {
                 n.parameter(c.buckets * c.heads);
             }
-            let a = attend(n, &q, &[&k, &v], c.heads, inner, c.eager);
+            let a = attend(n, &q, &[&k, &v], c.heads, inner, true);
             let a = linear(n, &format!("{p}.layer.0.SelfAttention.o"), &a, h, false);
             let a = n.act(&format!("{p}.layer.0.dropout"), "Dropout", &a);
             y = n.add(&a, &y);
@@ -314,7 +316,7 @@ fn t5(n: &mut Net, c: &Config, x: &X) {
                     inner,
                     false,
                 );
-                let a = attend(n, &q, &[&k, &v], c.heads, inner, c.eager);
+                let a = attend(n, &q, &[&k, &v], c.heads, inner, true);
                 let a = linear(n, &format!("{p}.layer.1.EncDecAttention.o"), &a, h, false);
                 let a = n.act(&format!("{p}.layer.1.dropout"), "Dropout", &a);
                 y = n.add(&a, &y);
