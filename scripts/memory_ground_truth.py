@@ -12,8 +12,8 @@ what the estimator is compared with in tests/memory_ground_truth.rs:
 - the sum of those outputs' elements per sample (what activation memory is made of);
 - PyTorch: the bytes autograd keeps for backward per sample (`saved_bytes_per_sample`): the
   distinct tensors packed by `torch.autograd.graph.saved_tensors_hooks` during one training-mode
-  forward pass (and the loss, where the model computes it), parameters excluded, at batch 4
-  minus batch 2, halved. This is the CPU's choice of saved tensors, which matches CUDA's for
+  forward pass (and the loss, where the model computes it), parameters excluded, at batch 3
+  minus batch 2. This is the CPU's choice of saved tensors, which matches CUDA's for
   convolutions, normalizations, pooling, activations, dropout and fused attention (not for
   recurrent layers, where cuDNN keeps its own reserve space).
 
@@ -27,6 +27,7 @@ Run it from the repository root after installing scripts/requirements-memory.txt
 
 It never runs as part of `cargo test`: the JSON it writes is committed.
 """
+import gc
 import importlib.util
 import json
 import os
@@ -201,7 +202,20 @@ def torch_truth(name, model):
         run(example(2))
     for h in handles:
         h.remove()
-    saved = {b: saved_bytes(model, run, example(b)) for b in (2, 4)}
+    if hasattr(model, "config"):
+        # CUDA runs attention with dropout in one fused kernel that keeps no score matrix;
+        # PyTorch on the CPU falls back to the unfused path when the attention dropout is not
+        # zero. Without it the CPU takes its fused kernel too, and saves what CUDA saves.
+        for path, module in model.named_modules():
+            if isinstance(module, torch.nn.Dropout) and path.endswith(
+                ("attn_dropout", "attention.self.dropout", "attention.attention.dropout")
+            ):
+                module.p = 0.0
+            if type(module).__name__.endswith("Attention") and isinstance(
+                getattr(module, "dropout", None), float
+            ):
+                module.dropout = 0.0
+    saved = {b: saved_bytes(model, run, example(b)) for b in (2, 3)}
     entries = []
     for path, module in leaves:
         entries.append({
@@ -216,7 +230,7 @@ def torch_truth(name, model):
         "params": int(sum(p.numel() for p in model.parameters())),
         "trainable_params": int(sum(p.numel() for p in model.parameters() if p.requires_grad)),
         "layers": entries,
-        "saved_bytes_per_sample": (saved[4] - saved[2]) // 2,
+        "saved_bytes_per_sample": saved[3] - saved[2],
     }
 
 
@@ -240,6 +254,58 @@ def saved_bytes(model, run, x):
         run(x)
     model.eval()
     return sum(seen.values())
+
+
+# Published configurations of checkpoints the estimator knows by name (their config.json
+# numbers), and the model class `from_pretrained` is called on in the test of each. The
+# libraries build them on the meta device (no weights, no download) to count parameters.
+CHECKPOINTS = {
+    "gpt2": ("GPT2LMHeadModel", "GPT2Config", {}),
+    "gpt2-medium": ("GPT2LMHeadModel", "GPT2Config", dict(n_embd=1024, n_layer=24, n_head=16)),
+    "gpt2-large": ("GPT2LMHeadModel", "GPT2Config", dict(n_embd=1280, n_layer=36, n_head=20)),
+    "gpt2-xl": ("GPT2LMHeadModel", "GPT2Config", dict(n_embd=1600, n_layer=48, n_head=25)),
+    "distilgpt2": ("GPT2LMHeadModel", "GPT2Config", dict(n_layer=6)),
+    "bert-base-uncased": ("BertModel", "BertConfig", {}),
+    "bert-large-uncased": ("BertModel", "BertConfig", dict(
+        hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)),
+    "roberta-base": ("RobertaModel", "RobertaConfig", dict(
+        vocab_size=50265, max_position_embeddings=514, type_vocab_size=1)),
+    "t5-small": ("T5ForConditionalGeneration", "T5Config", {}),
+    "t5-base": ("T5ForConditionalGeneration", "T5Config", dict(
+        d_model=768, d_ff=3072, num_layers=12, num_heads=12)),
+    "meta-llama/Llama-2-7b-hf": ("LlamaForCausalLM", "LlamaConfig", dict(
+        max_position_embeddings=4096)),
+    "meta-llama/Meta-Llama-3-8B": ("LlamaForCausalLM", "LlamaConfig", dict(
+        vocab_size=128256, intermediate_size=14336, num_key_value_heads=8,
+        max_position_embeddings=8192)),
+    "meta-llama/Llama-3.2-1B": ("LlamaForCausalLM", "LlamaConfig", dict(
+        vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+        num_attention_heads=32, num_key_value_heads=8, tie_word_embeddings=True)),
+    "mistralai/Mistral-7B-v0.1": ("MistralForCausalLM", "MistralConfig", dict(
+        vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+        num_attention_heads=32, num_key_value_heads=8)),
+    "TinyLlama/TinyLlama-1.1B-Chat-v1.0": ("LlamaForCausalLM", "LlamaConfig", dict(
+        hidden_size=2048, intermediate_size=5632, num_hidden_layers=22, num_attention_heads=32,
+        num_key_value_heads=4)),
+    "Qwen/Qwen2.5-0.5B": ("Qwen2ForCausalLM", "Qwen2Config", dict(
+        vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+        num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True)),
+    "google/vit-base-patch16-224": ("ViTForImageClassification", "ViTConfig", dict(num_labels=1000)),
+}
+
+
+def checkpoint_truth():
+    import torch
+    import transformers
+
+    out = {}
+    for name, (model_class, config_class, kwargs) in CHECKPOINTS.items():
+        config = getattr(transformers, config_class)(**kwargs)
+        with torch.device("meta"):
+            model = getattr(transformers, model_class)(config)
+        out[name] = {"class": model_class, "params": int(sum(p.numel() for p in model.parameters()))}
+        print(f"checkpoint {name}: {out[name]['params']} parameters", file=sys.stderr)
+    return out
 
 
 def library_versions():
@@ -273,13 +339,18 @@ def part(which):
             truth = keras_truth(name, load(path))
         else:
             truth = torch_truth(name, load(path))
+        # Free one model's memory before the next is built.
+        gc.collect()
         truth["layers_strict"] = "_zoo_" not in name or name.startswith(("torch_zoo_tv_", "keras_zoo_"))
         truth["activation_elements_per_sample"] = sum(
             prod(s) for layer in truth["layers"] for s in layer["output_shapes"]
         )
         models[name] = truth
         print(f"{name}: {truth['params']} parameters, {len(truth['layers'])} layers", file=sys.stderr)
-    return {"versions": versions, "models": models}
+    doc = {"versions": versions, "models": models}
+    if which == "torch":
+        doc["checkpoints"] = checkpoint_truth()
+    return doc
 
 
 def main():
@@ -293,6 +364,7 @@ def main():
         return
     versions = {"python": sys.version.split()[0]}
     models = {}
+    checkpoints = {}
     for which in ("keras", "torch"):
         with tempfile.TemporaryDirectory() as tmp:
             part_file = Path(tmp) / f"{which}.json"
@@ -300,10 +372,12 @@ def main():
             doc = json.loads(part_file.read_text())
         versions.update(doc["versions"])
         models.update(doc["models"])
+        checkpoints.update(doc.get("checkpoints", {}))
     doc = {
         "generated_by": "scripts/memory_ground_truth.py",
         "versions": versions,
         "models": dict(sorted(models.items())),
+        "checkpoints": checkpoints,
     }
     OUT.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)} ({len(models)} models)", file=sys.stderr)

@@ -174,6 +174,7 @@ fn model_json(r: &ModelReport, src: &str, budget: u64) -> Value {
         "kind": m.kind,
         "line": line_of(src, m.span.0),
         "input_shape": m.input.as_ref().map(|(s, _)| s.clone()),
+        "input_assumed": m.input_note,
         "params": m.params.map(|p| p.total),
         "trainable_params": m.params.map(|p| p.trainable),
         "param_bytes": e.map(|e| e.weight_bytes),
@@ -184,6 +185,12 @@ fn model_json(r: &ModelReport, src: &str, budget: u64) -> Value {
         "activation_bytes_per_sample": e.map(|e| e.activation_bytes_per_sample),
         "input_bytes_per_sample": e.map(|e| e.input_bytes_per_sample),
         "allowance_bytes": e.map(|e| e.allowance),
+        "cuda_context_bytes": e.map(|e| e.allowance),
+        "backward_bytes_per_sample": e.map(|e| e.backward_bytes_per_sample),
+        "attention_bytes_per_sample": e.map(|e| e.attention_bytes_per_sample),
+        "recurrent_bytes_per_sample": e.map(|e| e.recurrent_bytes_per_sample),
+        "overhead_bytes_per_sample": e.map(|e| e.overhead_bytes_per_sample),
+        "autocast_bytes": e.map(|e| e.autocast_bytes),
         "batch_size": r.setup.batch.as_ref().ok().map(|b| b.size),
         "batch_source": r.setup.batch.as_ref().map(|b| b.source.clone()).unwrap_or_else(|e| e.clone()),
         "peak_bytes": e.and_then(|e| e.peak()),
@@ -251,9 +258,13 @@ fn render_text(
         if let Some((shape, int)) = &m.input {
             let _ = writeln!(
                 s,
-                "  input per sample: {}{}",
+                "  input per sample: {}{}{}",
                 fmt_shape(shape),
-                if *int { " (integer ids)" } else { "" }
+                if *int { " (integer ids)" } else { "" },
+                m.input_note
+                    .as_ref()
+                    .map(|n| format!(" — assumed: the file shows none; {n}"))
+                    .unwrap_or_default()
             );
         }
         let act = r.setup.precision.activations;

@@ -19,6 +19,7 @@ pub mod keras;
 pub mod layer;
 pub mod model;
 pub mod saved;
+pub mod step;
 pub mod tensor_ops;
 pub mod torch;
 pub mod training;
@@ -69,7 +70,15 @@ pub fn node_at<'t>(pm: &PythonModel<'t>, span: (usize, usize)) -> Option<tree_si
 
 /// Does the file import a framework whose models the estimator reads?
 pub fn imports_framework(pm: &PythonModel<'_>) -> bool {
-    ["torch", "tensorflow", "keras", "tf_keras"]
-        .iter()
-        .any(|m| pm.imports_module(m))
+    [
+        "torch",
+        "tensorflow",
+        "keras",
+        "tf_keras",
+        "transformers",
+        "timm",
+        "torchvision",
+    ]
+    .iter()
+    .any(|m| pm.imports_module(m))
 }

@@ -4,36 +4,8 @@
 use super::interp::Interp;
 use super::layer::{Params, Shape};
 use super::value::{Args, Facts, Fw, ObjKind, Val};
+pub use crate::step::{Step, INPUT};
 use std::collections::{BTreeSet, HashMap, HashSet};
-
-/// One layer application (or tensor operation) of a model's forward pass.
-#[derive(Debug, Clone)]
-pub struct Step {
-    /// Keras: the layer name (`conv2d_1`); PyTorch: the module path (`features.0`); for
-    /// operations, their name (`view`, `F.relu`).
-    pub name: String,
-    /// The layer class (`Conv2D`, `Linear`) or operation.
-    pub class: String,
-    pub output: Shape,
-    /// Parameters, on the first application of each layer.
-    pub params: Params,
-    /// A layer/module (as the framework lists it), not a tensor operation.
-    pub module: bool,
-    /// Shares storage with its input (a view).
-    pub view: bool,
-    pub int: bool,
-    /// The steps whose outputs it reads ([`INPUT`]: the model's input).
-    pub inputs: Vec<usize>,
-    /// Attention heads (attention layers; 0 otherwise): the score matrices are per head.
-    /// Recurrent layers: their stacked layers.
-    pub heads: u64,
-    /// Elements of a transient buffer its backward needs (dilated convolutions: cuDNN's
-    /// im2col workspace), 0 for most steps.
-    pub workspace: u64,
-}
-
-/// A step input that is the model's input rather than another step's output.
-pub const INPUT: usize = usize::MAX;
 
 /// A model found in the file.
 #[derive(Debug, Clone)]
@@ -168,7 +140,8 @@ impl<'a, 't> Interp<'a, 't> {
             input_note: None,
         };
         if let ObjKind::Zoo(arch) = &obj.kind {
-            self.build_zoo(arch, &mut built);
+            let arch = self.zoo_arch(o).unwrap_or_else(|| (**arch).clone());
+            self.build_zoo(&arch, &mut built);
             return built;
         }
         // The input and a run of the forward pass.
@@ -421,6 +394,26 @@ impl<'a, 't> Interp<'a, 't> {
             built.unknown = Some("the parameters of a registered module are not known".into());
         }
         built
+    }
+
+    /// A library model with the classifier the file gave it: `model.fc = nn.Linear(2048, 10)`,
+    /// timm's `model.reset_classifier(10)`.
+    pub fn zoo_arch(&self, o: usize) -> Option<crate::zoo::Arch> {
+        let ObjKind::Zoo(arch) = &self.objs[o].kind else {
+            return None;
+        };
+        let obj = &self.objs[o];
+        if let Some(n) = obj.attr("__num_classes__").and_then(|v| v.int()) {
+            return Some(arch.with_classes(n as u64));
+        }
+        let (head, _) = arch.head()?;
+        match obj.attr(head) {
+            Some(Val::Layer(l)) => match &self.layers[*l].spec {
+                Ok(super::layer::Spec::Dense { units, .. }) => Some(arch.with_classes(*units)),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 
     /// A library model: its network fed the example input, or the input it is published for.

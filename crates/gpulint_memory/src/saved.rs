@@ -63,6 +63,7 @@ fn saves_input(c: &str) -> bool {
             "linear"
                 | "rmsnorm"
                 | "gelu"
+                | "newgeluactivation"
                 | "silu"
                 | "swish"
                 | "mish"
@@ -70,6 +71,8 @@ fn saves_input(c: &str) -> bool {
                 | "hardsigmoid"
                 | "leakyrelu"
                 | "leaky_relu"
+                | "relu6"
+                | "hardtanh"
                 | "prelu"
                 | "softplus"
                 | "mul"
@@ -126,7 +129,11 @@ fn kept_until(steps: &[Step]) -> (Vec<Kept>, Terms, Vec<usize>) {
     // backward of the earliest step that saved it.
     let mut until: Vec<usize> = vec![usize::MAX; steps.len()];
     // Views and in-place steps share their input's storage: what keeps them keeps that.
-    let shares = |j: usize| steps[j].view || steps[j].class.ends_with(" (in place)");
+    // (In-place `ReLU6` still saves its input and a separate result, as PyTorch does.)
+    let shares = |j: usize| {
+        steps[j].view
+            || (steps[j].class.ends_with(" (in place)") && !steps[j].class.starts_with("ReLU6"))
+    };
     let root = |mut j: usize| {
         for _ in 0..64 {
             if j == INPUT || j >= steps.len() || !shares(j) {
@@ -160,6 +167,10 @@ fn kept_until(steps: &[Step]) -> (Vec<Kept>, Terms, Vec<usize>) {
         let extra = &mut out[i];
         if c.starts_with("maxpool") || c.starts_with("max_pool") {
             extra.bytes += 8 * n;
+        } else if c == "newgeluactivation" {
+            // GPT-2's tanh GELU written as element-wise operations: its input, the `tanh`
+            // output, `0.5 * x` and `1 + tanh(...)` are all saved.
+            extra.elems += 3 * n;
         } else if c.starts_with("dropout") || c == "alphadropout" {
             extra.bytes += n;
         } else if c.starts_with("multiheadattention") || c == "eager_attention" {
@@ -168,9 +179,9 @@ fn kept_until(steps: &[Step]) -> (Vec<Kept>, Terms, Vec<usize>) {
             let heads = s.heads.max(1);
             let fused = c.contains("fused");
             if c.starts_with("multiheadattention") {
-                // The q/k/v projections, the attention output and its contiguous copy
-                // before `out_proj`.
-                extra.elems += 5 * seq * width;
+                // The packed q/k/v projection and the attention output's contiguous copy
+                // before `out_proj`; eager attention also its output before the copy.
+                extra.elems += if fused { 4 } else { 5 } * seq * width;
             }
             if !fused {
                 // Softmax probabilities and their dropout (output and mask).

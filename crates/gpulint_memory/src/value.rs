@@ -4,12 +4,7 @@
 use super::layer::{Params, Shape, Spec};
 use std::rc::Rc;
 
-/// Which framework a layer or model belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fw {
-    Keras,
-    Torch,
-}
+pub use crate::step::Fw;
 
 /// A value of the interpreter.
 #[derive(Debug, Clone)]

@@ -13,7 +13,7 @@ pub mod timm;
 pub mod torchvision;
 
 use crate::layer::Shape;
-use crate::value::{Args, Fw};
+pub use crate::step::Fw;
 use net::{Net, X};
 
 /// A library model: which network, and what it is fed when the file does not say.
@@ -83,6 +83,30 @@ impl Arch {
             input,
             int: false,
             input_note: format!("{size} × {size} RGB images, the resolution it is published at"),
+        }
+    }
+
+    /// The attribute holding the final linear layer users replace
+    /// (`model.fc = nn.Linear(model.fc.in_features, 10)`), and its input features.
+    pub fn head(&self) -> Option<(&'static str, u64)> {
+        let name = match &self.net {
+            Kind::ResNet { .. } => "fc",
+            Kind::DenseNet(..) => "classifier",
+            Kind::Vit { timm: true, .. } => "head",
+            _ => return None,
+        };
+        let net = self.build(&self.input).ok()?;
+        let step = net.steps.iter().find(|s| s.name == name)?;
+        let from = *step.inputs.first()?;
+        let features = net.steps.get(from)?.output.last().copied()?;
+        Some((name, features))
+    }
+
+    /// The same network with another number of classes.
+    pub fn with_classes(&self, classes: u64) -> Arch {
+        Arch {
+            classes,
+            ..self.clone()
         }
     }
 
@@ -159,16 +183,15 @@ impl Arch {
     }
 }
 
-fn classes(a: &Args, default: u64) -> Result<u64, String> {
+fn classes(a: &Opts, default: u64) -> Result<u64, String> {
     a.int(usize::MAX, "num_classes", Some(default))
 }
 
 /// `torchvision.models.<name>(...)`.
-pub fn torchvision_model(name: &str, a: &Args) -> Option<Result<Arch, String>> {
+pub fn torchvision_model(name: &str, a: &Opts) -> Option<Result<Arch, String>> {
     let net = torch_image_kind(name, false)?;
     let label = format!("torchvision.models.{name}");
-    // torchvision's models take 224×224 inputs by default, ViT included.
-    let size = 224;
+    let size = published_size(name);
     Some(classes(a, 1000).map(|c| Arch::image(&label, Fw::Torch, net, c, size)))
 }
 
@@ -244,8 +267,22 @@ fn torch_image_kind(name: &str, timm: bool) -> Option<Kind> {
     })
 }
 
+/// The image side a network is published at: 224, EfficientNet B1–B7 their own.
+fn published_size(name: &str) -> u64 {
+    match name {
+        "efficientnet_b1" => 240,
+        "efficientnet_b2" => 260,
+        "efficientnet_b3" => 300,
+        "efficientnet_b4" => 380,
+        "efficientnet_b5" => 456,
+        "efficientnet_b6" => 528,
+        "efficientnet_b7" => 600,
+        _ => 224,
+    }
+}
+
 /// `timm.create_model("<name>", ...)`.
-pub fn timm_model(a: &Args) -> Option<Result<Arch, String>> {
+pub fn timm_model(a: &Opts) -> Option<Result<Arch, String>> {
     let name = a.get(0, "model_name")?.str()?.to_string();
     // `timm.create_model("hf_hub:timm/resnet50.a1_in1k")`: the architecture before the tag.
     let base = name
@@ -262,16 +299,100 @@ pub fn timm_model(a: &Args) -> Option<Result<Arch, String>> {
     {
         return Some(Err("`features_only=True` is not supported".into()));
     }
-    let size = match base {
-        "efficientnet_b1" => 240,
-        "efficientnet_b2" => 260,
-        "efficientnet_b3" => 300,
-        "efficientnet_b4" => 380,
-        "efficientnet_b5" => 456,
-        "efficientnet_b6" => 528,
-        "efficientnet_b7" => 600,
-        _ => 224,
-    };
+    let size = published_size(base);
     let label = format!("timm.create_model(\"{name}\")");
     Some(classes(a, 1000).map(|c| Arch::image(&label, Fw::Torch, net, c, size)))
+}
+
+/// A constructor argument of a library model, as far as the interpreter knows it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Opt {
+    Int(i128),
+    Float(f64),
+    Bool(bool),
+    Str(String),
+    None,
+    Unknown,
+}
+
+impl Opt {
+    pub fn int(&self) -> Option<i128> {
+        match self {
+            Opt::Int(i) => Some(*i),
+            Opt::Bool(b) => Some(*b as i128),
+            Opt::Float(f) if f.fract() == 0.0 => Some(*f as i128),
+            _ => None,
+        }
+    }
+
+    pub fn float(&self) -> Option<f64> {
+        match self {
+            Opt::Int(i) => Some(*i as f64),
+            Opt::Float(f) => Some(*f),
+            _ => None,
+        }
+    }
+
+    pub fn str(&self) -> Option<&str> {
+        match self {
+            Opt::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn truthy(&self) -> Option<bool> {
+        match self {
+            Opt::Bool(b) => Some(*b),
+            Opt::Int(i) => Some(*i != 0),
+            Opt::None => Some(false),
+            _ => None,
+        }
+    }
+}
+
+/// The arguments of a library model's constructor: the first positional one and the keywords.
+#[derive(Debug, Clone, Default)]
+pub struct Opts {
+    pub first: Option<Opt>,
+    pub kw: Vec<(String, Opt)>,
+}
+
+impl Opts {
+    /// The first positional argument (`i == 0`) or keyword `name`.
+    pub fn get(&self, i: usize, name: &str) -> Option<&Opt> {
+        self.kw(name)
+            .or(if i == 0 { self.first.as_ref() } else { None })
+    }
+
+    pub fn kw(&self, name: &str) -> Option<&Opt> {
+        self.kw.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    }
+
+    pub fn int(&self, i: usize, name: &str, default: Option<u64>) -> Result<u64, String> {
+        match self.get(i, name) {
+            None | Some(Opt::None) => default.ok_or_else(|| format!("`{name}` is missing")),
+            Some(v) => v
+                .int()
+                .filter(|n| *n >= 0)
+                .map(|n| n as u64)
+                .ok_or_else(|| format!("`{name}` is not a constant")),
+        }
+    }
+
+    pub fn boolean(&self, i: usize, name: &str, default: bool) -> Result<bool, String> {
+        match self.get(i, name) {
+            None => Ok(default),
+            Some(v) => v
+                .truthy()
+                .ok_or_else(|| format!("`{name}` is not a constant")),
+        }
+    }
+
+    pub fn string(&self, i: usize, name: &str) -> Result<Option<String>, String> {
+        match self.get(i, name) {
+            None | Some(Opt::None) => Ok(None),
+            Some(Opt::Str(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(format!("`{name}` is not a constant string")),
+        }
+    }
 }

@@ -149,6 +149,12 @@ impl<'a, 't> Interp<'a, 't> {
             }
             "forward" | "call" | "__call__" => self.call_model(o, args, at),
             "summary" => Val::None,
+            "reset_classifier" => {
+                if let Some(n) = args.get(0, "num_classes").and_then(|v| v.int()) {
+                    self.objs[o].set_attr("__num_classes__", Val::Int(n));
+                }
+                Val::None
+            }
             _ => Val::Unknown(0),
         }
     }

@@ -6,7 +6,7 @@ use super::span;
 use crate::interp::Interp;
 use crate::keras;
 use crate::value::{ints_of, App, Args, Fw, Obj, ObjKind, Optimizer, Val};
-use crate::zoo::{self, hf, Arch, Kind};
+use crate::zoo::{self, hf, Arch, Kind, Opt, Opts};
 use std::rc::Rc;
 use tree_sitter::Node;
 
@@ -15,9 +15,9 @@ impl<'a, 't> Interp<'a, 't> {
     pub(super) fn zoo_call(&mut self, q: &str, args: &Args, at: Node<'_>) -> Option<Val> {
         let arch: Result<Arch, String> = if let Some(name) = q.strip_prefix("torchvision.models.") {
             let name = name.rsplit('.').next().unwrap_or(name);
-            zoo::torchvision_model(name, args)?
+            zoo::torchvision_model(name, &opts(args))?
         } else if matches!(q, "timm.create_model" | "timm.models.create_model") {
-            zoo::timm_model(args)?
+            zoo::timm_model(&opts(args))?
         } else if let Some(rest) = keras::keras_path(q).filter(|r| r.starts_with("applications.")) {
             let name = rest.rsplit('.').next().unwrap_or(rest);
             keras_app(name, args)?
@@ -75,7 +75,7 @@ impl<'a, 't> Interp<'a, 't> {
                 ("AutoConfig", Some("from_pretrained")) | (_, Some("from_pretrained")) => {
                     pretrained_config(args)
                 }
-                (_, None) => hf::config(class, args)?,
+                (_, None) => hf::config(class, &opts(args))?,
                 _ => return None,
             };
             return Some(match cfg {
@@ -123,7 +123,7 @@ impl<'a, 't> Interp<'a, 't> {
             (hf::Head::ImageCls(_), Some(n)) => hf::Head::ImageCls(n),
             (h, _) => h,
         };
-        if let Err(why) = hf::apply(&mut config, &only_model_keys(args)) {
+        if let Err(why) = hf::apply(&mut config, &opts(&only_model_keys(args))) {
             return Some(self.unknown(at, why));
         }
         let vit = config.family == hf::Family::Vit;
@@ -203,7 +203,7 @@ fn pretrained_config(args: &Args) -> Result<hf::Config, String> {
     let mut c = hf::checkpoint(&name).ok_or_else(|| {
         format!("`{name}`: the estimator does not know this checkpoint's configuration")
     })?;
-    hf::apply(&mut c, &only_model_keys(args))?;
+    hf::apply(&mut c, &opts(&only_model_keys(args)))?;
     Ok(c)
 }
 
@@ -227,7 +227,7 @@ fn only_model_keys(args: &Args) -> Args {
 
 /// `keras.applications.ResNet50(weights=None, input_shape=(224, 224, 3), classes=10)`.
 fn keras_app(name: &str, args: &Args) -> Option<Result<Arch, String>> {
-    let (app, size) = match zoo::keras_apps::app(name, args)? {
+    let (app, size) = match zoo::keras_apps::app(name, &opts(args))? {
         Ok(x) => x,
         Err(e) => return Some(Err(e)),
     };
@@ -248,4 +248,24 @@ fn keras_app(name: &str, args: &Args) -> Option<Result<Arch, String>> {
         }
         Ok(arch)
     })())
+}
+
+/// A value as a library model's constructor argument.
+fn opt(v: &Val) -> Opt {
+    match v {
+        Val::Int(i) => Opt::Int(*i),
+        Val::Float(f) => Opt::Float(*f),
+        Val::Bool(b) => Opt::Bool(*b),
+        Val::Str(s) => Opt::Str(s.to_string()),
+        Val::None => Opt::None,
+        _ => Opt::Unknown,
+    }
+}
+
+/// The arguments of a call, for [`zoo`].
+fn opts(args: &Args) -> Opts {
+    Opts {
+        first: args.pos.first().map(opt),
+        kw: args.kw.iter().map(|(k, v)| (k.clone(), opt(v))).collect(),
+    }
 }

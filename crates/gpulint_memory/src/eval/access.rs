@@ -22,6 +22,12 @@ impl<'a, 't> Interp<'a, 't> {
                 if let Some(v) = self.objs[o].attr(name) {
                     return v.clone();
                 }
+                if let ObjKind::Zoo(arch) = &self.objs[o].kind {
+                    // `model.fc` of a library model, for `model.fc.in_features`.
+                    if arch.head().is_some_and(|(head, _)| head == name) {
+                        return Val::BoundQ(Box::new(Val::Obj(o)), Rc::from(name));
+                    }
+                }
                 if let ObjKind::Instance { class, .. } = self.objs[o].kind {
                     if let Some(f) = self.find_method(class, name) {
                         return Val::Method(o, f);
@@ -34,6 +40,16 @@ impl<'a, 't> Interp<'a, 't> {
                 Val::BoundQ(Box::new(Val::Obj(o)), Rc::from(name))
             }
             Val::Q(q) => Val::Q(Rc::from(format!("{q}.{name}").as_str())),
+            Val::BoundQ(recv, head) if name == "in_features" => match *recv {
+                Val::Obj(o) => match &self.objs[o].kind {
+                    ObjKind::Zoo(arch) => match arch.head() {
+                        Some((h, n)) if *h == *head => Val::Int(n as i128),
+                        _ => Val::Unknown(0),
+                    },
+                    _ => Val::Unknown(0),
+                },
+                _ => Val::Unknown(0),
+            },
             Val::Tensor(t) => match name {
                 "shape" => Val::Dims(t),
                 "ndim" => Val::Int(self.tensors[t].shape.len() as i128 + 1),

@@ -191,7 +191,10 @@ impl<'a, 't> Interp<'a, 't> {
             }
             ObjKind::ModuleList { .. } => self.unknown(at, "a ModuleList is not callable"),
             ObjKind::Functional { .. } => self.unknown(at, "a functional model used as a layer"),
-            ObjKind::Zoo(arch) => self.call_zoo(o, &arch, args, at),
+            ObjKind::Zoo(arch) => {
+                let arch = self.zoo_arch(o).unwrap_or_else(|| (*arch).clone());
+                self.call_zoo(o, &arch, args, at)
+            }
         }
     }
 

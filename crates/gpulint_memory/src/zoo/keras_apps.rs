@@ -4,8 +4,8 @@
 
 use super::net::{cv, Cv, Net, X};
 use super::torchvision::divisible;
+use super::Opts;
 use crate::layer::Params;
-use crate::value::Args;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum KerasNet {
@@ -24,7 +24,7 @@ pub struct App {
 }
 
 /// `keras.applications.<Name>(...)`: the network and its default input side.
-pub fn app(name: &str, a: &Args) -> Option<Result<(App, u64), String>> {
+pub fn app(name: &str, a: &Opts) -> Option<Result<(App, u64), String>> {
     let (net, size) = match name {
         "ResNet50" => (KerasNet::ResNet([3, 4, 6, 3]), 224),
         "ResNet101" => (KerasNet::ResNet([3, 4, 23, 3]), 224),

@@ -4,7 +4,7 @@
 //! Keras (channels last) as the builder is told.
 
 use crate::layer::{Params, Shape};
-use crate::model::{Step, INPUT};
+use crate::step::{Step, INPUT};
 
 /// A tensor of the network: its per-sample shape and the step that made it.
 #[derive(Debug, Clone)]
@@ -306,10 +306,15 @@ impl Net {
     pub fn flatten(&mut self, name: Option<&str>, x: &X) -> X {
         let n = x.shape.iter().product();
         match name {
-            Some(name) => {
-                let class = "Flatten";
-                self.push_kind(name, class, &[x], vec![n], Params::default(), true, true)
-            }
+            Some(name) => self.push_kind(
+                name,
+                "Flatten",
+                &[x],
+                vec![n],
+                Params::default(),
+                true,
+                true,
+            ),
             None => self.op("flatten", &[x], vec![n], true),
         }
     }

@@ -13,13 +13,24 @@ declare_rule! {
     /// Estimates the peak GPU memory of one training step of a model whose architecture is
     /// known from the source — a Keras `Sequential`, functional or simple subclassed model, a
     /// PyTorch `nn.Sequential` or `nn.Module` whose layers are built in `__init__` and applied in
-    /// `forward` — and reports it when it exceeds the GPU-memory budget. The estimate adds the
-    /// weights, their gradients, the optimizer state (Adam/AdamW 2 slots, SGD with momentum 1,
-    /// RMSprop 1), the activations kept for backward times the batch size, the input batch, and
-    /// an allowance of 512 MiB for the CUDA context and library workspaces; mixed precision
-    /// halves the activations. The batch size comes from `fit(batch_size=...)` (32 when absent),
-    /// `Dataset.batch(n)` or `DataLoader(batch_size=...)`, folded through constants and argparse
-    /// defaults.
+    /// `forward`, or a library model: `torchvision.models.*` (ResNet, VGG, MobileNet V2/V3,
+    /// EfficientNet, DenseNet, ViT, …), `timm.create_model("<name>")`,
+    /// `keras.applications.*` (ResNet50/101/152, VGG16/19, MobileNetV2, EfficientNetB0–B7) and
+    /// Hugging Face transformers (BERT, RoBERTa, GPT-2, T5, Llama/Mistral/Qwen2-style decoders,
+    /// ViT; from a `...Config(...)` or `from_pretrained("<known checkpoint>")`) — and reports it
+    /// when it exceeds the GPU-memory budget. The estimate adds the CUDA context (619 MiB, as
+    /// measured on an H100), the weights, their gradients, the optimizer state (Adam/AdamW 2
+    /// slots, SGD with momentum 1, RMSprop 1, 8-bit optimizers 1 byte per slot, Adafactor
+    /// factored), and per sample what the step keeps: for PyTorch the tensors autograd saves
+    /// for backward (attention score matrices of eager attention and cuDNN's reserve space for
+    /// recurrent layers included), the gradient buffers at the peak of backward and a
+    /// calibrated share for workspaces and the caching allocator; for Keras every layer's
+    /// output. Mixed precision halves the activations. The batch size comes from
+    /// `fit(batch_size=...)` (32 when absent), `Dataset.batch(n)` (also in a custom
+    /// `GradientTape` loop), `DataLoader(batch_size=...)` or
+    /// `TrainingArguments(per_device_train_batch_size=...)`, folded through constants and
+    /// argparse defaults. A library model fed nothing the file shows gets the input it is
+    /// published for (224 × 224 images; the model's longest sequence, at most 2048 tokens).
     ///
     /// The budget is `--gpu-memory SIZE`, `--gpu NAME` (a table of common cards), or
     /// `gpu-memory` / `gpu` in the configuration; 8 GiB by default. The finding is an error when
@@ -92,7 +103,7 @@ declare_rule! {
         severity: Severity::Error,
         summary: "Training step estimated to exceed the GPU-memory budget",
         kinds: &[],
-        needles: &["keras", "torch"],
+        needles: &["keras", "torch", "transformers", "timm"],
         options: &[],
     };
 }
