@@ -61,7 +61,8 @@ pub struct CheckArgs {
     /// Write the findings to this file instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     output_file: Option<PathBuf>,
-    /// Use this configuration file (gpulint.toml or pyproject.toml).
+    /// Use this configuration file for every file (gpulint.toml or pyproject.toml) instead of
+    /// the nearest one of each file.
     #[arg(long, value_name = "FILE", conflicts_with = "isolated")]
     config: Option<PathBuf>,
     /// Ignore all configuration files.

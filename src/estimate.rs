@@ -33,7 +33,8 @@ pub struct EstimateArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = EstimateFormat::Text)]
     pub output_format: EstimateFormat,
-    /// Use this configuration file (gpulint.toml or pyproject.toml).
+    /// Use this configuration file (gpulint.toml or pyproject.toml) instead of the nearest one
+    /// of FILE.
     #[arg(long, value_name = "FILE", conflicts_with = "isolated")]
     pub config: Option<PathBuf>,
     /// Ignore all configuration files.

@@ -53,7 +53,8 @@ pub struct MergeArgs {
     /// Exit 0 even when there are findings.
     #[arg(long)]
     exit_zero: bool,
-    /// Use this configuration file (for `fail-on`).
+    /// Use this configuration file (for `fail-on`) instead of the nearest one of each
+    /// reported file.
     #[arg(long, value_name = "FILE", conflicts_with = "isolated")]
     config: Option<PathBuf>,
     /// Ignore all configuration files.
