@@ -1,4 +1,5 @@
-//! Resolved settings for one run: which rules are on, per-file ignores, rule options.
+//! Resolved settings for the files of one configuration: which rules are on, per-file ignores,
+//! rule options.
 
 use globset::{Glob, GlobMatcher};
 use gpulint_diagnostics::Severity;
@@ -79,7 +80,9 @@ pub struct Settings {
     /// `--verbose`).
     pub explicit: BTreeSet<&'static str>,
     pub per_file_ignores: Vec<PerFileIgnore>,
-    /// Base directory that per-file-ignore globs are relative to.
+    /// The project's folder (that of the configuration file, else the repository's, else the
+    /// checked path's): the bound of searches for launchers and pins, and the folder
+    /// per-file-ignore globs without their own are relative to.
     pub root: PathBuf,
     pub rule_options: HashMap<String, toml::Table>,
     pub fail_on: Severity,
