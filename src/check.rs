@@ -5,17 +5,22 @@ use crate::output::{fail, print_out};
 use crate::render::{self, Format};
 use clap::{Args, ValueEnum};
 use gpulint_diagnostics::{FileReport, Severity};
-use gpulint_linter::engine::{Engine, FileResult, Status};
+use gpulint_linter::engine::{FileResult, Status};
 use gpulint_linter::run;
 use gpulint_linter::settings::parse_size;
-use gpulint_workspace::discover::{self, Excludes, DEFAULT_EXCLUDE};
-use gpulint_workspace::settings::{find_config, Overrides};
+use gpulint_workspace::discover;
+use gpulint_workspace::settings::{Overrides, Resolver, Source};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
+
+mod report;
+
+use report::{statistics, summary, ProgressBar};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FailOn {
@@ -56,7 +61,8 @@ pub struct CheckArgs {
     /// Write the findings to this file instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     output_file: Option<PathBuf>,
-    /// Use this configuration file (gpulint.toml or pyproject.toml).
+    /// Use this configuration file for every file (gpulint.toml or pyproject.toml) instead of
+    /// the nearest one of each file.
     #[arg(long, value_name = "FILE", conflicts_with = "isolated")]
     config: Option<PathBuf>,
     /// Ignore all configuration files.
@@ -128,6 +134,23 @@ impl CheckArgs {
             paths: self.paths.clone(),
         }
     }
+
+    /// The key of the cache file: the command line's settings (each file's configuration is
+    /// in the key of its own entry).
+    fn cache_key(&self) -> String {
+        format!(
+            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{:?}|{}",
+            self.select,
+            self.extend_select,
+            self.ignore,
+            self.fail_on,
+            self.gpu_memory,
+            self.gpu,
+            self.verbose,
+            self.config,
+            self.isolated
+        )
+    }
 }
 
 /// A suppression reason goes at the end of a comment: one line, no control characters, and
@@ -161,26 +184,13 @@ pub fn check(args: CheckArgs) -> ExitCode {
         }
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let loaded = match find_config(args.config.as_deref(), args.isolated, &cwd) {
-        Ok(c) => c,
+    let source = match Source::new(args.config.as_deref(), args.isolated) {
+        Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let settings =
-        match gpulint_workspace::settings::settings(&args.overrides(), loaded.as_ref(), &cwd) {
-            Ok(s) => s,
-            Err(e) => return fail(e),
-        };
-    let file_cfg = loaded
-        .as_ref()
-        .map(|l| l.config.clone())
-        .unwrap_or_default();
-    let mut exclude: Vec<String> = match &file_cfg.exclude {
-        Some(list) => list.clone(),
-        None => DEFAULT_EXCLUDE.iter().map(|s| s.to_string()).collect(),
-    };
-    exclude.extend(file_cfg.extend_exclude.iter().flatten().cloned());
-    let excludes = match Excludes::new(&exclude) {
-        Ok(e) => e,
+    // Standard input is checked with the configuration of the file it stands for.
+    let resolver = match Resolver::new(args.overrides(), source, &cwd) {
+        Ok(r) => Arc::new(r),
         Err(e) => return fail(e),
     };
     let paths = if args.stdin_filename.is_some() {
@@ -191,12 +201,33 @@ pub fn check(args: CheckArgs) -> ExitCode {
     } else {
         args.paths.clone()
     };
-    let mut discovery = discover::discover(&paths, &excludes, &cwd);
+    // The walk leaves out what the configuration of each folder excludes.
+    let excluded: discover::Exclusion = {
+        let resolver = resolver.clone();
+        Arc::new(move |p: &Path| resolver.is_excluded(p))
+    };
+    let mut discovery = discover::discover(&paths, &excluded, &cwd);
+    // Every file's settings, before anything is checked: a broken configuration file is a
+    // usage error, whichever folder it is in.
+    let mut errors: Vec<String> = discovery
+        .files
+        .iter()
+        .filter_map(|c| resolver.for_path(&c.path).err())
+        .collect();
+    if let Some(path) = &args.stdin_filename {
+        errors.extend(resolver.for_path(path).err());
+    }
+    errors.sort();
+    errors.dedup();
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("gpulint: error: {e}");
+        }
+        return ExitCode::from(2);
+    }
     if args.force_exclude {
-        // Exclusions are relative to the configuration file's folder, as for per-file-ignores.
-        discovery
-            .files
-            .retain(|c| !excludes.excludes_file(&c.path, &settings.root, &cwd));
+        // Exclusions are relative to the configuration file that declares them.
+        discovery.files.retain(|c| !resolver.excludes_file(&c.path));
     }
     for missing in &discovery.missing {
         eprintln!("gpulint: error: {missing}: no such file or directory");
@@ -216,7 +247,9 @@ pub fn check(args: CheckArgs) -> ExitCode {
             discovery
                 .files
                 .par_iter()
-                .map(|c| parse_only(&c.path, c.lang, settings.max_file_size) as usize)
+                .map(|c| {
+                    parse_only(&c.path, c.lang, gpulint_linter::settings::MAX_FILE_SIZE) as usize
+                })
                 .sum()
         });
         if !args.quiet {
@@ -229,7 +262,6 @@ pub fn check(args: CheckArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
 
-    let engine = Engine::new(settings);
     let mut results: Vec<FileResult> = match &args.stdin_filename {
         Some(path) => {
             let Some(lang) = gpulint_syntax::Lang::of_path(path) else {
@@ -237,6 +269,10 @@ pub fn check(args: CheckArgs) -> ExitCode {
                     "--stdin-filename {}: not a Python, CUDA/C++ or dependency manifest file name",
                     path.display()
                 ));
+            };
+            let engine = match resolver.for_path(path) {
+                Ok(r) => r.engine.clone(),
+                Err(e) => return fail(e),
             };
             // Bounded like a file on disk: one byte past the limit tells it is over.
             let limit = engine.settings.max_file_size;
@@ -256,35 +292,75 @@ pub fn check(args: CheckArgs) -> ExitCode {
             vec![engine.check_bytes(path, discover::display_path(path, &cwd), bytes, lang)]
         }
         None => {
-            let use_cache = !args.no_cache && args.add_noqa.is_none();
+            // The cache goes in the project's folder: that of the configuration file of the
+            // first checked path, else its repository's, else the path's own.
+            let cache = match (!args.no_cache && args.add_noqa.is_none())
+                .then(|| resolver.project_root())
+            {
+                None => None,
+                Some(Ok(root)) => Some(run::CacheAt {
+                    dir: root.join(".gpulint_cache"),
+                    key: args.cache_key(),
+                }),
+                Some(Err(e)) => return fail(e),
+            };
             // A shard checks its part of the files, and of the extension sources they build.
-            let plan = args
-                .shard
-                .map(|s| crate::shard::plan(&engine, &discovery.files, s, &cwd, &pool));
+            let plan = match args.shard {
+                None => None,
+                Some(s) => {
+                    let root = match resolver.project_root() {
+                        Ok(r) => r,
+                        Err(e) => return fail(e),
+                    };
+                    Some(crate::shard::plan(
+                        resolver.as_ref(),
+                        &root,
+                        &discovery.files,
+                        s,
+                        &cwd,
+                        &pool,
+                    ))
+                }
+            };
             let files = plan.as_ref().map_or(&discovery.files, |p| &p.files);
             let bar = ProgressBar::new(!args.quiet, files.len());
-            run::run_files(
-                &engine,
+            let results = run::run_files(
+                resolver.as_ref(),
                 files,
                 &pool,
-                use_cache,
+                cache.as_ref(),
                 &cwd,
                 &bar,
                 // Extension sources outside the checked paths are added, unless the
                 // configuration excludes them (or another shard checks them).
                 &|p: &Path| {
-                    excludes.excludes_file(p, &engine.settings.root, &cwd)
-                        || plan.as_ref().is_some_and(|plan| !plan.owns(p))
+                    resolver.excludes_file(p) || plan.as_ref().is_some_and(|plan| !plan.owns(p))
                 },
-            )
+            );
+            // An extension source outside the checked paths may be under a broken
+            // configuration file: a usage error too.
+            let mut errors: Vec<String> =
+                run::extra_sources(results.iter().flat_map(|r| &r.links), files, &cwd, &|_| {
+                    false
+                })
+                .iter()
+                .filter_map(|c| resolver.for_path(&c.path).err())
+                .collect();
+            errors.sort();
+            errors.dedup();
+            if !errors.is_empty() {
+                for e in &errors {
+                    eprintln!("gpulint: error: {e}");
+                }
+                return ExitCode::from(2);
+            }
+            results
         }
     };
     // Folders the walk could not read: nothing under them was checked.
     results.extend(discovery.unreadable.iter().map(|u| {
         gpulint_linter::engine::unreadable_directory(&u.path, u.display.clone(), u.reason.clone())
     }));
-    let settings = &engine.settings;
-
     if let Some(path) = &args.baseline {
         let known = match crate::baseline::read(path) {
             Ok(k) => k,
@@ -381,7 +457,13 @@ pub fn check(args: CheckArgs) -> ExitCode {
     if internal || !discovery.missing.is_empty() {
         return ExitCode::from(2);
     }
-    let failing = counts.iter().any(|(s, n)| *s >= settings.fail_on && *n > 0);
+    // Each finding fails the run by the `fail-on` of its own file's settings.
+    let failing = reports.iter().any(|r| {
+        let fail_on = resolver
+            .for_path(&r.source.path)
+            .map_or(Severity::Warning, |s| s.engine.settings.fail_on);
+        r.diagnostics.iter().any(|d| d.severity >= fail_on)
+    });
     if failing && !args.exit_zero {
         ExitCode::from(1)
     } else {
@@ -408,151 +490,4 @@ fn parse_only(path: &Path, lang: gpulint_syntax::Lang, max_size: u64) -> bool {
             .all(|c| gpulint_syntax::parse_range(lang, &nb.source, c.start, c.end).is_some());
     }
     gpulint_syntax::parse(lang, &text).is_some()
-}
-
-/// The progress bar of a long check on a terminal (more than 200 files), cleared at the end.
-struct ProgressBar(Option<indicatif::ProgressBar>);
-
-impl ProgressBar {
-    fn new(show: bool, files: usize) -> ProgressBar {
-        ProgressBar(
-            (show && files > 200 && std::io::stderr().is_terminal()).then(|| {
-                let bar = indicatif::ProgressBar::new(files as u64);
-                bar.set_style(
-                    indicatif::ProgressStyle::with_template(
-                        "{spinner} checking {pos}/{len} files {wide_bar} {elapsed}",
-                    )
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-                );
-                bar
-            }),
-        )
-    }
-}
-
-impl run::Progress for ProgressBar {
-    fn inc(&self) {
-        if let Some(b) = &self.0 {
-            b.inc(1);
-        }
-    }
-
-    fn add(&self, n: u64) {
-        if let Some(b) = &self.0 {
-            b.inc_length(n);
-        }
-    }
-}
-
-impl Drop for ProgressBar {
-    fn drop(&mut self) {
-        if let Some(b) = &self.0 {
-            b.finish_and_clear();
-        }
-    }
-}
-
-fn statistics(reports: &[&FileReport], format: Format) -> String {
-    let mut by_code: BTreeMap<&str, (usize, &str, Severity)> = BTreeMap::new();
-    for r in reports {
-        for d in &r.diagnostics {
-            let e = by_code.entry(d.code).or_insert((0, d.name, d.severity));
-            e.0 += 1;
-        }
-    }
-    let mut rows: Vec<_> = by_code.into_iter().collect();
-    rows.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
-    if format == Format::Json {
-        let items: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|(code, (n, name, sev))| {
-                serde_json::json!({"code": code, "name": name, "severity": sev.as_str(), "count": n})
-            })
-            .collect();
-        return serde_json::to_string_pretty(&items).unwrap_or_default() + "\n";
-    }
-    let mut s = String::new();
-    for (code, (n, name, sev)) in rows {
-        s.push_str(&format!("{n:>6}  {code:<6} [{sev}] {name}\n"));
-    }
-    s
-}
-
-fn summary(
-    results: &[FileResult],
-    discovery: &discover::Discovery,
-    counts: &BTreeMap<Severity, usize>,
-    started: Instant,
-    verbose: bool,
-) {
-    let checked = results
-        .iter()
-        .filter(|r| matches!(r.status, Status::Checked | Status::Prefiltered))
-        .count();
-    let prefiltered = results
-        .iter()
-        .filter(|r| r.status == Status::Prefiltered)
-        .count();
-    let partial = results.iter().filter(|r| r.partial).count();
-    let skipped: Vec<(&str, &str)> = results
-        .iter()
-        .filter(|r| matches!(r.status, Status::Skipped | Status::InternalError))
-        .map(|r| {
-            (
-                r.report.display_path.as_str(),
-                r.reason.as_deref().unwrap_or(""),
-            )
-        })
-        .chain(
-            discovery
-                .skipped
-                .iter()
-                .map(|(p, w)| (p.as_str(), w.as_str())),
-        )
-        .collect();
-    let mut err = std::io::stderr().lock();
-    for (path, why) in skipped.iter().take(if verbose { usize::MAX } else { 10 }) {
-        let _ = writeln!(err, "skipped {path}: {why}");
-    }
-    if skipped.len() > 10 && !verbose {
-        let _ = writeln!(
-            err,
-            "… and {} more skipped (see --verbose)",
-            skipped.len() - 10
-        );
-    }
-    let n = |s| counts.get(&s).copied().unwrap_or(0);
-    let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
-    let mut line = format!("Checked {}", plural(checked, "file"));
-    let mut details = Vec::new();
-    if !skipped.is_empty() {
-        details.push(format!("{} skipped", skipped.len()));
-    }
-    if partial > 0 {
-        details.push(format!("{partial} partly parsed"));
-    }
-    if verbose {
-        details.push(format!(
-            "{prefiltered} needed no parse: no enabled rule could match them"
-        ));
-    }
-    if !details.is_empty() {
-        line.push_str(&format!(" ({})", details.join(", ")));
-    }
-    let _ = writeln!(
-        err,
-        "{line} in {:.2}s: {}, {}, {} info.",
-        started.elapsed().as_secs_f64(),
-        plural(n(Severity::Error), "error"),
-        plural(n(Severity::Warning), "warning"),
-        n(Severity::Info)
-    );
-    if verbose {
-        for line in run::describe_all(results) {
-            let _ = writeln!(err, "{line}");
-        }
-        for r in results.iter().filter(|r| r.partial) {
-            let _ = writeln!(err, "partly parsed: {}", r.report.display_path);
-        }
-    }
 }

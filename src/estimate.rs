@@ -11,7 +11,7 @@ use gpulint_workspace::config;
 use gpulint_workspace::settings::find_config;
 use serde_json::{json, Value};
 use std::fmt::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -33,7 +33,8 @@ pub struct EstimateArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = EstimateFormat::Text)]
     pub output_format: EstimateFormat,
-    /// Use this configuration file (gpulint.toml or pyproject.toml).
+    /// Use this configuration file (gpulint.toml or pyproject.toml) instead of the nearest one
+    /// of FILE.
     #[arg(long, value_name = "FILE", conflicts_with = "isolated")]
     pub config: Option<PathBuf>,
     /// Ignore all configuration files.
@@ -46,7 +47,12 @@ pub struct EstimateArgs {
 
 pub fn run(args: EstimateArgs) -> ExitCode {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let loaded = match find_config(args.config.as_deref(), args.isolated, &cwd) {
+    // The configuration of the file's own project, wherever the command runs from.
+    let file_dir = cwd
+        .join(&args.file)
+        .parent()
+        .map_or_else(|| cwd.clone(), Path::to_path_buf);
+    let loaded = match find_config(args.config.as_deref(), args.isolated, &file_dir) {
         Ok(c) => c,
         Err(e) => return fail(e),
     };

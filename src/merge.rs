@@ -11,7 +11,7 @@ use crate::output::{fail, print_out};
 use crate::render::json::{self, JsonFinding};
 use clap::{Args, ValueEnum};
 use gpulint_diagnostics::Severity;
-use gpulint_workspace::settings::{find_config, Overrides};
+use gpulint_workspace::settings::{Overrides, Resolver, Source};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -53,7 +53,8 @@ pub struct MergeArgs {
     /// Exit 0 even when there are findings.
     #[arg(long)]
     exit_zero: bool,
-    /// Use this configuration file (for `fail-on`).
+    /// Use this configuration file (for `fail-on`) instead of the nearest one of each
+    /// reported file.
     #[arg(long, value_name = "FILE", conflicts_with = "isolated")]
     config: Option<PathBuf>,
     /// Ignore all configuration files.
@@ -82,8 +83,8 @@ impl Report {
 /// Runs `gpulint merge`.
 pub fn merge(args: MergeArgs) -> ExitCode {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let fail_on = match fail_on(&args, &cwd) {
-        Ok(s) => s,
+    let resolver = match resolver(&args, &cwd) {
+        Ok(r) => r,
         Err(e) => return fail(e),
     };
     let mut reports = Vec::new();
@@ -139,8 +140,8 @@ pub fn merge(args: MergeArgs) -> ExitCode {
         None => print_out(&out),
     }
     let mut counts: BTreeMap<Severity, usize> = BTreeMap::new();
-    for s in severities {
-        *counts.entry(s).or_default() += 1;
+    for (_, s) in &severities {
+        *counts.entry(*s).or_default() += 1;
     }
     if !args.quiet {
         let n = |s| counts.get(&s).copied().unwrap_or(0);
@@ -153,7 +154,14 @@ pub fn merge(args: MergeArgs) -> ExitCode {
             n(Severity::Info)
         );
     }
-    let failing = counts.iter().any(|(s, n)| *s >= fail_on && *n > 0);
+    // Each finding fails the run by the `fail-on` of its own file's settings, as in `check`.
+    let failing = severities.iter().any(|(path, s)| {
+        let path = path.strip_prefix("file://").unwrap_or(path);
+        let fail_on = resolver
+            .for_path(Path::new(path))
+            .map_or(Severity::Warning, |r| r.engine.settings.fail_on);
+        *s >= fail_on
+    });
     if failing && !args.exit_zero {
         ExitCode::from(1)
     } else {
@@ -161,15 +169,15 @@ pub fn merge(args: MergeArgs) -> ExitCode {
     }
 }
 
-/// `--fail-on`, else the configuration's `fail-on`, else warning: as `check` decides it.
-fn fail_on(args: &MergeArgs, cwd: &Path) -> Result<Severity, String> {
-    let loaded =
-        find_config(args.config.as_deref(), args.isolated, cwd).map_err(|e| e.to_string())?;
+/// The settings of the reports' files: `--fail-on`, else the `fail-on` of each file's
+/// configuration, else warning, as `check` decides it.
+fn resolver(args: &MergeArgs, cwd: &Path) -> Result<Resolver, String> {
+    let source = Source::new(args.config.as_deref(), args.isolated).map_err(|e| e.to_string())?;
     let overrides = Overrides {
         fail_on: args.fail_on.map(FailOn::severity),
         ..Overrides::default()
     };
-    Ok(gpulint_workspace::settings::settings(&overrides, loaded.as_ref(), cwd)?.fail_on)
+    Resolver::new(overrides, source, cwd)
 }
 
 fn read(path: &Path) -> Result<Report, String> {
@@ -249,7 +257,8 @@ fn blocks_of<T>(
     out
 }
 
-type Merged = Result<(String, Vec<Severity>), String>;
+/// The merged report, and the path and severity of each finding.
+type Merged = Result<(String, Vec<(String, Severity)>), String>;
 
 fn merge_json(files: &[PathBuf], reports: Vec<Report>, known: Option<&HashSet<String>>) -> Merged {
     let mut blocks = Vec::new();
@@ -266,12 +275,13 @@ fn merge_json(files: &[PathBuf], reports: Vec<Report>, known: Option<&HashSet<St
     let items = sort_blocks(files, blocks)?;
     let mut severities = Vec::new();
     for f in &items {
-        severities.push(Severity::parse(&f.severity).ok_or_else(|| {
+        let severity = Severity::parse(&f.severity).ok_or_else(|| {
             format!(
                 "unknown severity `{}` in a finding of `{}`",
                 f.severity, f.path
             )
-        })?);
+        })?;
+        severities.push((f.path.to_string(), severity));
     }
     Ok((json::write(&items), severities))
 }
@@ -316,10 +326,18 @@ fn merge_sarif(files: &[PathBuf], reports: Vec<Report>, known: Option<&HashSet<S
     let results = sort_blocks(files, blocks)?;
     let severities = results
         .iter()
-        .map(|r| match r.get("level").and_then(Value::as_str) {
-            Some("error") => Severity::Error,
-            Some("note") | Some("none") => Severity::Info,
-            _ => Severity::Warning,
+        .map(|r| {
+            let path = r
+                .pointer("/locations/0/physicalLocation/artifactLocation/uri")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let severity = match r.get("level").and_then(Value::as_str) {
+                Some("error") => Severity::Error,
+                Some("note") | Some("none") => Severity::Info,
+                _ => Severity::Warning,
+            };
+            (path, severity)
         })
         .collect();
     let mut doc = first.unwrap_or(Value::Null);

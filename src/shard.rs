@@ -4,7 +4,8 @@
 //! Which shard checks a file:
 //!
 //! - A file goes to shard `xxh3(path) % N + 1`, where `path` is the file's real path relative to
-//!   the configuration's folder (or the working directory without one), with `/` separators.
+//!   the run's project folder (that of the first checked path's configuration file, else its
+//!   repository's, else the path's own), with `/` separators.
 //!   It depends on nothing but that path, so adding or removing other files moves no file.
 //! - A Python file that builds a native extension and the C++/CUDA sources it names stay
 //!   together: the builders and sources linked to one another (a source built by two Python
@@ -16,16 +17,18 @@
 //! To know the groups before checking, every shard reads the discovered Python files for the
 //! extension builds they contain (a cheap pre-pass: only files that mention
 //! `cpp_extension` or `load_op_library` are parsed, and no Python rule runs on them). It is
-//! needed only when a CUDA rule is enabled and N > 1.
+//! needed only when a CUDA rule is enabled for the file and N > 1. Each file is read with the
+//! engine of its own settings, as the check reads it.
 
 use gpulint_diagnostics::RuleLang;
 use gpulint_linter::engine::Engine;
 use gpulint_linter::registry;
-use gpulint_linter::run::Candidate;
+use gpulint_linter::run::{Candidate, Engines};
 use gpulint_syntax::Lang;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// `--shard I/N`: the `index`-th (1-based) of `count` shards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,19 +105,21 @@ fn key(identity: &Path, root: &Path) -> String {
         .replace(std::path::MAIN_SEPARATOR, "/")
 }
 
-/// Decides what `shard` checks of `files` (see the module documentation).
+/// Decides what `shard` checks of `files` (see the module documentation); `root` is the
+/// project folder the keys are relative to.
 pub fn plan(
-    engine: &Engine,
+    engines: &dyn Engines,
+    root: &Path,
     files: &[Candidate],
     shard: Shard,
     cwd: &Path,
     pool: &rayon::ThreadPool,
 ) -> Plan {
-    let root = engine.settings.root.clone();
+    let root = root.to_path_buf();
     let ids: Vec<PathBuf> =
         pool.install(|| files.par_iter().map(|c| identity(&c.path, cwd)).collect());
     let links = if shard.count > 1 {
-        builds(engine, files, pool)
+        builds(engines, files, pool)
     } else {
         Vec::new()
     };
@@ -186,28 +191,47 @@ pub fn plan(
     }
 }
 
-/// The C++/CUDA sources each discovered Python file builds into extensions (by index in
-/// `files`), read as a check would read them, with no Python rule run.
-fn builds(
-    engine: &Engine,
-    files: &[Candidate],
-    pool: &rayon::ThreadPool,
-) -> Vec<(usize, Vec<PathBuf>)> {
+/// The engine that only reads the extensions Python files build: `engine`'s CUDA rules and
+/// nothing else; `None` when it has no CUDA rule (nothing is linked).
+fn linker(engine: &Engine) -> Option<Engine> {
     let settings = &engine.settings;
-    let metas = registry::all_metas();
-    let cuda: std::collections::BTreeSet<&'static str> = metas
+    let cuda: std::collections::BTreeSet<&'static str> = registry::all_metas()
         .iter()
         .filter(|m| m.lang == RuleLang::Source(Lang::Cuda) && settings.is_enabled(m.code))
         .map(|m| m.code)
         .collect();
     if cuda.is_empty() {
-        // No CUDA rule: nothing is linked.
-        return Vec::new();
+        return None;
     }
     let mut link_settings = settings.clone();
     link_settings.enabled = cuda;
     link_settings.explicit.clear();
-    let linker = Engine::new(link_settings);
+    Some(Engine::new(link_settings))
+}
+
+/// The C++/CUDA sources each discovered Python file builds into extensions (by index in
+/// `files`), read as a check would read them (with the settings of each file), with no Python
+/// rule run.
+fn builds(
+    engines: &dyn Engines,
+    files: &[Candidate],
+    pool: &rayon::ThreadPool,
+) -> Vec<(usize, Vec<PathBuf>)> {
+    // One linker per engine (files of the same settings share one).
+    let linkers: Mutex<HashMap<usize, Option<Arc<Engine>>>> = Mutex::default();
+    let linker_for = |engine: &Arc<Engine>| -> Option<Arc<Engine>> {
+        let id = Arc::as_ptr(engine) as usize;
+        if let Some(l) = linkers.lock().unwrap_or_else(|e| e.into_inner()).get(&id) {
+            return l.clone();
+        }
+        let l = linker(engine).map(Arc::new);
+        linkers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(id)
+            .or_insert(l)
+            .clone()
+    };
     let needles = gpulint_semantic::python::extensions::NEEDLES;
     pool.install(|| {
         files
@@ -215,13 +239,16 @@ fn builds(
             .enumerate()
             .filter(|(_, c)| c.lang == Lang::Python)
             .filter_map(|(i, c)| {
-                let bytes = gpulint_source::read_bytes(&c.path, settings.max_file_size).ok()?;
+                let engine = engines.engine(&c.path)?;
+                let bytes =
+                    gpulint_source::read_bytes(&c.path, engine.settings.max_file_size).ok()?;
                 if !needles
                     .iter()
                     .any(|n| memchr::memmem::find(&bytes, n.as_bytes()).is_some())
                 {
                     return None;
                 }
+                let linker = linker_for(&engine)?;
                 let result = linker.check_bytes(&c.path, c.display.clone(), bytes, c.lang);
                 let sources: Vec<PathBuf> = result
                     .links

@@ -298,3 +298,44 @@ fn a_kernel_names_the_open_python_file_that_builds_it() {
     assert_eq!(r["error"]["code"], -32601);
     assert_eq!(c.shutdown(), Some(0));
 }
+
+#[test]
+fn open_files_use_their_nearest_configuration_and_what_it_extends() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "proj/gpulint.toml", "ignore = [\"CU011\"]\n");
+    // ops/ has its own file, which builds on shared/base.toml (not on proj/gpulint.toml).
+    write(
+        tmp.path(),
+        "proj/ops/gpulint.toml",
+        "extend = \"../shared/base.toml\"\n",
+    );
+    let base = write(
+        tmp.path(),
+        "proj/shared/base.toml",
+        "ignore = [\"CU001\"]\n",
+    );
+    let cu = write(tmp.path(), "proj/ops/add.cu", kernel());
+    let mut c = client(tmp.path());
+    c.initialize(&tmp.path().join("proj"));
+    let uri = file_uri(&cu);
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "cuda-cpp", "version": 1, "text": kernel()}}),
+    );
+    let p = c.diagnostics(&uri, Some(1));
+    assert!(!codes(&p).contains(&"CU001".to_string()), "{p:#}");
+    assert!(codes(&p).contains(&"CU011".to_string()), "{p:#}");
+    // Saving the extended file re-checks the open files with it.
+    std::fs::write(&base, "ignore = [\"CU011\"]\n").unwrap();
+    c.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": file_uri(&base)}}),
+    );
+    let p = c.wait_for("findings with the changed base", |m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["uri"] == uri
+            && m["params"]["diagnostics"].to_string().contains("CU001")
+    });
+    assert!(!codes(&p["params"]).contains(&"CU011".to_string()), "{p:#}");
+    assert_eq!(c.shutdown(), Some(0));
+}

@@ -153,11 +153,12 @@ fn request(shared: &Shared, req: Request) -> Response {
     }
 }
 
-/// Is this a configuration file, whose change changes every check?
+/// Can this be a configuration file, whose change changes every check? Any TOML file can be
+/// one that another extends (`extend = "../base.toml"`).
 fn is_config(uri: &Url) -> bool {
     uri.path_segments()
         .and_then(|mut s| s.next_back())
-        .is_some_and(|name| matches!(name, "gpulint.toml" | ".gpulint.toml" | "pyproject.toml"))
+        .is_some_and(|name| name.ends_with(".toml"))
 }
 
 fn notification(shared: &Shared, n: Notification) {

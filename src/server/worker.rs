@@ -8,8 +8,8 @@ use super::documents::{as_read, Documents, Snapshot};
 use gpulint_linter::engine::{Engine, FileResult, Status};
 use gpulint_linter::link::Link;
 use gpulint_syntax::Lang;
-use gpulint_workspace::discover::{display_path, Excludes, DEFAULT_EXCLUDE};
-use gpulint_workspace::settings::{find_config, settings, Overrides};
+use gpulint_workspace::discover::display_path;
+use gpulint_workspace::settings::{Overrides, Resolved, Resolver, Source};
 use lsp_server::{Message, Notification};
 use lsp_types::{PublishDiagnosticsParams, Url};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -80,15 +80,14 @@ impl Queue {
 
 /// An engine with what it needs around it: the folder paths are shown from, and the exclusions.
 pub struct Context {
-    pub engine: Engine,
+    pub engine: Arc<Engine>,
     pub cwd: PathBuf,
-    excludes: Excludes,
+    resolved: Arc<Resolved>,
 }
 
 impl Context {
     fn excluded(&self, path: &Path) -> bool {
-        self.excludes
-            .excludes_file(path, &self.engine.settings.root, &self.cwd)
+        self.resolved.excludes.excludes_file(path, &self.cwd)
     }
 }
 
@@ -108,6 +107,9 @@ pub struct Shared {
     pub send: Send,
     /// Engines by the folder of the files they check.
     engines: Mutex<HashMap<PathBuf, Result<Arc<Context>, String>>>,
+    /// The settings of each folder, as `check` resolves them (made again when a
+    /// configuration file changes).
+    resolver: Mutex<Option<Arc<Resolver>>>,
     /// The builds of each checked Python document.
     builds: Mutex<HashMap<Url, Builds>>,
 }
@@ -120,6 +122,7 @@ impl Shared {
             roots,
             send,
             engines: Mutex::default(),
+            resolver: Mutex::default(),
             builds: Mutex::default(),
         }
     }
@@ -127,6 +130,7 @@ impl Shared {
     /// Forgets every engine (a configuration file changed) and checks everything again.
     pub fn reload(&self) {
         lock(&self.engines).clear();
+        lock(&self.resolver).take();
         for uri in lock(&self.docs).targets() {
             self.queue.push(uri);
         }
@@ -149,8 +153,8 @@ impl Shared {
         )));
     }
 
-    /// The engine for a file: its configuration is found from the file's own folder upward,
-    /// as the command line finds it from the working directory.
+    /// The engine for a file: its configuration is the nearest in the file's own folder or
+    /// above, as for `check`.
     fn context(&self, path: &Path) -> Result<Arc<Context>, String> {
         let dir = match path.parent() {
             Some(d) if path.is_absolute() => d.to_path_buf(),
@@ -169,8 +173,27 @@ impl Shared {
         built
     }
 
+    /// The resolver of the workspace folders.
+    fn resolver(&self) -> Result<Arc<Resolver>, String> {
+        if let Some(r) = lock(&self.resolver).as_ref() {
+            return Ok(r.clone());
+        }
+        let cwd = self
+            .roots
+            .first()
+            .cloned()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_default();
+        let overrides = Overrides {
+            paths: self.roots.clone(),
+            ..Overrides::default()
+        };
+        let r = Arc::new(Resolver::new(overrides, Source::Discover, &cwd)?);
+        Ok(lock(&self.resolver).get_or_insert(r).clone())
+    }
+
     fn build(&self, dir: &Path, path: &Path) -> Result<Context, String> {
-        let loaded = find_config(None, false, dir).map_err(|e| e.to_string())?;
+        let resolved = self.resolver()?.for_dir(dir)?;
         // Paths are shown from the workspace folder that holds the file, else from the
         // configuration's folder, else from the file's.
         let cwd = self
@@ -179,23 +202,12 @@ impl Shared {
             .filter(|r| path.starts_with(r))
             .max_by_key(|r| r.as_os_str().len())
             .cloned()
-            .or_else(|| loaded.as_ref().map(|l| l.dir()))
+            .or_else(|| resolved.config.as_ref().map(|l| l.dir()))
             .unwrap_or_else(|| dir.to_path_buf());
-        let overrides = Overrides {
-            paths: vec![cwd.clone()],
-            ..Overrides::default()
-        };
-        let settings = settings(&overrides, loaded.as_ref(), &cwd)?;
-        let file = loaded.map(|l| l.config).unwrap_or_default();
-        let mut exclude: Vec<String> = match &file.exclude {
-            Some(list) => list.clone(),
-            None => DEFAULT_EXCLUDE.iter().map(|s| s.to_string()).collect(),
-        };
-        exclude.extend(file.extend_exclude.iter().flatten().cloned());
         Ok(Context {
-            engine: Engine::new(settings),
+            engine: resolved.engine.clone(),
             cwd,
-            excludes: Excludes::new(&exclude)?,
+            resolved,
         })
     }
 }

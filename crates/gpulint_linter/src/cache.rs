@@ -1,5 +1,6 @@
-//! Results cached per file in `.gpulint_cache/`, keyed by the file's content hash, the gpulint
-//! version and the settings that affect the check. A corrupt, foreign or stale cache is ignored
+//! Results cached per file in `.gpulint_cache/`, keyed by the file's content and the settings
+//! it was checked with (each file may have its own), in one cache file per gpulint version and
+//! command-line overrides. A corrupt, foreign or stale cache is ignored
 //! and rebuilt: every entry is validated before it is used, and sealed with a hash of its
 //! content (and of the file it is for), so that an entry changed on disk is a miss, not a
 //! wrong result.
@@ -10,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-const FORMAT: &str = "gpulint-cache-2";
+const FORMAT: &str = "gpulint-cache-3";
 
 #[derive(Serialize, Deserialize, Clone)]
 struct CachedLabel {
@@ -60,7 +61,7 @@ fn stamp(path: &Path) -> Option<(u64, u128)> {
 /// What is remembered about one file.
 #[derive(Serialize, Deserialize, Clone)]
 pub struct Entry {
-    /// xxh3 of the file's bytes.
+    /// xxh3 of the file's bytes, seeded with the hash of its settings (see `result_hash`).
     hash: u64,
     /// Other files its findings depend on; a change to any of them invalidates the entry.
     dependencies: Vec<Dependency>,
@@ -120,8 +121,15 @@ pub fn content_hash(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
+/// Hash of a file's content checked with the settings of hash `settings` (`Engine::settings_hash`):
+/// a result cached under other settings is a miss.
+pub fn result_hash(bytes: &[u8], settings: u64) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(bytes, settings)
+}
+
 impl Cache {
-    /// Opens the cache under `dir` for these settings (nothing is read if it does not match).
+    /// Opens the cache under `dir` for runs with these command-line overrides (nothing is read if
+    /// it does not match).
     pub fn open(dir: &Path, settings_key: &str) -> Cache {
         let key = format!("{:016x}", content_hash(settings_key.as_bytes()));
         let path = dir.join(format!("v{}-{key}.json", env!("CARGO_PKG_VERSION")));

@@ -61,6 +61,8 @@ pub struct Engine {
     manifest: Vec<&'static dyn Rule>,
     /// Python files are read for the extensions they build (some CUDA rule is enabled).
     link: bool,
+    /// A hash of the settings that affect findings (cache entries carry it).
+    settings_hash: u64,
 }
 
 impl Engine {
@@ -108,8 +110,14 @@ impl Engine {
             cuda,
             manifest: crate::registry::manifest_rules(&settings),
             link,
+            settings_hash: xxhash_rust::xxh3::xxh3_64(settings.cache_key().as_bytes()),
             settings,
         }
+    }
+
+    /// A hash of the settings that affect what this engine reports.
+    pub fn settings_hash(&self) -> u64 {
+        self.settings_hash
     }
 
     fn table(&self, lang: Lang) -> Option<&RuleTable> {

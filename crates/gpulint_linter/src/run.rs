@@ -1,6 +1,7 @@
 //! The one orchestrator of `check`: the discovered files checked in parallel (through the
-//! cache when asked), then the C++/CUDA sources that checked Python files build into
-//! extensions, then the notes that tie those sources to the Python entries that build them.
+//! cache when asked), each with the engine of its own settings, then the C++/CUDA sources that
+//! checked Python files build into extensions, then the notes that tie those sources to the
+//! Python entries that build them.
 
 use crate::cache::{self, Cache};
 use crate::engine::{Engine, FileResult, Status};
@@ -11,6 +12,7 @@ use gpulint_syntax::Lang;
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Entries named in one note before the rest are counted.
 const MAX_ENTRIES_IN_NOTE: usize = 3;
@@ -38,26 +40,47 @@ pub struct Quiet;
 
 impl Progress for Quiet {}
 
-/// Checks `files` in parallel on `pool`, through the cache in the configuration's root folder
-/// when `use_cache`, then the extension sources the checked Python files build (unless
+/// The engine that checks each file: the one of the settings that apply to it. Resolving is
+/// expected to be cheap (memoised by folder); files of the same settings share one engine.
+pub trait Engines: Sync {
+    /// The engine for the file at `path`; `None` when its settings cannot be had (the caller
+    /// reports why), and the file is left out.
+    fn engine(&self, path: &Path) -> Option<Arc<Engine>>;
+}
+
+/// One engine for every file.
+impl Engines for Arc<Engine> {
+    fn engine(&self, _: &Path) -> Option<Arc<Engine>> {
+        Some(self.clone())
+    }
+}
+
+/// Where the cache is and the key of the run's command-line overrides (see `Cache::open`).
+pub struct CacheAt {
+    pub dir: PathBuf,
+    pub key: String,
+}
+
+/// Checks `files` in parallel on `pool`, each with its engine, through the cache when `cache`
+/// says where it is, then the extension sources the checked Python files build (unless
 /// `excluded` says the user excluded them), and annotates findings in those sources.
 pub fn run_files(
-    engine: &Engine,
+    engines: &dyn Engines,
     files: &[Candidate],
     pool: &rayon::ThreadPool,
-    use_cache: bool,
+    cache: Option<&CacheAt>,
     cwd: &Path,
     progress: &dyn Progress,
     excluded: &(dyn Fn(&Path) -> bool + Sync),
 ) -> Vec<FileResult> {
-    let cache = use_cache.then(|| {
-        Cache::open(
-            &engine.settings.root.join(".gpulint_cache"),
-            &engine.settings.cache_key(),
-        )
-    });
+    let cache = cache.map(|at| Cache::open(&at.dir, &at.key));
     let key = |c: &Candidate| cwd.join(&c.path).display().to_string();
     let check_one = |c: &Candidate| {
+        let Some(engine) = engines.engine(&c.path) else {
+            progress.inc();
+            return None;
+        };
+        let engine = engine.as_ref();
         // A manifest's findings depend on the files it includes: never cached (they are cheap
         // to check).
         let out = match &cache {
@@ -69,9 +92,12 @@ pub fn run_files(
                 let bytes = match gpulint_source::read_bytes(&c.path, engine.settings.max_file_size)
                 {
                     Ok(b) => b,
-                    Err(_) => return (engine.check_path(&c.path, c.display.clone(), c.lang), None),
+                    Err(_) => {
+                        progress.inc();
+                        return Some((engine.check_path(&c.path, c.display.clone(), c.lang), None));
+                    }
                 };
-                let hash = cache::content_hash(&bytes);
+                let hash = cache::result_hash(&bytes, engine.settings_hash());
                 let k = key(c);
                 let hit = cache
                     .get(&k, hash, bytes.len().max(1) * 2)
@@ -99,10 +125,10 @@ pub fn run_files(
             }
         };
         progress.inc();
-        out
+        Some(out)
     };
     let mut checked: Vec<(FileResult, Option<(String, cache::Entry)>)> =
-        pool.install(|| files.par_iter().map(check_one).collect());
+        pool.install(|| files.par_iter().filter_map(check_one).collect());
     // The C++/CUDA sources of the extensions that checked Python files build are checked too.
     let extra = extra_sources(
         checked.iter().flat_map(|(r, _)| &r.links),
@@ -112,7 +138,7 @@ pub fn run_files(
     );
     if !extra.is_empty() {
         progress.add(extra.len() as u64);
-        checked.extend(pool.install(|| extra.par_iter().map(check_one).collect::<Vec<_>>()));
+        checked.extend(pool.install(|| extra.par_iter().filter_map(check_one).collect::<Vec<_>>()));
     }
     let (mut results, entries): (Vec<FileResult>, Vec<_>) = checked.into_iter().unzip();
     annotate(&mut results, cwd);

@@ -1,4 +1,5 @@
-//! Resolved settings for one run: which rules are on, per-file ignores, rule options.
+//! Resolved settings for the files of one configuration: which rules are on, per-file ignores,
+//! rule options.
 
 use globset::{Glob, GlobMatcher};
 use gpulint_diagnostics::Severity;
@@ -34,6 +35,9 @@ impl Selector {
 #[derive(Debug, Clone)]
 pub struct PerFileIgnore {
     pub pattern: String,
+    /// The folder the glob is relative to (that of the configuration file that declares it);
+    /// `None`: the settings' root.
+    pub base: Option<PathBuf>,
     matcher: GlobMatcher,
     /// Patterns without a `/` also match the file name alone, as in `.gitignore`.
     basename_only: bool,
@@ -45,10 +49,17 @@ impl PerFileIgnore {
         let glob = Glob::new(pattern).map_err(|e| format!("invalid glob `{pattern}`: {e}"))?;
         Ok(PerFileIgnore {
             pattern: pattern.to_string(),
+            base: None,
             matcher: glob.compile_matcher(),
             basename_only: !pattern.contains('/'),
             selectors,
         })
+    }
+
+    /// The same, relative to `base` instead of the settings' root.
+    pub fn relative_to(mut self, base: PathBuf) -> PerFileIgnore {
+        self.base = Some(std::fs::canonicalize(&base).unwrap_or(base));
+        self
     }
 
     pub fn matches(&self, relative: &Path) -> bool {
@@ -69,7 +80,9 @@ pub struct Settings {
     /// `--verbose`).
     pub explicit: BTreeSet<&'static str>,
     pub per_file_ignores: Vec<PerFileIgnore>,
-    /// Base directory that per-file-ignore globs are relative to.
+    /// The project's folder (that of the configuration file, else the repository's, else the
+    /// checked path's): the bound of searches for launchers and pins, and the folder
+    /// per-file-ignore globs without their own are relative to.
     pub root: PathBuf,
     pub rule_options: HashMap<String, toml::Table>,
     pub fail_on: Severity,
@@ -115,11 +128,23 @@ impl Settings {
         if self.per_file_ignores.is_empty() {
             return false;
         }
-        let relative = path.strip_prefix(&self.root).unwrap_or(path);
-        let relative = relative.strip_prefix("./").unwrap_or(relative);
-        self.per_file_ignores
-            .iter()
-            .any(|p| p.selectors.iter().any(|s| s.matches(code)) && p.matches(relative))
+        // The real path, so that a file named from any folder (or through a link to a
+        // folder) matches the same globs.
+        let absolute = std::fs::canonicalize(path)
+            .or_else(|_| std::path::absolute(path))
+            .unwrap_or_else(|_| path.to_path_buf());
+        self.per_file_ignores.iter().any(|p| {
+            if !p.selectors.iter().any(|s| s.matches(code)) {
+                return false;
+            }
+            let base = p.base.as_deref().unwrap_or(&self.root);
+            let relative = match absolute.strip_prefix(base) {
+                Ok(r) => r,
+                // Outside the folder: only a glob without `/` can match (the file name).
+                Err(_) => absolute.file_name().map_or(path, Path::new),
+            };
+            p.matches(relative)
+        })
     }
 
     /// A text that changes whenever a setting that affects findings changes (for the cache).
@@ -129,12 +154,13 @@ impl Settings {
             .iter()
             .map(|(k, v)| (k.clone(), v.to_string()))
             .collect();
-        let ignores: Vec<(String, Vec<&str>)> = self
+        let ignores: Vec<(String, Option<String>, Vec<&str>)> = self
             .per_file_ignores
             .iter()
             .map(|p| {
                 (
                     p.pattern.clone(),
+                    p.base.as_ref().map(|b| b.display().to_string()),
                     p.selectors.iter().map(Selector::as_str).collect(),
                 )
             })

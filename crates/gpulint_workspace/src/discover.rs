@@ -56,60 +56,73 @@ pub struct Unreadable {
     pub reason: String,
 }
 
-/// Exclusion globs: a path is excluded when the glob matches its path relative to the walk
-/// root, or any of its components (so `build` excludes every `build` folder).
+/// Exclusion globs, each group relative to the folder of the configuration file that declares
+/// it: a path is excluded when a glob matches its path relative to that folder, or its name (so
+/// `build` excludes every `build` folder).
+#[derive(Debug, Clone, Default)]
 pub struct Excludes {
-    set: GlobSet,
+    groups: Vec<(PathBuf, GlobSet)>,
 }
 
 impl Excludes {
-    pub fn new(patterns: &[String]) -> Result<Excludes, String> {
-        let mut b = GlobSetBuilder::new();
-        for p in patterns {
-            let p = p.trim_end_matches('/');
-            b.add(Glob::new(p).map_err(|e| format!("invalid exclude glob `{p}`: {e}"))?);
+    /// `groups`: (the folder the globs are relative to, the globs).
+    pub fn new(groups: &[(PathBuf, Vec<String>)]) -> Result<Excludes, String> {
+        let mut out = Vec::new();
+        for (base, patterns) in groups {
+            let mut b = GlobSetBuilder::new();
+            for p in patterns {
+                let p = p.trim_end_matches('/');
+                b.add(Glob::new(p).map_err(|e| format!("invalid exclude glob `{p}`: {e}"))?);
+            }
+            let base = std::fs::canonicalize(base).unwrap_or_else(|_| base.clone());
+            out.push((base, b.build().map_err(|e| e.to_string())?));
         }
-        Ok(Excludes {
-            set: b.build().map_err(|e| e.to_string())?,
+        Ok(Excludes { groups: out })
+    }
+
+    /// Is the entry at `path` (absolute) excluded, by its own name or path?
+    pub fn is_excluded(&self, path: &Path) -> bool {
+        let name = path.file_name().map(Path::new);
+        self.groups.iter().any(|(base, set)| {
+            !set.is_empty()
+                && (name.is_some_and(|n| set.is_match(n))
+                    || path.strip_prefix(base).is_ok_and(|rel| set.is_match(rel)))
         })
     }
 
-    pub fn is_excluded(&self, relative: &Path) -> bool {
-        if self.set.is_empty() {
-            return false;
-        }
-        if self.set.is_match(relative) {
-            return true;
-        }
-        relative
-            .file_name()
-            .is_some_and(|name| self.set.is_match(Path::new(name)))
-    }
-}
-
-impl Excludes {
-    /// Is a file named on the command line excluded (`--force-exclude`)? Its path relative to
-    /// `root` is matched, and so is each folder on the way, as a walk would.
-    pub fn excludes_file(&self, path: &Path, root: &Path, cwd: &Path) -> bool {
+    /// Is a file named on the command line excluded (`--force-exclude`)? The file is, and so
+    /// is each folder on the way below a group's folder, as a walk would see them.
+    pub fn excludes_file(&self, path: &Path, cwd: &Path) -> bool {
         let absolute = if path.is_absolute() {
             path.to_path_buf()
         } else {
             cwd.join(path)
         };
         let absolute = std::fs::canonicalize(&absolute).unwrap_or(absolute);
-        let relative = absolute.strip_prefix(root).unwrap_or(path);
-        let mut prefix = PathBuf::new();
-        relative.components().any(|c| {
-            prefix.push(c);
-            matches!(c, std::path::Component::Normal(_)) && self.is_excluded(&prefix)
+        if self.is_excluded(&absolute) {
+            return true;
+        }
+        self.groups.iter().any(|(base, set)| {
+            let Ok(rel) = absolute.strip_prefix(base) else {
+                return false;
+            };
+            let mut prefix = PathBuf::new();
+            rel.components().any(|c| {
+                prefix.push(c);
+                matches!(c, std::path::Component::Normal(_))
+                    && (set.is_match(&prefix) || set.is_match(Path::new(c.as_os_str())))
+            })
         })
     }
 }
 
+/// Decides whether the walk leaves out an entry, given its absolute path.
+pub type Exclusion = std::sync::Arc<dyn Fn(&Path) -> bool + Send + Sync>;
+
 pub use gpulint_source::display_path;
 
-/// Collects the files to check under `paths`.
-pub fn discover(paths: &[PathBuf], excludes: &Excludes, cwd: &Path) -> Discovery {
+/// Collects the files to check under `paths`; the walk leaves out what `excluded` says.
+pub fn discover(paths: &[PathBuf], excluded: &Exclusion, cwd: &Path) -> Discovery {
     let mut out = Discovery::default();
     for root in paths {
         let meta = std::fs::metadata(root);
@@ -139,7 +152,7 @@ pub fn discover(paths: &[PathBuf], excludes: &Excludes, cwd: &Path) -> Discovery
                     "not a Python, CUDA/C++ or dependency manifest file".into(),
                 )),
             },
-            Ok(_) => walk(root, excludes, cwd, &mut out),
+            Ok(_) => walk(root, excluded, cwd, &mut out),
         }
     }
     out.files.sort();
@@ -156,8 +169,17 @@ pub fn discover(paths: &[PathBuf], excludes: &Excludes, cwd: &Path) -> Discovery
     out
 }
 
-fn walk(root: &Path, excludes: &Excludes, cwd: &Path, out: &mut Discovery) {
+fn walk(root: &Path, excluded: &Exclusion, cwd: &Path, out: &mut Discovery) {
     let root_owned = root.to_path_buf();
+    // Entries are judged by their absolute path: the root's real path and the rest.
+    let absolute_root = {
+        let a = if root.is_absolute() {
+            root.to_path_buf()
+        } else {
+            cwd.join(root)
+        };
+        std::fs::canonicalize(&a).unwrap_or(a)
+    };
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .hidden(true)
@@ -171,12 +193,10 @@ fn walk(root: &Path, excludes: &Excludes, cwd: &Path, out: &mut Discovery) {
     let walker = builder
         .filter_entry({
             let root = root_owned.clone();
-            let ex = std::sync::Arc::new(Excludes {
-                set: excludes.set.clone(),
-            });
+            let excluded = excluded.clone();
             move |entry| {
                 let rel = entry.path().strip_prefix(&root).unwrap_or(entry.path());
-                rel.as_os_str().is_empty() || !ex.is_excluded(rel)
+                rel.as_os_str().is_empty() || !excluded(&absolute_root.join(rel))
             }
         })
         .build();
@@ -294,17 +314,15 @@ mod tests {
         std::fs::write(root.join(".gitignore"), "ignored/\n").unwrap();
         let mut ex: Vec<String> = DEFAULT_EXCLUDE.iter().map(|s| s.to_string()).collect();
         ex.push("build".into());
-        let d = discover(&[root.to_path_buf()], &Excludes::new(&ex).unwrap(), root);
+        let ex = Excludes::new(&[(root.to_path_buf(), ex)]).unwrap();
+        let ex: Exclusion = std::sync::Arc::new(move |p: &Path| ex.is_excluded(p));
+        let d = discover(&[root.to_path_buf()], &ex, root);
         let names: Vec<_> = d.files.iter().map(|c| c.display.clone()).collect();
         assert_eq!(names, vec!["a.py", "k.cu", "sub/op.cc"]);
         // Named explicitly: always checked.
-        let d = discover(
-            &[root.join("venv/z.py")],
-            &Excludes::new(&ex).unwrap(),
-            root,
-        );
+        let d = discover(&[root.join("venv/z.py")], &ex, root);
         assert_eq!(d.files.len(), 1);
-        let d = discover(&[root.join("nope")], &Excludes::new(&ex).unwrap(), root);
+        let d = discover(&[root.join("nope")], &ex, root);
         assert_eq!(d.missing.len(), 1);
     }
 }

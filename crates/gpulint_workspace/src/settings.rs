@@ -1,10 +1,19 @@
-//! The one settings loader of every command: the configuration found (or named, or none with
+//! The one settings loader of every command: the configuration that applies to a file (the
+//! nearest in its folder or above, or the one named with `--config`, or none with
 //! `--isolated`), then the settings built from it and the command line's overrides.
+//!
+//! A [`Resolver`] gives each file its settings, engine and exclusions, memoised per folder,
+//! so that a run over many projects (or a project with nested configuration files) checks
+//! every file as `cd its-project && gpulint .` would.
 
 use crate::config::{self, ConfigError, LoadedConfig};
+use crate::discover::{Excludes, DEFAULT_EXCLUDE};
 use gpulint_diagnostics::Severity;
+use gpulint_linter::engine::Engine;
 use gpulint_linter::settings::{PerFileIgnore, Selector, Settings};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// What the command line says about the settings; empty or `None`: the configuration's, or
 /// the default.
@@ -44,12 +53,12 @@ fn parse_selectors(list: &[String], what: &str) -> Result<Vec<Selector>, String>
         .collect()
 }
 
-/// The settings of a run: the configuration file's, with the command line's overrides (the
-/// command line wins).
+/// The settings of a file: the configuration file's, with the command line's overrides (the
+/// command line wins); `root` is the project's folder when there is no configuration file.
 pub fn settings(
     args: &Overrides,
     loaded: Option<&LoadedConfig>,
-    cwd: &Path,
+    root: &Path,
 ) -> Result<Settings, String> {
     let file = loaded.map(|l| l.config.clone()).unwrap_or_default();
     let select = if !args.select.is_empty() {
@@ -73,15 +82,18 @@ pub fn settings(
     ignore.extend(parse_selectors(&args.ignore, "--ignore")?);
 
     let mut settings = Settings::with_selection(&select, &extend, &ignore);
-    settings.root = loaded.map(|l| l.dir()).unwrap_or_else(|| cwd.to_path_buf());
+    settings.root = loaded
+        .map(|l| l.dir())
+        .unwrap_or_else(|| root.to_path_buf());
     if let Ok(root) = std::fs::canonicalize(&settings.root) {
         settings.root = root;
     }
-    for (glob, codes) in file.per_file_ignores.iter().flatten() {
-        settings.per_file_ignores.push(PerFileIgnore::new(
-            glob,
-            parse_selectors(codes, "per-file-ignores")?,
-        )?);
+    for ignore in loaded.iter().flat_map(|l| &l.per_file_ignores) {
+        let (glob, codes) = &ignore.value;
+        settings.per_file_ignores.push(
+            PerFileIgnore::new(glob, parse_selectors(codes, "per-file-ignores")?)?
+                .relative_to(ignore.base.clone()),
+        );
     }
     settings.rule_options = file.rules.clone().unwrap_or_default().into_iter().collect();
     settings.fail_on = match args.fail_on {
@@ -113,4 +125,247 @@ pub fn settings(
         })
         .collect();
     Ok(settings)
+}
+
+/// The exclusions of a configuration (the defaults without one), each glob relative to the
+/// folder of the file that declares it; `root` stands for the folder of the defaults.
+pub fn excludes(loaded: Option<&LoadedConfig>, root: &Path) -> Result<Excludes, String> {
+    let mut groups: Vec<(PathBuf, Vec<String>)> = Vec::new();
+    match loaded.and_then(|l| l.exclude.as_ref()) {
+        Some(e) => groups.push((e.base.clone(), e.value.clone())),
+        None => groups.push((
+            root.to_path_buf(),
+            DEFAULT_EXCLUDE.iter().map(|s| s.to_string()).collect(),
+        )),
+    }
+    for e in loaded.iter().flat_map(|l| &l.extend_exclude) {
+        match groups.iter_mut().find(|(base, _)| *base == e.base) {
+            Some((_, globs)) => globs.push(e.value.clone()),
+            None => groups.push((e.base.clone(), vec![e.value.clone()])),
+        }
+    }
+    Excludes::new(&groups)
+}
+
+/// Where the configuration comes from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// `--isolated`: none.
+    Isolated,
+    /// `--config FILE`: that file, for every file.
+    Named(Arc<LoadedConfig>),
+    /// The nearest configuration file of each file's folder.
+    Discover,
+}
+
+impl Source {
+    /// The source a command's `--config` and `--isolated` ask for.
+    pub fn new(explicit: Option<&Path>, isolated: bool) -> Result<Source, ConfigError> {
+        Ok(if isolated {
+            Source::Isolated
+        } else if let Some(path) = explicit {
+            Source::Named(Arc::new(config::load(path)?))
+        } else {
+            Source::Discover
+        })
+    }
+}
+
+/// What applies to the files of one folder.
+pub struct Resolved {
+    /// The configuration file (none: the defaults).
+    pub config: Option<Arc<LoadedConfig>>,
+    /// The project's folder: the configuration file's, else the repository's (a folder
+    /// holding `.git`), else the checked path's.
+    pub root: PathBuf,
+    pub engine: Arc<Engine>,
+    pub excludes: Excludes,
+}
+
+type Memo<K, V> = Mutex<HashMap<K, Result<V, String>>>;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Gives each file the settings of the configuration that applies to it, memoised per
+/// folder; files of the same configuration share one engine.
+pub struct Resolver {
+    overrides: Overrides,
+    source: Source,
+    cwd: PathBuf,
+    /// The checked paths' folders (real paths): the project's folder of a file with neither a
+    /// configuration file nor a repository above it is the deepest of them that holds it.
+    roots: Vec<PathBuf>,
+    /// Folder (real path) → the nearest configuration file.
+    nearest: Memo<PathBuf, Option<Arc<LoadedConfig>>>,
+    /// (configuration file, project folder) → what applies.
+    built: Memo<(Option<PathBuf>, PathBuf), Arc<Resolved>>,
+    /// Folder (as asked) → what applies.
+    by_dir: Memo<PathBuf, Arc<Resolved>>,
+}
+
+impl Resolver {
+    /// A resolver for the files under `overrides.paths` (none: `.`), as seen from `cwd`. The
+    /// command line's settings are checked here, once.
+    pub fn new(overrides: Overrides, source: Source, cwd: &Path) -> Result<Resolver, String> {
+        settings(&overrides, None, cwd)?;
+        let paths = if overrides.paths.is_empty() {
+            vec![PathBuf::from(".")]
+        } else {
+            overrides.paths.clone()
+        };
+        let roots = paths
+            .iter()
+            .filter_map(|p| std::fs::canonicalize(cwd.join(p)).ok())
+            .map(|p| {
+                if p.is_dir() {
+                    p
+                } else {
+                    p.parent().map(Path::to_path_buf).unwrap_or(p)
+                }
+            })
+            .collect();
+        Ok(Resolver {
+            overrides,
+            source,
+            cwd: cwd.to_path_buf(),
+            roots,
+            nearest: Mutex::default(),
+            built: Mutex::default(),
+            by_dir: Mutex::default(),
+        })
+    }
+
+    /// What applies to the file (or folder entry) at `path`: that of its folder.
+    pub fn for_path(&self, path: &Path) -> Result<Arc<Resolved>, String> {
+        let absolute = self.cwd.join(path);
+        match absolute.parent() {
+            Some(dir) => self.for_dir(dir),
+            None => self.for_dir(&absolute),
+        }
+    }
+
+    /// What applies to the files of the folder `dir`.
+    pub fn for_dir(&self, dir: &Path) -> Result<Arc<Resolved>, String> {
+        let dir = self.cwd.join(dir);
+        if let Some(r) = lock(&self.by_dir).get(&dir) {
+            return r.clone();
+        }
+        let real = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+        let resolved = self.resolve(&real);
+        lock(&self.by_dir).insert(dir, resolved.clone());
+        resolved
+    }
+
+    /// The project's folder of the run: that of the first checked path (where the cache goes).
+    pub fn project_root(&self) -> Result<PathBuf, String> {
+        let first = self
+            .roots
+            .first()
+            .cloned()
+            .unwrap_or_else(|| self.cwd.clone());
+        Ok(self.for_dir(&first)?.root.clone())
+    }
+
+    fn resolve(&self, real: &Path) -> Result<Arc<Resolved>, String> {
+        let config = match &self.source {
+            Source::Isolated => None,
+            Source::Named(c) => Some(c.clone()),
+            Source::Discover => self.nearest(real)?,
+        };
+        let root = match &config {
+            Some(c) => {
+                let dir = c.dir();
+                std::fs::canonicalize(&dir).unwrap_or(dir)
+            }
+            None => self.root_without_config(real),
+        };
+        let key = (config.as_ref().map(|c| c.path.clone()), root.clone());
+        if let Some(r) = lock(&self.built).get(&key) {
+            return r.clone();
+        }
+        let built = (|| {
+            let settings = settings(&self.overrides, config.as_deref(), &root)?;
+            let excludes = excludes(config.as_deref(), &root)?;
+            Ok(Arc::new(Resolved {
+                config: config.clone(),
+                root: root.clone(),
+                engine: Arc::new(Engine::new(settings)),
+                excludes,
+            }))
+        })()
+        .map_err(|e: String| match &config {
+            Some(c) => format!("invalid configuration in {}: {e}", c.path.display()),
+            None => e,
+        });
+        lock(&self.built)
+            .entry(key)
+            .or_insert_with(|| built)
+            .clone()
+    }
+
+    /// The nearest configuration file of the folder `real` (a real path).
+    fn nearest(&self, real: &Path) -> Result<Option<Arc<LoadedConfig>>, String> {
+        let mut looked = Vec::new();
+        let mut found = Ok(None);
+        for dir in real.ancestors() {
+            if let Some(r) = lock(&self.nearest).get(dir) {
+                found = r.clone();
+                break;
+            }
+            looked.push(dir.to_path_buf());
+            match config::in_dir(dir) {
+                Ok(None) => continue,
+                Ok(Some(c)) => found = Ok(Some(Arc::new(c))),
+                Err(e) => found = Err(e.to_string()),
+            }
+            break;
+        }
+        let mut memo = lock(&self.nearest);
+        for dir in looked {
+            memo.insert(dir, found.clone());
+        }
+        found
+    }
+
+    /// The project's folder of a file in `real` without a configuration file: the
+    /// repository's, else the deepest checked path that holds it, else `real` itself.
+    fn root_without_config(&self, real: &Path) -> PathBuf {
+        if let Some(repo) = real.ancestors().find(|d| d.join(".git").exists()) {
+            return repo.to_path_buf();
+        }
+        self.roots
+            .iter()
+            .filter(|r| real.starts_with(r))
+            .max_by_key(|r| r.as_os_str().len())
+            .cloned()
+            .unwrap_or_else(|| real.to_path_buf())
+    }
+
+    /// Is the entry at `path` left out by the exclusions that apply to it (those of its
+    /// folder)? Used by the walk; a folder whose settings cannot be had excludes nothing (its
+    /// files report why).
+    pub fn is_excluded(&self, path: &Path) -> bool {
+        self.for_path(path)
+            .is_ok_and(|r| r.excludes.is_excluded(&self.cwd.join(path)))
+    }
+
+    /// Is a file named on the command line excluded (`--force-exclude`, and the extension
+    /// sources a Python file builds)?
+    pub fn excludes_file(&self, path: &Path) -> bool {
+        self.for_path(path)
+            .is_ok_and(|r| r.excludes.excludes_file(path, &self.cwd))
+    }
+
+    /// The working directory paths are shown from.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+}
+
+impl gpulint_linter::run::Engines for Resolver {
+    fn engine(&self, path: &Path) -> Option<Arc<Engine>> {
+        self.for_path(path).ok().map(|r| r.engine.clone())
+    }
 }
