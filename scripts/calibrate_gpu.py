@@ -314,34 +314,43 @@ def torch_versions():
 # ---------------------------------------------------------------------------------------------
 # Keras (TensorFlow)
 
-def keras_data(np, model, batch):
-    """Random inputs and targets of the model's shapes."""
-    xs = []
+def keras_specs(name, model):
+    """Per-sample input shapes and dtypes: the model's inputs, or (subclassed models) the table's."""
+    if name in gt.KERAS_INPUTS or not getattr(model, "inputs", None):
+        return [(tuple(gt.KERAS_INPUTS[name]), "float32")]
+    return [(tuple(int(d or 1) for d in t.shape[1:]), str(t.dtype)) for t in model.inputs]
+
+
+def keras_data(np, name, model, batch):
+    """Random inputs and targets of the model's shapes, and the loss's name."""
     vocab = min((l.input_dim for l in model.layers if type(l).__name__ == "Embedding"),
                 default=1000)
-    for inp in model.inputs:
-        shape = (batch,) + tuple(d or 1 for d in inp.shape[1:])
-        if "int" in str(inp.dtype):
-            xs.append(np.random.randint(0, vocab, shape))
+    xs = []
+    for shape, dtype in keras_specs(name, model):
+        if "int" in dtype:
+            xs.append(np.random.randint(0, vocab, (batch,) + shape))
         else:
-            xs.append(np.random.rand(*shape).astype("float32"))
-    ys = []
-    outputs = model.outputs if isinstance(model.outputs, list) else [model.outputs]
+            xs.append(np.random.rand(*((batch,) + shape)).astype("float32"))
+    x = xs[0] if len(xs) == 1 else xs
+    # The outputs' shapes from a call on one sample (subclassed models declare none).
+    probe = model([a[:1] for a in xs] if len(xs) > 1 else xs[0][:1], training=False)
+    outs = probe if isinstance(probe, (list, tuple)) else [probe]
     loss = getattr(model, "loss", None)
     loss_name = loss if isinstance(loss, str) else type(loss).__name__
-    for out in outputs:
-        shape = (batch,) + tuple(d or 1 for d in out.shape[1:])
+    ys = []
+    for out in outs:
+        shape = (batch,) + tuple(int(d) for d in out.shape[1:])
         if "sparse" in loss_name.lower():
             ys.append(np.random.randint(0, shape[-1], shape[:-1]))
         else:
             ys.append(np.random.rand(*shape).astype("float32"))
-    return (xs[0] if len(xs) == 1 else xs), (ys[0] if len(ys) == 1 else ys), loss_name
+    return x, (ys[0] if len(ys) == 1 else ys), loss_name
 
 
 def keras_model(name, module):
     model = module.model
-    if not model.inputs and name in gt.KERAS_INPUTS:
-        model.build((None,) + gt.KERAS_INPUTS[name])
+    if not getattr(model, "inputs", None) and name in gt.KERAS_INPUTS and not model.built:
+        model.build((None,) + tuple(gt.KERAS_INPUTS[name]))
     setup = setup_of(MODELS / name)
     if setup["compile"] and not getattr(model, "optimizer", None):
         eval(setup["compile"], {**vars(module), "model": model})
@@ -365,11 +374,11 @@ def keras_worker(name, cap_gib, dry_run):
     model, batch = keras_model(name, module)
 
     def two_steps(b):
-        x, y, _ = keras_data(np, model, b)
+        x, y, _ = keras_data(np, name, model, b)
         model.train_on_batch(x, y)
         model.train_on_batch(x, y)
 
-    _, _, loss_name = keras_data(np, model, 1)
+    _, _, loss_name = keras_data(np, name, model, 1)
     opt = type(model.optimizer).__name__
     if dry_run:
         two_steps(2)
