@@ -211,15 +211,46 @@ def run_gpulint(gpulint, directory, timeout):
         return None, f'bad json: {e}'
     if isinstance(data, dict):  # tolerate a wrapped form
         data = next((v for v in data.values() if isinstance(v, list)), [])
+    # In a notebook, the JSON `line` counts lines of the cells' code; SARIF gives the line of
+    # the .ipynb file, which is what the benchmark records. Match the two by fingerprint.
+    ipynb_lines = {}
+    if any(f.get('cell') is not None for f in data):
+        ipynb_lines, err = notebook_file_lines(gpulint, directory, timeout)
+        if err:
+            return None, err
     findings = collections.defaultdict(list)
     for f in data:
         p = os.path.normpath(str(f.get('path', ''))).replace(os.sep, '/')
         if p.startswith('./'):
             p = p[2:]
+        line = int(f.get('line') or 0)
+        end_line = int(f.get('end_line') or f.get('line') or 0)
+        if f.get('cell') is not None and f.get('fingerprint') in ipynb_lines:
+            line = end_line = ipynb_lines[f['fingerprint']]
         findings[p].append({'code': f.get('code'), 'severity': f.get('severity'),
-                            'line': int(f.get('line') or 0),
-                            'end_line': int(f.get('end_line') or f.get('line') or 0)})
+                            'line': line, 'end_line': end_line})
     return findings, None
+
+
+def notebook_file_lines(gpulint, directory, timeout):
+    """Fingerprint -> .ipynb file line of every notebook finding, from gpulint's SARIF output."""
+    cmd = [gpulint, '--isolated', '--no-cache', '--exit-zero', '--output-format', 'sarif', '.']
+    try:
+        proc = subprocess.run(cmd, cwd=directory, capture_output=True, text=True, timeout=timeout)
+        sarif = json.loads(proc.stdout or '{}')
+    except subprocess.TimeoutExpired:
+        return None, 'timeout (sarif)'
+    except json.JSONDecodeError as e:
+        return None, f'bad sarif: {e}'
+    out = {}
+    for run in sarif.get('runs', []):
+        for r in run.get('results', []):
+            fp = r.get('partialFingerprints', {}).get('gpulint/v1')
+            locs = r.get('locations') or [{}]
+            region = locs[0].get('physicalLocation', {}).get('region', {})
+            if fp and region.get('startLine'):
+                out[fp] = int(region['startLine'])
+    return out, None
 
 
 class Runner:

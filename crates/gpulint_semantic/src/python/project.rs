@@ -8,6 +8,7 @@
 //! first; when neither is an ancestor, only the file's own directory is searched.
 
 use super::PythonModel;
+use gpulint_syntax::NodeExt;
 use gpulint_syntax::{parse, Lang};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -405,6 +406,9 @@ pub struct ModuleFacts {
     pub tf_memory_at_import: bool,
     /// Its module-level functions that configure TensorFlow GPU memory growth or a limit.
     pub tf_memory_functions: Vec<String>,
+    /// The module-level call that initializes the TensorFlow runtime when it is imported
+    /// (builds a layer or tensor, lists logical devices, ...): its callee's text.
+    pub tf_init_at_import: Option<String>,
 }
 
 /// The file a dotted import refers to, if it is a local module next to `file`: `gpu_setup` →
@@ -448,9 +452,26 @@ fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
         let tree = parse(Lang::Python, &text)?;
         let m = super::build(&tree, &text);
         let tf = m.tf();
+        // A call at module level (not under `if __name__ == "__main__":`) that initializes the
+        // runtime.
+        let tf_init_at_import = if m.imports_tensorflow() {
+            m.order()
+                .module()
+                .iter()
+                .find(|e| {
+                    tf.init_kind(e.node).is_some()
+                        && m.enclosing_function(e.node).is_none()
+                        && !under_main_guard(&m, e.node)
+                })
+                .and_then(|e| e.node.field("function"))
+                .map(|f| m.text(f).to_string())
+        } else {
+            None
+        };
         Some(Arc::new(ModuleFacts {
             tf_memory_at_import: tf.memory_configured_at_import(&m),
             tf_memory_functions: tf.memory_config_functions(&m),
+            tf_init_at_import,
         }))
     })();
     if let Ok(mut m) = MODULES.lock() {
@@ -510,6 +531,49 @@ pub fn tf_memory_configured_by_import(m: &PythonModel<'_>, file: &Path) -> Optio
             if f.tf_memory_functions.iter().any(|x| x == name) {
                 return Some(path);
             }
+        }
+    }
+    None
+}
+
+fn under_main_guard(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
+    let mut cur = node;
+    while let Some(p) = cur.parent() {
+        if p.kind() == "if_statement"
+            && p.field("condition")
+                .is_some_and(|c| super::order::is_main_guard(c, m))
+        {
+            return true;
+        }
+        cur = p;
+    }
+    false
+}
+
+/// A local module imported at module level before byte `before` of `m` (the module at `file`)
+/// whose own module-level code initializes the TensorFlow runtime when imported. Returns the
+/// import statement's byte range, the module's path and the initializing callee's text.
+pub fn tf_initialized_by_import(
+    m: &PythonModel<'_>,
+    file: &Path,
+    before: usize,
+) -> Option<((usize, usize), PathBuf, String)> {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    for imp in &m.imports {
+        if imp.scope.is_some() || imp.start_byte >= before {
+            continue;
+        }
+        let Some((path, _)) = local_module(file, &imp.qualified) else {
+            continue;
+        };
+        if seen.contains(&path) {
+            continue;
+        }
+        gpulint_source::note_dependency(&path);
+        let facts = module_facts(&path);
+        seen.push(path.clone());
+        if let Some(init) = facts.and_then(|f| f.tf_init_at_import.clone()) {
+            return Some(((imp.start_byte, imp.end_byte), path, init));
         }
     }
     None

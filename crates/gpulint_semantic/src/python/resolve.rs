@@ -207,6 +207,9 @@ impl<'t> PythonModel<'t> {
         match func.kind_name() {
             "identifier" => {
                 let name = self.text(func);
+                if let Some(dunder) = self.protocol_callee(call, name, caller) {
+                    return Some(dunder);
+                }
                 let candidates = self.functions_named(name);
                 if candidates.is_empty() || self.qualified_name(func).is_some() {
                     return None;
@@ -255,6 +258,40 @@ impl<'t> PythonModel<'t> {
             }
             _ => None,
         }
+    }
+
+    /// `len(self)`, `iter(self)`, `str(self)` ... in a method: the builtin calls the class's own
+    /// dunder method (`__len__`, `__iter__`, `__str__`), when the class defines it and the
+    /// builtin's name is not rebound in the module.
+    fn protocol_callee(&self, call: Node<'_>, name: &str, caller: Option<usize>) -> Option<usize> {
+        let dunder = match name {
+            "len" => "__len__",
+            "iter" => "__iter__",
+            "next" => "__next__",
+            "str" => "__str__",
+            "repr" => "__repr__",
+            "hash" => "__hash__",
+            "bool" => "__bool__",
+            "abs" => "__abs__",
+            "reversed" => "__reversed__",
+            _ => return None,
+        };
+        if !self.functions_named(name).is_empty()
+            || self.qualified_name(call.field("function")?).is_some()
+        {
+            return None;
+        }
+        let mut args = gpulint_syntax::named_children(call.field("arguments")?)
+            .filter(|a| a.kind_name() != "comment");
+        let arg = args.next()?;
+        if args.next().is_some() || self.text(arg) != "self" {
+            return None;
+        }
+        let class = self.functions[caller?].class.as_ref()?;
+        self.functions_named(dunder)
+            .iter()
+            .copied()
+            .find(|&c| self.functions[c].class.as_ref() == Some(class))
     }
 
     /// Local functions called from the body of function `f` (not from functions nested in it).

@@ -185,6 +185,81 @@ pub fn find_call_in<'t>(
     None
 }
 
+/// A hyperparameter search that calls function `f` once per trial, the way a loop runs its
+/// body: `study.optimize(f, n_trials=N)` (Optuna), `fmin(f, ...)` / `fmin(fn=f, ...)`
+/// (hyperopt), with `f` the objective itself or the objective calling `f` unconditionally.
+/// Returns the driver call and the objective. A search whose `n_trials` / `max_evals` folds to
+/// at most `max` runs a few times only and is not returned.
+pub fn trial_driver<'t>(m: &PythonModel<'t>, f: usize, max: i128) -> Option<(Node<'t>, usize)> {
+    let callers = m
+        .calls
+        .iter()
+        .filter(|(c, scope)| {
+            scope.is_some_and(|s| s != f)
+                && m.local_callee(*c) == Some(f)
+                && unconditional_in_function(*c)
+        })
+        .filter_map(|(_, scope)| *scope);
+    for obj in std::iter::once(f).chain(callers) {
+        if m.functions[obj].class.is_some() {
+            continue;
+        }
+        let name = m.functions[obj].name.as_str();
+        if let Some(&(call, _)) = m
+            .calls
+            .iter()
+            .find(|(c, _)| is_trial_driver(m, *c, name, max))
+        {
+            return Some((call, obj));
+        }
+    }
+    None
+}
+
+fn is_trial_driver(m: &PythonModel<'_>, call: Node<'_>, objective: &str, max: i128) -> bool {
+    let (Some(func), Some(args)) = (call.field("function"), call.field("arguments")) else {
+        return false;
+    };
+    let mut positional = None;
+    let mut keywords: Vec<(&str, Node<'_>)> = Vec::new();
+    for a in gpulint_syntax::named_children(args) {
+        match a.kind() {
+            "keyword_argument" => {
+                if let (Some(k), Some(v)) = (a.field("name"), a.field("value")) {
+                    keywords.push((m.text(k), v));
+                }
+            }
+            "comment" => {}
+            _ if positional.is_none() => positional = Some(a),
+            _ => {}
+        }
+    }
+    let kw = |k: &str| keywords.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
+    let optuna = func.kind() == "attribute"
+        && func
+            .field("attribute")
+            .is_some_and(|a| m.text(a) == "optimize")
+        && (kw("n_trials").is_some() || kw("timeout").is_some());
+    let hyperopt = m
+        .call_name(call)
+        .is_some_and(|q| q.starts_with("hyperopt") && q.ends_with(".fmin"));
+    let passed = if optuna {
+        positional.or_else(|| kw("func"))
+    } else if hyperopt {
+        positional.or_else(|| kw("fn"))
+    } else {
+        return false;
+    };
+    if passed.is_none_or(|p| p.kind() != "identifier" || m.text(p) != objective) {
+        return false;
+    }
+    kw("n_trials")
+        .or_else(|| kw("max_evals"))
+        .and_then(|t| m.const_value(t))
+        .and_then(|v| v.as_int())
+        .is_none_or(|n| n > max)
+}
+
 /// Does the loop run only a few times (`range(3)`, a literal list of up to `max` items)?
 pub fn few_iterations(m: &PythonModel<'_>, lp: Node<'_>, max: i128) -> bool {
     if lp.kind() != "for_statement" {

@@ -70,6 +70,9 @@ pub struct Training<'t> {
     pub backward: Vec<(Node<'t>, Option<Node<'t>>)>,
     /// Byte ranges where autograd is off, with the call that turns it off.
     grad_free: Vec<(usize, usize, Node<'t>)>,
+    /// Summaries of local functions: does the function return a graph-attached value (the
+    /// evidence)? Filled on demand by [`Training::returns_attached`].
+    returns: std::cell::RefCell<HashMap<usize, Option<Node<'t>>>>,
 }
 
 /// Qualified names of the context managers / decorators that turn autograd off.

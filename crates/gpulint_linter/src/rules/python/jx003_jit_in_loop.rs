@@ -39,6 +39,10 @@ declare_rule! {
     /// values with a few possible states: comparisons, `not`, `bool(...)`, `i % 2`, and
     /// conditional expressions between constants.
     ///
+    /// Outside loops, `jax.jit(inner)(x)` in a function that defines `inner` itself is a new
+    /// function object, so a new compilation, on every call of that function. A jit with
+    /// options (`out_shardings=...`), of a lambda, or inside a jitted function is left alone.
+    ///
     /// ## Why is this risky?
     /// JAX caches compiled code per function object and per value of the static arguments. A
     /// new lambda or `partial` each iteration misses the cache, so every iteration traces and
@@ -131,6 +135,7 @@ impl Rule for JitInLoop {
                 continue;
             }
             let Some(lp) = t.loop_of(m, call) else {
+                self.check_per_call(ctx, call);
                 continue;
             };
             if few_iterations(m, lp.node) {
@@ -164,6 +169,62 @@ impl Rule for JitInLoop {
 }
 
 impl JitInLoop {
+    /// `jax.jit(inner)(x)` in a function `outer`, with `inner` a function defined in `outer`:
+    /// a new function object, so a new compilation, on every call of `outer`.
+    fn check_per_call(&self, ctx: &mut Context<'_>, call: Node<'_>) {
+        let m = ctx.python();
+        let invoked = call.parent().is_some_and(|p| {
+            p.kind() == "call" && p.field("function").is_some_and(|f| f.id() == call.id())
+        });
+        if !invoked {
+            return;
+        }
+        let Some(outer) = m.enclosing_function(call) else {
+            return;
+        };
+        // Inside a traced function the inner jit is traced once with it.
+        let mut scope = Some(outer);
+        while let Some(f) = scope {
+            if m.functions[f]
+                .decorators
+                .iter()
+                .any(|d| m.text(*d).contains("jit"))
+            {
+                return;
+            }
+            scope = m.functions[f].parent;
+        }
+        let Some(fun) = argument(call, 0, "fun", m) else {
+            return;
+        };
+        // A one-off with compile options (`out_shardings=...` in setup code) is left alone; so
+        // is a lambda, the usual spelling of such one-offs.
+        let options = call
+            .field("arguments")
+            .is_some_and(|a| named_children(a).any(|x| x.kind() == "keyword_argument"));
+        if options || fun.kind() != "identifier" {
+            return;
+        }
+        let name = m.text(fun);
+        let nested = m.functions_named(name).iter().any(|&f| {
+            m.functions[f].parent == Some(outer)
+                && m.functions[f].node.start_byte() < call.start_byte()
+        });
+        if !nested {
+            return;
+        }
+        let what = "a function defined in the calling function";
+        let outer_name = &m.functions[outer].name;
+        let name_node = m.functions[outer].node.field("name").unwrap_or(call);
+        ctx.report(
+            ctx.diagnostic(call, format!("`jax.jit` of {what} compiles again on every call of `{outer_name}`"))
+                .primary_label("a new function object per call misses JAX's compilation cache")
+                .with_label(Span::of(&name_node), format!("each call of `{outer_name}` defines it anew"))
+                .note("every call traces and compiles again; the compiled executables accumulate in host and device memory")
+                .help("define the function at module level and jit it once (pass closed-over values as arguments, marking true constants with `static_argnames`)"),
+        );
+    }
+
     /// Calls of a jitted function with values at static positions that cannot be hashed, or
     /// that change in every iteration of the loop around the call.
     fn check_static_arguments(&self, ctx: &mut Context<'_>) {

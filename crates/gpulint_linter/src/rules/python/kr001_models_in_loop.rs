@@ -6,7 +6,8 @@ use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};
 use gpulint_semantic::python::tf::{normalize, Init};
 use gpulint_semantic::python::tf_function::{
-    enclosing_loop, few_iterations, find_call_in, is_clear_session, unconditional_in_function,
+    enclosing_loop, few_iterations, find_call_in, is_clear_session, trial_driver,
+    unconditional_in_function,
 };
 use gpulint_semantic::python::PythonModel;
 use gpulint_syntax::Lang;
@@ -27,6 +28,12 @@ declare_rule! {
     /// are left alone. A name assigned several times counts with its last top-level assignment
     /// before the loop; in a notebook only the loop's own cell counts, since cells run in any
     /// order.
+    ///
+    /// A hyperparameter search runs its objective like a loop body: a model built in an
+    /// Optuna objective (`study.optimize(objective, n_trials=N)`) or a hyperopt one
+    /// (`fmin(objective, ...)`), or in a function the objective always calls, with no
+    /// `clear_session()` in either, is reported too (not when `n_trials` folds to five or
+    /// fewer).
     ///
     /// ## Why is this risky?
     /// Keras keeps global state for every model it builds (the graph, layer name counters,
@@ -107,9 +114,10 @@ impl Rule for ModelsInLoop {
                 continue;
             }
             // The loop that runs the construction: around it, or around a call of the local
-            // function that contains it.
-            let (lp, via) = match enclosing_loop(call) {
-                Some(lp) => (lp, None),
+            // function that contains it; or a hyperparameter search calling that function once
+            // per trial.
+            let (lp, via, trials) = match enclosing_loop(call) {
+                Some(lp) => (lp, None, None),
                 None => {
                     // Built in a helper: only when the helper always builds it.
                     let Some(f) = m
@@ -119,30 +127,39 @@ impl Rule for ModelsInLoop {
                         continue;
                     };
                     let graph = m.call_graph();
-                    let Some((lp, c)) = graph
+                    let found = graph
                         .edges
                         .iter()
                         .flatten()
                         .chain(graph.module.iter())
                         .filter(|(_, callee)| *callee == f)
-                        .find_map(|(c, _)| enclosing_loop(*c).map(|lp| (lp, *c)))
-                    else {
-                        continue;
-                    };
-                    (lp, Some(c))
+                        .find_map(|(c, _)| enclosing_loop(*c).map(|lp| (lp, *c)));
+                    match found {
+                        Some((lp, c)) => (lp, Some(c), None),
+                        None => {
+                            let Some((driver, objective)) = trial_driver(m, f, 5) else {
+                                continue;
+                            };
+                            (driver, None, Some(m.functions[objective].node))
+                        }
+                    }
                 }
             };
-            if reported.contains(&lp.id()) || few_iterations(m, lp, 5) {
+            if reported.contains(&lp.id()) || trials.is_none() && few_iterations(m, lp, 5) {
                 continue;
             }
             // A loop inside a Keras class (building sub-layers in `__init__`) builds parts of
             // one model.
             if let Some(f) = m.enclosing_function(lp) {
-                if m.functions[f].class.is_some() && m.functions[f].name.starts_with("__") {
+                if trials.is_none()
+                    && m.functions[f].class.is_some()
+                    && m.functions[f].name.starts_with("__")
+                {
                     continue;
                 }
             }
-            let Some(body) = lp.field("body") else {
+            // What runs once per iteration: the loop body, or the objective of a search.
+            let Some(body) = trials.or_else(|| lp.field("body")) else {
                 continue;
             };
             // A local subclass might be a layer: require the loop to use it as a model.
@@ -163,7 +180,7 @@ impl Rule for ModelsInLoop {
                         .and_then(|a| a.field("left"))
                         .map(|l| m.text(l))
                 });
-            if let Some(name) = kept {
+            if let Some(name) = kept.filter(|_| trials.is_none()) {
                 if find_call_in(m, body, |c| {
                     c.field("function")
                         .is_some_and(|f| m.text(f).ends_with(".append"))
@@ -176,10 +193,35 @@ impl Rule for ModelsInLoop {
                     continue;
                 }
             }
+            // A search's objective, or the function that builds the model, may clear the
+            // session itself.
+            if let Some(f) = trials.and(m.enclosing_function(call)) {
+                if find_call_in(m, m.functions[f].node, |c| is_clear_session(m, c)).is_some() {
+                    continue;
+                }
+            }
             if find_call_in(m, body, |c| is_clear_session(m, c)).is_some() {
                 continue;
             }
             reported.insert(lp.id());
+            if let Some(objective) = trials {
+                let name = objective
+                    .field("name")
+                    .map(|n| ctx.text(n))
+                    .unwrap_or("objective");
+                let callee = call
+                    .field("function")
+                    .map(|f| ctx.text(f))
+                    .unwrap_or("Model");
+                let d = ctx
+                    .diagnostic(call, format!("`{callee}(...)` builds a new Keras model in every trial of a hyperparameter search, and `{name}` never calls `clear_session()`"))
+                    .primary_label("a new model per trial; the old ones stay in Keras's global state")
+                    .with_label(Span::of(&lp), format!("the search calls `{name}` once per trial"))
+                    .note("\"If you are creating many models in a loop, this global state will consume an increasing amount of memory over time\"")
+                    .help(format!("call `tf.keras.backend.clear_session()` (Keras 3: `keras.utils.clear_session()`) at the start of `{name}`"));
+                ctx.report(d);
+                continue;
+            }
             let head = if lp.kind() == "for_statement" {
                 "for"
             } else {

@@ -23,6 +23,11 @@ declare_rule! {
     /// and accumulators that are themselves backpropagated later (a deliberate combined
     /// `backward()`) are fine. Applies to files that import `torch`.
     ///
+    /// The loss is also followed through tuple unpacking, `for` targets over a graph-attached
+    /// container (`for name, v in losses.items(): totals[name] += v`, in an inner loop of the
+    /// training loop), and calls of local functions and methods whose return value is
+    /// graph-attached (`loss_each = self.train_one_batch(x)`).
+    ///
     /// ## Why is this risky?
     /// The PyTorch FAQ: "`total_loss` is accumulating history across your training loop, since
     /// `loss` is a differentiable variable with autograd history. You can fix this by writing
@@ -107,7 +112,15 @@ impl Rule for AccumulatedLossGraph {
             }
             let acc = m.text(target);
             let scope = m.enclosing_function(a);
-            let (flow, place, place_label) = match t.loop_of(m, a) {
+            // The innermost training loop around it (an inner loop over a step's loss items
+            // runs inside one).
+            let around = t.loops_around(m, a);
+            let lp = around
+                .iter()
+                .copied()
+                .find(|l| l.is_training())
+                .or(around.first().copied());
+            let (flow, place, place_label) = match lp {
                 Some(lp) => {
                     if !lp.is_training() || t.rebound_in(m, lp, acc) {
                         continue;

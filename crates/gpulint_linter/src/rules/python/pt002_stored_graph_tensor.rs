@@ -23,6 +23,14 @@ declare_rule! {
     /// computed under `torch.no_grad()` / `inference_mode()`, and containers re-created or
     /// cleared in every iteration are fine. Applies to files that import `torch`.
     ///
+    /// The value is followed through tuple unpacking (`loss, logs = criterion(...)`), `for`
+    /// targets over a graph-attached container (`for k, v in losses.items():`), calls of
+    /// local functions and methods that return a graph-attached value, and the container a
+    /// `backward()` runs from (`out["loss"].backward(); outputs.append(out)`, unless the entry
+    /// is replaced by a detached copy first). In a `LightningModule`'s `training_step`,
+    /// appending what the step returns (it holds the loss) to a list on `self` keeps every
+    /// step's graph until the list is cleared.
+    ///
     /// ## Why is this risky?
     /// Every stored tensor keeps the whole graph of its step alive, with the activations saved
     /// for backward. The PyTorch FAQ: "Don't hold onto tensors and variables you don't need",
@@ -88,7 +96,8 @@ impl Rule for StoredGraphTensor {
             return;
         }
         let t = m.training();
-        if t.loops.iter().all(|l| !l.is_training()) {
+        if t.loops.iter().all(|l| !l.is_training()) && m.functions_named("training_step").is_empty()
+        {
             return;
         }
         let mut stores: Vec<(Node<'_>, Node<'_>, Node<'_>)> = Vec::new();
@@ -116,6 +125,31 @@ impl Rule for StoredGraphTensor {
                 continue;
             }
             let Some(lp) = t.loop_of(m, at) else {
+                // Lightning's `training_step` appending what it returns (the loss) to a list on
+                // the module: the list keeps every step's graph until the epoch ends.
+                let name = m.text(container);
+                if !name.starts_with("self.") || t.grad_free(at).is_some() {
+                    continue;
+                }
+                let Some(ret) = t.lightning_step_result(m, value) else {
+                    continue;
+                };
+                let vtext = m.text(value);
+                let d = ctx
+                    .diagnostic(
+                        at,
+                        format!(
+                            "`{vtext}` is stored in `{name}` with its autograd graph, and `{name}` outlives the training step"
+                        ),
+                    )
+                    .primary_label("each stored value keeps its step's graph and activations alive")
+                    .with_label(
+                        Span::of(&ret),
+                        "`training_step` returns it, so it holds the loss Lightning backpropagates",
+                    );
+                ctx.report(d.help(
+                    "store a detached copy (`.detach()` every tensor in it) or only the numbers you need (`.item()`)",
+                ));
                 continue;
             };
             if !lp.is_training() || t.grad_free(at).is_some() {

@@ -28,6 +28,10 @@ declare_rule! {
     /// API, left to their callers; constructing a module (`Encoder(...)`) is not a forward
     /// pass. Applies to files that import `torch`.
     ///
+    /// A method that puts `self.<module>` in eval mode and then calls a wrapper method of the
+    /// same object that runs `self.<module>(...)` (`self.module_.eval(); self.infer(x)`) counts
+    /// as running the model.
+    ///
     /// ## Why is this risky?
     /// With autograd on, every forward pass records its graph and keeps the activations needed
     /// for a backward pass that never comes. Evaluation with large batches or long sequences
@@ -121,7 +125,7 @@ impl Rule for EvalWithoutNoGrad {
             let model_call = m.calls.iter().find(|&&(c, scope)| {
                 scope == Some(f)
                     && t.grad_free(c).is_none()
-                    && c.field("function").is_some_and(|callee| {
+                    && (c.field("function").is_some_and(|callee| {
                         let text = m.text(callee);
                         eval_calls.iter().any(|(_, r)| *r == text)
                             || (matches!(callee.kind(), "identifier" | "attribute")
@@ -133,6 +137,14 @@ impl Rule for EvalWithoutNoGrad {
                                     .starts_with(|c: char| c.is_ascii_uppercase())
                                 && m.qualified_name(callee).is_none())
                     })
+                    // A wrapper method of the same object that runs the model put in eval
+                    // mode: `self.module_.eval(); y = self.infer(x)`.
+                    || (!eval_calls.is_empty()
+                        && m.local_callee(c).is_some_and(|g| {
+                            g != f
+                                && m.functions[g].class.is_some()
+                                && runs_receiver(m, g, &eval_calls)
+                        })))
             });
             let Some(&(call, _)) = model_call else {
                 continue;
@@ -168,6 +180,20 @@ impl Rule for EvalWithoutNoGrad {
             );
         }
     }
+}
+
+/// Does method `g` call one of the eval-mode receivers (`self.module_(...)`) outside
+/// gradient-free regions? Only `self.` receivers: the same object in both methods.
+fn runs_receiver(m: &PythonModel<'_>, g: usize, eval_calls: &[(Node<'_>, &str)]) -> bool {
+    let t = m.training();
+    m.calls.iter().any(|&(c, scope)| {
+        scope == Some(g)
+            && t.grad_free(c).is_none()
+            && c.field("function").is_some_and(|callee| {
+                let text = m.text(callee);
+                text.starts_with("self.") && eval_calls.iter().any(|(_, r)| *r == text)
+            })
+    })
 }
 
 /// Hooks that frameworks run with autograd off (Lightning's evaluation steps).

@@ -26,6 +26,9 @@ declare_rule! {
     ///   module's own `sys.setrecursionlimit(...)` when higher).
     ///
     /// `super().forward(x)` and `self.child.forward(x)` call other code and are not recursion.
+    /// `len(self)`, `str(self)`, `iter(self)` (and `repr`, `hash`, `bool`, `next`, `abs`,
+    /// `reversed`) in a method call the class's own dunder method: `return len(self)` in
+    /// `__len__` recurses.
     /// Recursion over a framework's module tree (`module.children()`, `model.layers`) and over
     /// the items of nested containers (`d.items()`, a batch of tensors) is bounded by the
     /// model's or the container's nesting and is not reported, nor is a counter bounded by a

@@ -4,6 +4,7 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};
+use gpulint_semantic::python::project;
 use gpulint_semantic::python::tf::{ConfigFn, Init};
 use gpulint_semantic::python::PythonModel;
 use gpulint_syntax::named_children;
@@ -26,6 +27,11 @@ declare_rule! {
     /// is swallowed: the finding is a warning, since nothing crashes but the configuration is
     /// silently lost. The guide's own example, which wraps the call the same way *before* any
     /// initialization, is fine.
+    ///
+    /// Module-level configuration that follows the import of a local module (next to the
+    /// file) whose own module-level code initializes the runtime (builds a layer, creates a
+    /// tensor) is reported too; code under that module's `if __name__ == "__main__":` does not
+    /// run at import and does not count.
     ///
     /// ## Why is this risky?
     /// Once the runtime is initialized, `set_memory_growth` and the other calls raise
@@ -149,6 +155,38 @@ impl Rule for MemoryConfigAfterInit {
                 }
                 ctx.report(d.help(help(config)));
             }
+        }
+        // Configuration at module level after importing a local module whose own module-level
+        // code already initialized the runtime (project lookups only for such calls).
+        for ev in order.module() {
+            let Some(config) = tf.config_fn(ev.node) else {
+                continue;
+            };
+            if reported.contains(&ev.node.id()) || m.enclosing_function(ev.node).is_some() {
+                continue;
+            }
+            let Some(((start, end), module, init)) =
+                project::tf_initialized_by_import(m, &ctx.file.path, ev.node.start_byte())
+            else {
+                continue;
+            };
+            reported.insert(ev.node.id());
+            let callee = ev.node.field("function").map(|f| ctx.text(f)).unwrap_or("");
+            let module = module
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let d = ctx
+                .diagnostic(
+                    ev.node,
+                    format!("`{callee}` runs after an import that initialized the TensorFlow runtime"),
+                )
+                .primary_label("raises RuntimeError: Physical devices cannot be modified after being initialized")
+                .with_label(
+                    Span { start, end },
+                    format!("importing this runs `{module}`, whose module-level `{init}(...)` initializes the runtime"),
+                );
+            ctx.report(d.help(help(config)));
         }
     }
 }

@@ -51,6 +51,8 @@ const PASSTHROUGH_METHODS: &[&str] = &[
     "add",
     "sub",
     "flatten",
+    "items",
+    "values",
 ];
 
 /// Builtins whose result is a Python number or string.
@@ -121,7 +123,7 @@ impl<'t> Training<'t> {
                         } else if is_loss_name(name) || is_model_name(name) {
                             Flow::Attached(expr)
                         } else {
-                            Flow::Unknown
+                            self.callee_flow(m, expr, d)
                         }
                     }
                     "attribute" => {
@@ -138,7 +140,7 @@ impl<'t> Training<'t> {
                         if is_loss_name(attr) || is_model_name(attr) {
                             return Flow::Attached(expr);
                         }
-                        Flow::Unknown
+                        self.callee_flow(m, expr, d)
                     }
                     _ => Flow::Unknown,
                 }
@@ -180,19 +182,139 @@ impl<'t> Training<'t> {
                         }
                     }
                     Some((a, false)) if self.grad_free(a).is_some() => return Flow::Detached,
-                    _ => Flow::Unknown,
+                    // `for name, value in losses.items():` over a graph-attached container.
+                    None => self.loop_target_flow(m, expr, name, backward, d),
+                    // `loss, logits = criterion(...)`, `out, hidden = model(x)`: every item of
+                    // a graph-attached result carries the graph.
+                    Some((a, false)) => match a.field("right") {
+                        Some(r) => match self.flow_depth(m, r, backward, d + 1) {
+                            f @ Flow::Attached(_) => f,
+                            _ => Flow::Unknown,
+                        },
+                        None => Flow::Unknown,
+                    },
                 };
                 match flow {
-                    Flow::Unknown => backward
+                    Flow::Unknown => match backward
                         .iter()
                         .find(|(_, loss)| loss.is_some_and(|l| root_name(m, l) == Some(name)))
-                        .map(|b| Flow::Attached(b.0))
-                        .unwrap_or(Flow::Unknown),
+                    {
+                        // `out["loss"].backward(); out["loss"] = out["loss"].detach()`: the
+                        // entry that held the graph was replaced by a detached copy.
+                        Some(b) if self.entry_detached(m, name, b.0, expr, backward, d) => {
+                            Flow::Detached
+                        }
+                        Some(b) => Flow::Attached(b.0),
+                        None => Flow::Unknown,
+                    },
                     f => f,
                 }
             }
             _ => Flow::Unknown,
         }
+    }
+
+    /// A call of a local function (or method of the same class) that returns a graph-attached
+    /// value: the function's summary, computed once per function.
+    fn callee_flow(&self, m: &PythonModel<'t>, call: Node<'t>, d: usize) -> Flow<'t> {
+        match m.local_callee(call) {
+            Some(f) => match self.returns_attached(m, f, d) {
+                Some(_) => Flow::Attached(call),
+                None => Flow::Unknown,
+            },
+            None => Flow::Unknown,
+        }
+    }
+
+    /// Does local function `f` return a graph-attached value (judged with its own `backward()`
+    /// calls)? The `return` expression that does.
+    pub fn returns_attached(&self, m: &PythonModel<'t>, f: usize, d: usize) -> Option<Node<'t>> {
+        if let Some(known) = self.returns.borrow().get(&f) {
+            return *known;
+        }
+        // Recursion through the call graph reads "not attached".
+        self.returns.borrow_mut().insert(f, None);
+        let backward: Vec<(Node<'t>, Option<Node<'t>>)> = self
+            .backward
+            .iter()
+            .filter(|(b, _)| m.enclosing_function(*b) == Some(f))
+            .copied()
+            .collect();
+        let found = m.functions[f].node.field("body").and_then(|body| {
+            gpulint_syntax::descendants(body)
+                .filter(|n| n.kind_name() == "return_statement")
+                .filter(|n| m.enclosing_function(*n) == Some(f))
+                .filter_map(|n| n.named_child(0))
+                .find(|v| {
+                    let items: Vec<Node<'t>> = match v.kind_name() {
+                        "expression_list" | "tuple" => named_children(*v).collect(),
+                        _ => vec![*v],
+                    };
+                    items.iter().any(|&i| {
+                        matches!(self.flow_depth(m, i, &backward, d + 1), Flow::Attached(_))
+                    })
+                })
+        });
+        self.returns.borrow_mut().insert(f, found);
+        found
+    }
+
+    /// `name` bound as the target of an enclosing `for` loop (in the same function) whose
+    /// iterable holds graph-attached values: `for k, v in out.items():`.
+    fn loop_target_flow(
+        &self,
+        m: &PythonModel<'t>,
+        at: Node<'t>,
+        name: &str,
+        backward: &[(Node<'t>, Option<Node<'t>>)],
+        d: usize,
+    ) -> Flow<'t> {
+        for lp in self.loops_around(m, at) {
+            let (Some(left), Some(right)) = (lp.node.field("left"), lp.node.field("right")) else {
+                continue;
+            };
+            let binds = gpulint_syntax::descendants(left)
+                .any(|n| n.kind_name() == "identifier" && m.text(n) == name);
+            if !binds {
+                continue;
+            }
+            return match self.flow_depth(m, right, backward, d + 1) {
+                f @ Flow::Attached(_) => f,
+                _ => Flow::Unknown,
+            };
+        }
+        Flow::Unknown
+    }
+
+    /// Is an item of `name` (`name[k] = ...`) assigned a detached value after `from` and before
+    /// `to`, in the same function?
+    fn entry_detached(
+        &self,
+        m: &PythonModel<'t>,
+        name: &str,
+        from: Node<'_>,
+        to: Node<'_>,
+        backward: &[(Node<'t>, Option<Node<'t>>)],
+        d: usize,
+    ) -> bool {
+        let scope = m.enclosing_function(to);
+        let lo = m
+            .assignments
+            .partition_point(|a| a.start_byte() < from.end_byte());
+        m.assignments[lo..]
+            .iter()
+            .take_while(|a| a.end_byte() <= to.start_byte())
+            .any(|&a| {
+                a.kind_name() == "assignment"
+                    && m.enclosing_function(a) == scope
+                    && a.field("left").is_some_and(|l| {
+                        l.kind_name() == "subscript"
+                            && l.field("value").is_some_and(|v| m.text(v) == name)
+                    })
+                    && a.field("right").is_some_and(|r| {
+                        matches!(self.flow_depth(m, r, backward, d + 1), Flow::Detached)
+                    })
+            })
     }
 
     /// The last assignment before `at` in the same function that binds `name`; the flag says
@@ -225,14 +347,16 @@ impl<'t> Training<'t> {
     }
 }
 
-/// The name an expression is rooted at: `loss` for `loss`, `(loss / k)`, `loss * w`;
-/// `self.total` for an attribute chain of plain names.
+/// The name an expression is rooted at: `loss` for `loss`, `(loss / k)`, `loss * w`,
+/// `out["loss"]`; `self.total` for an attribute chain of plain names.
 pub fn root_name<'t>(m: &PythonModel<'t>, expr: Node<'_>) -> Option<&'t str> {
     let mut cur = expr;
     for _ in 0..MAX_FLOW_DEPTH {
         match cur.kind_name() {
             "identifier" | "attribute" => return Some(m.text(cur)),
             "parenthesized_expression" => cur = cur.named_child(0)?,
+            // `out["loss"]`: the container that holds the loss.
+            "subscript" => cur = cur.field("value")?,
             "binary_operator" => cur = cur.field("left")?,
             _ => return None,
         }

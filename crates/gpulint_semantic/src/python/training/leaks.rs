@@ -135,3 +135,38 @@ impl<'t> Training<'t> {
         })
     }
 }
+
+impl<'t> Training<'t> {
+    /// Lightning's contract: what `training_step` returns holds the loss that Lightning
+    /// backpropagates, so it carries the graph. When `value` (a name) sits in the
+    /// `training_step` of a `LightningModule` subclass that returns it, the `return` statement.
+    pub fn lightning_step_result(&self, m: &PythonModel<'t>, value: Node<'_>) -> Option<Node<'t>> {
+        if value.kind_name() != "identifier" {
+            return None;
+        }
+        let f = m.enclosing_function(value)?;
+        let func = &m.functions[f];
+        if func.name != "training_step" {
+            return None;
+        }
+        let class = func.class.as_deref()?;
+        let lightning = m.classes.iter().any(|c| {
+            c.name == class
+                && c.node.field("superclasses").is_some_and(|b| {
+                    named_children(b).any(|x| {
+                        let t = m.text(x);
+                        t == "LightningModule" || t.ends_with(".LightningModule")
+                    })
+                })
+        });
+        if !lightning {
+            return None;
+        }
+        let name = m.text(value);
+        gpulint_syntax::descendants(func.node).find(|n| {
+            n.kind_name() == "return_statement"
+                && m.enclosing_function(*n) == Some(f)
+                && n.named_child(0).is_some_and(|r| m.text(r) == name)
+        })
+    }
+}
