@@ -51,8 +51,8 @@ fn project() -> tempfile::TempDir {
 }
 
 /// The JSON findings of `gpulint ARGS` in `dir`, with the paths made relative to `project`
-/// (so that runs from different folders compare) and the fingerprints (which hash the path
-/// as shown) left out.
+/// (so that runs from different folders compare). Fingerprints are kept: they hash the path
+/// relative to the project's folder, so they must not depend on where gpulint runs.
 fn findings(dir: &Path, project: &Path, args: &[&str]) -> (i32, Vec<Value>) {
     let mut all = vec!["--no-cache", "--output-format", "json"];
     all.extend_from_slice(args);
@@ -76,7 +76,6 @@ fn findings(dir: &Path, project: &Path, args: &[&str]) -> (i32, Vec<Value>) {
             .unwrap_or_else(|| panic!("{} is not in {prefix}", absolute.display()))
             .to_string();
         f["path"] = Value::String(relative);
-        f.as_object_mut().unwrap().remove("fingerprint");
     }
     v.sort_by_key(|f| {
         (

@@ -173,7 +173,8 @@ impl Engine {
                 && !self.settings.ignored_for(path, "GL002")
             {
                 let d = &mut result.report.diagnostics;
-                d.extend(unread_cells(&result.report.display_path, &nb));
+                let fingerprint_path = self.fingerprint_path(path, &result.report.display_path);
+                d.extend(unread_cells(&fingerprint_path, &nb));
                 d.sort_by(|a, b| {
                     (a.cell, a.location, a.code, &a.message)
                         .cmp(&(b.cell, b.location, b.code, &b.message))

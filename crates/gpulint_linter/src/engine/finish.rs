@@ -63,14 +63,62 @@ impl Engine {
                 .primary_label("the parser could not read from here"),
             );
         }
-        finalize(file, &mut diagnostics, trees, lang, notebook);
+        let fingerprint_path = self.fingerprint_path(&file.path, &file.display_path);
+        finalize(
+            file,
+            &fingerprint_path,
+            &mut diagnostics,
+            trees,
+            lang,
+            notebook,
+        );
         diagnostics
+    }
+
+    /// The file's path as fingerprints hash it: relative to the project's folder (the
+    /// settings' root), so that a finding keeps its fingerprint, and a baseline its meaning,
+    /// whatever folder gpulint runs from; the path as shown for a file outside that folder.
+    pub(super) fn fingerprint_path(&self, path: &std::path::Path, display: &str) -> String {
+        let absolute = |p: &std::path::Path| -> std::path::PathBuf {
+            let joined = if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                std::env::current_dir().unwrap_or_default().join(p)
+            };
+            // `./a.py` and `a.py` are one file.
+            joined
+                .components()
+                .filter(|c| !matches!(c, std::path::Component::CurDir))
+                .collect()
+        };
+        let root = absolute(&self.settings.root);
+        let file = absolute(path);
+        let relative = file
+            .strip_prefix(&root)
+            .ok()
+            .map(|r| r.to_path_buf())
+            .or_else(|| {
+                // One of them through a link: compare where both really are.
+                let (f, r) = (file.canonicalize().ok()?, root.canonicalize().ok()?);
+                f.strip_prefix(r).ok().map(|r| r.to_path_buf())
+            });
+        match relative {
+            Some(r) if !r.as_os_str().is_empty() => r
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/"),
+            _ => display.to_string(),
+        }
     }
 }
 
 /// Resolves positions (cell-relative in notebooks) and fingerprints, and sorts.
+/// `fingerprint_path` is the file's path as fingerprints hash it (see
+/// [`Engine::fingerprint_path`]).
 pub fn finalize(
     file: &SourceFile,
+    fingerprint_path: &str,
     diagnostics: &mut [Diagnostic],
     trees: &[tree_sitter::Tree],
     lang: Lang,
@@ -117,7 +165,7 @@ pub fn finalize(
         let mut h = Sha256::new();
         for part in [
             d.code,
-            file.display_path.as_str(),
+            fingerprint_path,
             function.as_str(),
             snippet.as_str(),
         ] {

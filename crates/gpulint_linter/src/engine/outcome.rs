@@ -98,7 +98,7 @@ pub(super) fn checked(
 
 /// GL002 for each code cell of a notebook whose `source` could not be read: at the cell, line 1.
 pub(super) fn unread_cells(
-    display: &str,
+    fingerprint_path: &str,
     notebook: &gpulint_source::notebook::Notebook,
 ) -> Vec<Diagnostic> {
     notebook
@@ -120,7 +120,7 @@ pub(super) fn unread_cells(
             };
             d.cell = Some(*cell);
             let mut h = Sha256::new();
-            h.update(format!("GL002\0{display}\0cell {cell}").as_bytes());
+            h.update(format!("GL002\0{fingerprint_path}\0cell {cell}").as_bytes());
             d.fingerprint = format!("{:x}", h.finalize())[..32].to_string() + ":1";
             d
         })
