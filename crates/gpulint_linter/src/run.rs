@@ -125,7 +125,9 @@ pub fn run_files(
             }
         };
         progress.inc();
-        Some(out)
+        let (mut result, entry) = out;
+        forget_text(&mut result);
+        Some((result, entry))
     };
     let mut checked: Vec<(FileResult, Option<(String, cache::Entry)>)> =
         pool.install(|| files.par_iter().filter_map(check_one).collect());
@@ -147,6 +149,21 @@ pub fn run_files(
         let _ = cache.save(entries.into_iter().flatten().collect());
     }
     results
+}
+
+/// Drops the text of a file without findings once it is checked: nothing after the check reads
+/// it (output, `--add-noqa` and the notes of built sources only look at files with findings),
+/// so the run's memory does not hold the corpus.
+fn forget_text(result: &mut FileResult) {
+    let report = &mut result.report;
+    if report.diagnostics.is_empty() && !report.source.text.is_empty() {
+        report.source = Arc::new(gpulint_source::SourceFile::new(
+            report.source.path.clone(),
+            report.source.display_path.clone(),
+            String::new(),
+        ));
+        report.notebook = None;
+    }
 }
 
 /// The C++/CUDA sources named by `links` (in the order of the checked files) that are not among `files`,
