@@ -8,7 +8,7 @@
 //! `-I`/`include_dirs` directories named in the root's `setup.py` or `CMakeLists.txt`. System
 //! headers (`#include <…>`) are never read. Headers include further headers; those are followed
 //! a few levels deep. Each header is parsed once and its facts are shared by every file that
-//! includes it.
+//! includes it; each is noted as a dependency of the including file's cached result.
 
 use gpulint_syntax::{parse, text, Lang, NodeExt};
 use std::collections::HashMap;
@@ -134,6 +134,8 @@ pub fn project_headers(path: &Path, source: &str) -> Headers {
             continue;
         }
         seen.push(found.clone());
+        // A cached result of the including file is dropped when the header changes.
+        gpulint_source::deps::note_dependency(&found);
         let Some(facts) = header_facts(&found) else {
             continue;
         };
