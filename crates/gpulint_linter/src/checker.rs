@@ -51,7 +51,10 @@ pub fn check_tree(
         walk_tree(tree, table, &mut builder, &mut info, &mut wanted);
     }
 
-    let model = builder.finish(trees);
+    let mut model = builder.finish(trees);
+    if let Model::Cuda(cuda) = &mut model {
+        cuda.read_headers(&file.path);
+    }
     if let Model::Python(python) = &model {
         if gpulint_syntax::kind::is_setup_py(&file.path)
             && !crate::registry::manifest_rules(settings).is_empty()

@@ -11,6 +11,7 @@ mod consts;
 pub mod glue;
 pub mod glue_project;
 pub mod guards;
+pub mod headers;
 pub mod interval;
 pub mod kernel;
 pub mod launch;
@@ -123,6 +124,8 @@ pub struct CudaModel<'t> {
     host_defs: HashMap<(usize, &'t str), Vec<HostDef<'t>>>,
     /// Torch op glue: tensor parameters, raw pointers, checks, dispatches, guards, bindings.
     pub glue: glue::Glue<'t>,
+    /// The project headers this file includes (empty until [`CudaModel::read_headers`]).
+    pub headers: headers::Headers,
 }
 
 /// A definition in host code: `dim3 grid(…)`, `grid.x = …`, or `dim3 grid;` (no value).
@@ -285,13 +288,53 @@ impl<'t> CudaModel<'t> {
     }
 
     /// The type a `using`/`typedef` alias names (one step).
-    pub fn type_alias(&self, name: &str) -> Option<&'t str> {
-        self.aliases.get(name).copied()
+    pub fn type_alias(&self, name: &str) -> Option<&str> {
+        self.aliases
+            .get(name)
+            .copied()
+            .or_else(|| self.headers.alias(name))
     }
 
-    /// The types declared for struct members called `name`, in this file.
-    pub fn field_types(&self, name: &str) -> &[&'t str] {
-        self.fields.get(name).map(|v| v.as_slice()).unwrap_or(&[])
+    /// The types declared for struct members called `name`, in this file, else in the
+    /// project headers it includes.
+    pub fn field_types(&self, name: &str) -> Vec<&str> {
+        match self.fields.get(name) {
+            Some(v) => v.clone(),
+            None => self.headers.field_types(name),
+        }
+    }
+
+    /// Reads the project headers `path` includes (see [`headers`]).
+    pub fn read_headers(&mut self, path: &std::path::Path) {
+        self.headers = headers::project_headers(path, self.source);
+    }
+
+    /// Names of macros and functions, here or in a project header, that query the CUDA error
+    /// state (`#define CHECK_LAUNCH() … cudaGetLastError() …`, `void finish() {…}`).
+    pub fn check_helpers(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self.headers.check_helpers().collect();
+        let top = gpulint_syntax::named_children(self.root).flat_map(|n| {
+            let nested = matches!(n.kind_name(), "preproc_if" | "preproc_ifdef")
+                .then(|| gpulint_syntax::named_children(n))
+                .into_iter()
+                .flatten();
+            std::iter::once(n).chain(nested)
+        });
+        for m in top.filter(|n| matches!(n.kind_name(), "preproc_def" | "preproc_function_def")) {
+            let body = m.field("value").map(|v| self.text(v)).unwrap_or("");
+            if headers::ERROR_QUERIES.iter().any(|q| body.contains(q)) {
+                if let Some(n) = m.field("name") {
+                    out.push(self.text(n));
+                }
+            }
+        }
+        for f in &self.functions {
+            let body = f.node.field("body").map(|b| self.text(b)).unwrap_or("");
+            if !f.space.global && headers::ERROR_QUERIES.iter().any(|q| body.contains(q)) {
+                out.push(last_name(&f.name));
+            }
+        }
+        out
     }
 
     /// Is `name` a grid-stride loop macro (built in, or from CU001's `loop-macros`)?

@@ -238,6 +238,7 @@ impl<'t> CudaBuilder<'t> {
             loop_macros: self.loop_macros,
             host_defs: self.host_defs,
             glue: Default::default(),
+            headers: Default::default(),
         };
         model.resolve_template_values();
         for g in model.guards.iter_mut() {

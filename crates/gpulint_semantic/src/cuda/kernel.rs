@@ -17,6 +17,11 @@ use gpulint_syntax::NodeExt;
 use std::collections::HashMap;
 use tree_sitter::Node;
 
+/// ERROR/MISSING nodes tolerated in a kernel by [`Kernel::parse_damaged`].
+const MAX_PARSE_ERRORS: usize = 3;
+/// The largest ERROR node tolerated.
+const MAX_ERROR_BYTES: usize = 160;
+
 /// A kernel parameter.
 #[derive(Debug, Clone)]
 pub struct Param<'t> {
@@ -86,6 +91,26 @@ impl<'t> Kernel<'t> {
     /// The local called `name`.
     pub fn local(&self, name: &str) -> Option<usize> {
         self.local_index.get(name).copied()
+    }
+
+    /// Is the kernel's parse too damaged to reason about its arithmetic? A few small ERROR
+    /// or MISSING nodes (an unknown macro, a dependent-name call the grammar misreads) leave
+    /// the rest of the body intact; the parts they cover are skipped by the analyses
+    /// ([`gpulint_syntax::NodeExt::has_error`] on the node at hand).
+    pub fn parse_damaged(&self) -> bool {
+        if !self.node.has_error() {
+            return false;
+        }
+        let mut errors = 0;
+        for n in gpulint_syntax::descendants(self.node) {
+            if n.is_error() || n.is_missing() {
+                errors += 1;
+                if errors > MAX_PARSE_ERRORS || n.end_byte() - n.start_byte() > MAX_ERROR_BYTES {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     pub fn param(&self, name: &str) -> Option<&Param<'t>> {

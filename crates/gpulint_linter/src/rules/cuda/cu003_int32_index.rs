@@ -46,6 +46,15 @@ declare_rule! {
     ///   TensorFlow or CUTLASS headers, or a launch passes `x.numel()`/`x.size(d)`), and only when
     ///   both factors range over data sizes: products with `threadIdx`, `blockDim`, or constants,
     ///   and products widened first (`static_cast<int64_t>(row) * cols`), are not reported;
+    ///
+    ///   Offsets count wherever they go: a pointer parameter advanced in place (`src +=
+    ///   first_batch * element_count`), a pointer local built as `base + offset`, a 64-bit local
+    ///   (`const index_t row_offset = m_block * h * d`) whose value was computed in 32 bits
+    ///   before being widened. Member types and `using`/`typedef` aliases come from this file or
+    ///   from the project headers it includes (`#include "params.h"`; an alias declared with
+    ///   different types in different structs is not used). Not reported: products inside an
+    ///   explicit 64-bit cast (`(int64_t)(b * dim + d) * n`), divisors (`i / (H * W)`), and
+    ///   unsigned products of launch geometry only (`gridDim.x * blockIdx.y`, a count of blocks).
     /// - a product of 64-bit sizes stored in a 32-bit local (`const int n = C * H * W;` with
     ///   `int64_t` dimensions);
     /// - a launch that passes `x.numel()` (or a 64-bit local holding it, or a product of
@@ -129,10 +138,13 @@ impl Rule for Int32ThreadIndex {
         check_glue(ctx);
         let m = ctx.cuda();
         for k in &m.kernels {
-            if k.too_large || k.node.has_error() {
+            if k.too_large || k.parse_damaged() {
                 continue;
             }
             check_arithmetic(ctx, m, k);
+            if k.node.has_error() {
+                continue;
+            }
             let (ks, ke) = (k.node.start_byte(), k.node.end_byte());
             let mut done: Vec<&str> = Vec::new();
             for g in &m.guards {

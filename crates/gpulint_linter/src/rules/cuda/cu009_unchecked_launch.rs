@@ -16,7 +16,10 @@ declare_rule! {
     /// `checkCudaErrors` or `gpuErrchk`), or one of the names in the `check-macros` option.
     /// When the launch is the last statement of a lambda (an `AT_DISPATCH_*` body) or of a
     /// `switch` case, the statement after the dispatch or the `switch` counts. A launch that
-    /// ends its function is not reported: the caller may check.
+    /// ends its function is not reported: the caller may check. The project's own helpers count
+    /// as checks too: a macro or function, in this file or in a header it includes with
+    /// `#include "…"`, whose body calls `cudaGetLastError`, `cudaPeekAtLastError` or
+    /// `C10_CUDA_KERNEL_LAUNCH_CHECK` (`#define CHECK_LAUNCH() …`, `void finish(…)`).
     ///
     /// ## Why is this risky?
     /// "Kernel launches do not return any error code, so `cudaPeekAtLastError()` or
@@ -116,10 +119,14 @@ impl Rule for UncheckedKernelLaunch {
     fn check_file(&self, ctx: &mut Context<'_>) {
         let extra = ctx.option_strings("check-macros");
         let m = ctx.cuda();
+        let helpers = m.check_helpers();
         let is_check = |n: Node<'_>| {
             let t = m.text(n);
             LAUNCH_CHECKS.iter().any(|c| t.contains(c))
                 || extra.iter().any(|c| t.contains(c.as_str()))
+                || helpers
+                    .iter()
+                    .any(|h| gpulint_semantic::cuda::guards::name_tokens(t).contains(h))
         };
         for l in &m.launches {
             if l.node.has_error() {

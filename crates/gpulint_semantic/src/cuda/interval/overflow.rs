@@ -253,7 +253,7 @@ impl<'t> CudaModel<'t> {
     /// The places in kernel `k` where 32-bit arithmetic can overflow.
     pub fn int32_overflows(&self, k: &Kernel<'t>) -> Vec<Overflow<'t>> {
         let mut out = Vec::new();
-        if k.too_large || k.node.has_error() {
+        if k.too_large || k.parse_damaged() {
             return out;
         }
         let cx = RangeCx::new(self, k);
@@ -275,6 +275,40 @@ impl<'t> CudaModel<'t> {
             let at = cx.point(a.guard, a.node.start_byte());
             for r in a.index.iter().chain(&a.alias_offsets) {
                 roots.push((*r, at.clone(), a.node));
+            }
+        }
+        // 64-bit locals (offsets, `index_t` row offsets) computed from 32-bit arithmetic: a
+        // product there overflows before it is widened.
+        // Pointer locals built as `base + offset` (`float* u = (float*)params.u_ptr + off`)
+        // likewise: the offset is a pointer offset whatever the base.
+        for (v, defs) in k.defs.iter().enumerate() {
+            let name = k.locals[v];
+            let wide = k.types.get(name).map(|t| self.resolved_width(t)) == Some(Width::W64);
+            for (d, g) in defs.iter().zip(&k.def_guards[v]) {
+                let pointer = d.parent().is_some_and(|p| {
+                    p.kind_name() == "init_declarator"
+                        && p.field("declarator")
+                            .is_some_and(|x| x.kind_name() == "pointer_declarator")
+                });
+                if wide || pointer {
+                    roots.push((*d, cx.point(*g, d.start_byte()), *d));
+                }
+            }
+        }
+        // Offsets added to pointer parameters in place: `src += first_batch * element_count;`.
+        for n in descendants(k.node).take(1 << 14) {
+            if n.kind_name() != "assignment_expression"
+                || !n
+                    .field("operator")
+                    .is_some_and(|o| matches!(o.kind_name(), "+=" | "-="))
+            {
+                continue;
+            }
+            let (Some(l), Some(r)) = (n.field("left"), n.field("right")) else {
+                continue;
+            };
+            if k.param(self.text(l)).is_some_and(|p| p.pointer) {
+                roots.push((r, cx.point(None, n.start_byte()), n));
             }
         }
         let mut expanded: Vec<usize> = Vec::new();
@@ -390,6 +424,35 @@ impl<'t> CudaModel<'t> {
         !shadowed && self.eval(e).is_some()
     }
 
+    /// Is `p` the operand (or inside the operand) of a cast to a 64-bit type, within its
+    /// expression statement?
+    fn inside_wide_cast(&self, k: &Kernel<'t>, p: Node<'t>) -> bool {
+        let mut cur = p.parent();
+        for _ in 0..12 {
+            let Some(c) = cur else { return false };
+            match c.kind_name() {
+                "cast_expression"
+                    if c.field("type")
+                        .is_some_and(|t| self.resolved_width(self.text(t)) == Width::W64) =>
+                {
+                    return true;
+                }
+                "call_expression" => {
+                    let wide = self.width(k, c) == Width::W64
+                        && c.field("function")
+                            .is_some_and(|f| f.kind_name() == "template_function");
+                    if wide {
+                        return true;
+                    }
+                }
+                "expression_statement" | "declaration" | "compound_statement" => return false,
+                _ => {}
+            }
+            cur = c.parent();
+        }
+        false
+    }
+
     /// `a * b` evaluated in 32 bits whose value can pass the limit.
     fn product_overflow(
         &self,
@@ -402,6 +465,9 @@ impl<'t> CudaModel<'t> {
         if p.kind_name() != "binary_expression" || p.field("operator")?.kind_name() != "*" {
             return None;
         }
+        if p.has_error() || is_divisor(p) {
+            return None;
+        }
         let (l, r) = (p.field("left")?, p.field("right")?);
         if self.is_constant(k, l) || self.is_constant(k, r) {
             return None;
@@ -409,6 +475,16 @@ impl<'t> CudaModel<'t> {
         let Width::W32 { signed } = self.width(k, p) else {
             return None;
         };
+        // Inside an explicit 64-bit cast (`(int64_t)(batch_id * dim + d) * n`): the author
+        // widened at that point and bounds what is inside.
+        if self.inside_wide_cast(k, p) {
+            return None;
+        }
+        // Launch geometry only (`gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)`) in
+        // unsigned arithmetic: a count of launched threads or blocks, which stays below 2³².
+        if !signed && only_builtins(p, self.source) {
+            return None;
+        }
         let limit: i128 = if signed {
             i32::MAX as i128
         } else {
@@ -471,4 +547,48 @@ fn product_factors(e: Node<'_>) -> Vec<Node<'_>> {
         out.push(x);
     }
     out
+}
+
+/// Is `e` built from `threadIdx`/`blockIdx`/`blockDim`/`gridDim` and literals only?
+fn only_builtins(e: Node<'_>, source: &str) -> bool {
+    let mut any = false;
+    for n in std::iter::once(e).chain(descendants(e)) {
+        match n.kind_name() {
+            "field_expression" => {
+                let arg = n.field("argument").map(|a| gpulint_syntax::text(a, source));
+                if !matches!(arg, Some("threadIdx" | "blockIdx" | "blockDim" | "gridDim")) {
+                    return false;
+                }
+                any = true;
+            }
+            "identifier" => {
+                let in_builtin = n
+                    .parent()
+                    .is_some_and(|p| p.kind_name() == "field_expression");
+                if !in_builtin {
+                    return false;
+                }
+            }
+            "call_expression" => return false,
+            _ => {}
+        }
+    }
+    any
+}
+
+/// Is `p` the right side of a division or remainder (`i / (H * W)`)? A divisor scales an
+/// index down; it is not an index or an offset itself.
+fn is_divisor(p: Node<'_>) -> bool {
+    let mut cur = p;
+    while let Some(parent) = cur.parent() {
+        if parent.kind_name() != "parenthesized_expression" {
+            return parent.kind_name() == "binary_expression"
+                && parent
+                    .field("operator")
+                    .is_some_and(|o| matches!(o.kind_name(), "/" | "%"))
+                && parent.field("right").is_some_and(|r| r.id() == cur.id());
+        }
+        cur = parent;
+    }
+    false
 }

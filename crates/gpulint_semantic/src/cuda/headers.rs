@@ -1,0 +1,397 @@
+//! Project headers: the `#include "…"` files of a C/C++/CUDA file, read once per run.
+//!
+//! A kernel's parameter struct, its index type (`using index_t = uint32_t;`) and the project's
+//! error-checking helpers usually live in a header next to it. Each quoted include is looked up
+//! relative to the including file, then in the include directories the project makes visible:
+//! the directories above the file up to the project root (the first with `setup.py`,
+//! `CMakeLists.txt`, `pyproject.toml` or `.git`), each with its `include/` and `csrc/`, and the
+//! `-I`/`include_dirs` directories named in the root's `setup.py` or `CMakeLists.txt`. System
+//! headers (`#include <…>`) are never read. Headers include further headers; those are followed
+//! a few levels deep. Each header is parsed once and its facts are shared by every file that
+//! includes it; each is noted as a dependency of the including file's cached result.
+
+use gpulint_syntax::{parse, text, Lang, NodeExt};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+
+/// Headers larger than this are not read.
+const MAX_HEADER_SIZE: u64 = 1 << 20;
+/// Headers read per file, transitively.
+const MAX_HEADERS: usize = 32;
+/// Include levels followed.
+const MAX_DEPTH: usize = 3;
+/// Directories walked up from the file to find the project root.
+const MAX_UP: usize = 6;
+
+/// Calls whose presence makes a macro or function an error-checking helper.
+pub const ERROR_QUERIES: &[&str] = &[
+    "cudaGetLastError",
+    "cudaPeekAtLastError",
+    "C10_CUDA_KERNEL_LAUNCH_CHECK",
+    "C10_CUDA_CHECK",
+    "AT_CUDA_CHECK",
+    "hipGetLastError",
+];
+
+/// What one header declares.
+#[derive(Debug, Default)]
+pub struct HeaderFacts {
+    /// `using index_t = uint32_t;`, `typedef int64_t idx_t;`: alias → type.
+    pub aliases: HashMap<String, String>,
+    /// Struct and class members: name → the types declared for it.
+    pub fields: HashMap<String, Vec<String>>,
+    /// Macros and functions whose body queries the CUDA error state.
+    pub check_helpers: Vec<String>,
+    /// Its own quoted includes, as written.
+    includes: Vec<String>,
+}
+
+/// The headers a file sees, nearest first.
+#[derive(Debug, Default, Clone)]
+pub struct Headers {
+    pub files: Vec<Arc<HeaderFacts>>,
+}
+
+impl Headers {
+    pub fn alias(&self, name: &str) -> Option<&str> {
+        self.files
+            .iter()
+            .find_map(|h| h.aliases.get(name).map(String::as_str))
+    }
+
+    /// Member types for `name`, from every header that declares one.
+    pub fn field_types(&self, name: &str) -> Vec<&str> {
+        self.files
+            .iter()
+            .filter_map(|h| h.fields.get(name))
+            .flatten()
+            .map(String::as_str)
+            .collect()
+    }
+
+    pub fn check_helpers(&self) -> impl Iterator<Item = &str> {
+        self.files
+            .iter()
+            .flat_map(|h| h.check_helpers.iter().map(String::as_str))
+    }
+}
+
+static FACTS: LazyLock<Mutex<HashMap<PathBuf, Option<Arc<HeaderFacts>>>>> =
+    LazyLock::new(Default::default);
+static ROOTS: LazyLock<Mutex<HashMap<PathBuf, Arc<Vec<PathBuf>>>>> =
+    LazyLock::new(Default::default);
+
+/// The quoted includes of `source`, as written.
+pub fn quoted_includes(source: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in source.lines() {
+        let l = line.trim_start();
+        let Some(rest) = l.strip_prefix('#') else {
+            continue;
+        };
+        let Some(rest) = rest.trim_start().strip_prefix("include") else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let Some(rest) = rest.strip_prefix('"') else {
+            continue;
+        };
+        if let Some(end) = rest.find('"') {
+            let inc = &rest[..end];
+            if !inc.is_empty() && !out.iter().any(|o| o == inc) {
+                out.push(inc.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The headers `path` includes (transitively), read from disk once per run.
+pub fn project_headers(path: &Path, source: &str) -> Headers {
+    let mut headers = Headers::default();
+    let first = quoted_includes(source);
+    if first.is_empty() {
+        return headers;
+    }
+    let Some(dir) = path.parent() else {
+        return headers;
+    };
+    let dirs = include_dirs(dir);
+    let mut seen: Vec<PathBuf> = vec![path.to_path_buf()];
+    let mut queue: Vec<(PathBuf, String, usize)> = first
+        .into_iter()
+        .map(|i| (dir.to_path_buf(), i, 1))
+        .collect();
+    let mut qi = 0;
+    while qi < queue.len() && headers.files.len() < MAX_HEADERS {
+        let (from, inc, depth) = queue[qi].clone();
+        qi += 1;
+        let Some(found) = resolve(&from, &inc, &dirs) else {
+            continue;
+        };
+        if seen.contains(&found) {
+            continue;
+        }
+        seen.push(found.clone());
+        // A cached result of the including file is dropped when the header changes.
+        gpulint_source::deps::note_dependency(&found);
+        let Some(facts) = header_facts(&found) else {
+            continue;
+        };
+        if depth < MAX_DEPTH {
+            let parent = found.parent().map(Path::to_path_buf).unwrap_or_default();
+            for i in &facts.includes {
+                queue.push((parent.clone(), i.clone(), depth + 1));
+            }
+        }
+        headers.files.push(facts);
+    }
+    headers
+}
+
+fn resolve(from: &Path, inc: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
+    if Path::new(inc).is_absolute() || inc.contains('\0') {
+        return None;
+    }
+    std::iter::once(from)
+        .chain(dirs.iter().map(PathBuf::as_path))
+        .map(|d| d.join(inc))
+        .find(|p| p.is_file())
+}
+
+/// The include directories visible from `dir`: its ancestors up to the project root, each
+/// with `include/` and `csrc/`, and those the root's build files name.
+fn include_dirs(dir: &Path) -> Arc<Vec<PathBuf>> {
+    if let Some(v) = ROOTS.lock().ok().and_then(|m| m.get(dir).cloned()) {
+        return v;
+    }
+    let mut out = Vec::new();
+    let mut cur = Some(dir);
+    for _ in 0..MAX_UP {
+        let Some(d) = cur else { break };
+        for sub in ["", "include", "csrc"] {
+            let p = if sub.is_empty() {
+                d.to_path_buf()
+            } else {
+                d.join(sub)
+            };
+            if p.is_dir() && !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        let markers = ["setup.py", "CMakeLists.txt", "pyproject.toml", ".git"];
+        if markers.iter().any(|m| d.join(m).exists()) {
+            for b in ["setup.py", "CMakeLists.txt"] {
+                if let Some(t) = read_small(&d.join(b)) {
+                    for rel in build_include_dirs(&t) {
+                        let p = d.join(rel);
+                        if p.is_dir() && !out.contains(&p) {
+                            out.push(p);
+                        }
+                    }
+                }
+            }
+            break;
+        }
+        cur = d.parent();
+    }
+    let out = Arc::new(out);
+    if let Ok(mut m) = ROOTS.lock() {
+        m.insert(dir.to_path_buf(), out.clone());
+    }
+    out
+}
+
+/// Relative include directories named in a build file: `-Ifoo`, `include_directories(foo)`,
+/// `include_dirs=[…, "foo"]` (string literals only, no variables).
+pub fn build_include_dirs(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |s: &str| {
+        let s = s.trim().trim_matches(|c| c == '"' || c == '\'');
+        let s = s.strip_prefix("${CMAKE_CURRENT_SOURCE_DIR}/").unwrap_or(s);
+        let s = s.strip_prefix("./").unwrap_or(s);
+        let ok = !s.is_empty()
+            && !s.starts_with('/')
+            && !s.contains("..")
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '/' | '.'));
+        if ok && !out.iter().any(|o| o == s) {
+            out.push(s.to_string());
+        }
+    };
+    for (i, _) in text.match_indices("-I") {
+        let rest = &text[i + 2..];
+        let end = rest
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ')' | ']'))
+            .unwrap_or(rest.len());
+        push(&rest[..end]);
+    }
+    for key in ["include_directories(", "include_dirs"] {
+        for (i, _) in text.match_indices(key) {
+            let rest = &text[i + key.len()..];
+            let mut end = rest.find([')', ']']).unwrap_or(rest.len()).min(400);
+            while !rest.is_char_boundary(end) {
+                end -= 1;
+            }
+            let body = &rest[..end];
+            for part in body.split([',', ' ', '\n', '[', '(', '=']) {
+                let p = part.trim();
+                let quoted = (p.starts_with('"') || p.starts_with('\'')) && p.len() > 2;
+                let bare = key == "include_directories("
+                    && !p.is_empty()
+                    && (!p.contains('$') || p.starts_with("${CMAKE_CURRENT_SOURCE_DIR}/"))
+                    && !matches!(
+                        p,
+                        "PUBLIC" | "PRIVATE" | "INTERFACE" | "SYSTEM" | "BEFORE" | "AFTER"
+                    );
+                if quoted || bare {
+                    push(p);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn read_small(path: &Path) -> Option<String> {
+    if std::fs::metadata(path).ok()?.len() > MAX_HEADER_SIZE {
+        return None;
+    }
+    gpulint_source::decode(std::fs::read(path).ok()?).ok()
+}
+
+fn header_facts(path: &Path) -> Option<Arc<HeaderFacts>> {
+    if let Some(f) = FACTS.lock().ok().and_then(|m| m.get(path).cloned()) {
+        return f;
+    }
+    let facts = read_small(path).map(|t| Arc::new(facts_of(&t)));
+    if let Ok(mut m) = FACTS.lock() {
+        m.insert(path.to_path_buf(), facts.clone());
+    }
+    facts
+}
+
+/// Records an alias; one name aliased to different types in different scopes (two structs
+/// with their own `using index_t = …;`) is ambiguous, recorded as the empty type.
+fn add_alias(aliases: &mut HashMap<String, String>, name: &str, ty: &str) {
+    match aliases.get(name) {
+        Some(prev) if prev != ty => {
+            aliases.insert(name.to_string(), String::new());
+        }
+        Some(_) => {}
+        None => {
+            aliases.insert(name.to_string(), ty.to_string());
+        }
+    }
+}
+
+/// The facts of one header's text.
+pub fn facts_of(source: &str) -> HeaderFacts {
+    let mut f = HeaderFacts {
+        includes: quoted_includes(source),
+        ..Default::default()
+    };
+    let Some(tree) = parse(Lang::Cuda, source) else {
+        return f;
+    };
+    gpulint_syntax::walk(&tree, |node, entering| {
+        if !entering {
+            return;
+        }
+        match node.kind_name() {
+            "alias_declaration" => {
+                if let (Some(n), Some(t)) = (node.field("name"), node.field("type")) {
+                    add_alias(&mut f.aliases, text(n, source), text(t, source));
+                }
+            }
+            "type_definition" => {
+                if let Some(t) = node.field("type") {
+                    for d in gpulint_syntax::named_children(node)
+                        .filter(|d| d.kind_name() == "type_identifier")
+                    {
+                        add_alias(&mut f.aliases, text(d, source), text(t, source));
+                    }
+                }
+            }
+            "field_declaration" => {
+                if let Some(t) = node.field("type") {
+                    for d in gpulint_syntax::named_children(node)
+                        .filter(|d| d.kind_name() == "field_identifier")
+                    {
+                        f.fields
+                            .entry(text(d, source).to_string())
+                            .or_default()
+                            .push(text(t, source).to_string());
+                    }
+                }
+            }
+            "preproc_function_def" | "preproc_def" => {
+                let body = node.field("value").map(|v| text(v, source)).unwrap_or("");
+                if let Some(n) = node.field("name") {
+                    if ERROR_QUERIES.iter().any(|q| body.contains(q)) {
+                        f.check_helpers.push(text(n, source).to_string());
+                    }
+                }
+            }
+            "function_definition" => {
+                let body = node.field("body").map(|v| text(v, source)).unwrap_or("");
+                if ERROR_QUERIES.iter().any(|q| body.contains(q)) {
+                    if let Some(n) = crate::cuda::function_name(node, source) {
+                        f.check_helpers.push(crate::cuda::last_name(n).to_string());
+                    }
+                }
+            }
+            _ => {}
+        }
+    });
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoted_includes_only() {
+        let s = "#include <cuda.h>\n# include \"common.cuh\"\n#include \"a/b.h\" // x\n";
+        assert_eq!(quoted_includes(s), vec!["common.cuh", "a/b.h"]);
+    }
+
+    #[test]
+    fn header_facts_fields_aliases_helpers() {
+        let s = r#"
+#define CHECK_LAUNCH() do { cudaError_t e = cudaGetLastError(); if (e) abort(); } while (0)
+#define NOT_A_CHECK(x) (x + 1)
+struct Params { using index_t = uint32_t; int batch, dim; index_t u_batch_stride; };
+struct A { using idx = uint32_t; }; struct B { using idx = uint64_t; }; struct C { using idx = uint64_t; };
+inline void finish(const char* what) { cudaError_t e = cudaPeekAtLastError(); (void)e; }
+inline void other() {}
+"#;
+        let f = facts_of(s);
+        assert_eq!(
+            f.aliases.get("index_t").map(String::as_str),
+            Some("uint32_t")
+        );
+        assert_eq!(f.fields.get("dim").unwrap(), &vec!["int".to_string()]);
+        assert_eq!(f.aliases.get("idx").map(String::as_str), Some(""));
+        assert_eq!(
+            f.fields.get("u_batch_stride").unwrap(),
+            &vec!["index_t".to_string()]
+        );
+        assert_eq!(f.check_helpers, vec!["CHECK_LAUNCH", "finish"]);
+    }
+
+    #[test]
+    fn include_dirs_from_build_files() {
+        let setup = "ext = CUDAExtension('x', ['a.cu'], include_dirs=['csrc/common', \"third/inc\"], extra_compile_args={'nvcc': ['-Ikernels']})";
+        let d = build_include_dirs(setup);
+        assert!(d.contains(&"csrc/common".to_string()));
+        assert!(d.contains(&"third/inc".to_string()));
+        assert!(d.contains(&"kernels".to_string()));
+        let cmake = "include_directories(${CMAKE_CURRENT_SOURCE_DIR}/src include)\n";
+        let d = build_include_dirs(cmake);
+        assert_eq!(d, vec!["src", "include"]);
+        assert!(build_include_dirs("-I/usr/include").is_empty());
+    }
+}
