@@ -30,7 +30,9 @@ declare_rule! {
     ///
     /// A method that puts `self.<module>` in eval mode and then calls a wrapper method of the
     /// same object that runs `self.<module>(...)` (`self.module_.eval(); self.infer(x)`) counts
-    /// as running the model.
+    /// as running the model. An evaluation script that calls `model.eval()` at module level
+    /// and then runs `model(...)` in a module-level loop, in a file that never backpropagates
+    /// or steps an optimizer, is reported too.
     ///
     /// ## Why is this risky?
     /// With autograd on, every forward pass records its graph and keeps the activations needed
@@ -106,12 +108,14 @@ impl Rule for EvalWithoutNoGrad {
             return;
         }
         let t = m.training();
+        check_module_level(ctx);
+        let m = ctx.python();
         for f in 0..m.functions.len() {
             let func = &m.functions[f];
             if t.grad_free(func.node).is_some() || in_module_class(m, f) {
                 continue;
             }
-            let eval_calls = eval_receivers(m, f);
+            let eval_calls = eval_receivers(m, Some(f));
             let named = is_eval_name(&func.name);
             if !named && eval_calls.is_empty() {
                 continue;
@@ -196,6 +200,49 @@ fn runs_receiver(m: &PythonModel<'_>, g: usize, eval_calls: &[(Node<'_>, &str)])
     })
 }
 
+/// An evaluation script: `model.eval()` at module level, then a module-level loop that runs
+/// `model(...)` with autograd on, in a file that never backpropagates or steps an optimizer.
+fn check_module_level(ctx: &mut Context<'_>) {
+    let m = ctx.python();
+    let t = m.training();
+    if !t.backward.is_empty() || t.loops.iter().any(|l| l.is_training()) {
+        return;
+    }
+    let evals = eval_receivers(m, None);
+    if evals.is_empty() || wants_grad(m, m.root) {
+        return;
+    }
+    let found = m.calls.iter().find_map(|&(c, scope)| {
+        if scope.is_some() || t.grad_free(c).is_some() || t.loop_of(m, c).is_none() {
+            return None;
+        }
+        let text = m.text(c.field("function")?);
+        evals
+            .iter()
+            .find(|(e, r)| *r == text && e.end_byte() <= c.start_byte())
+            .map(|(e, _)| (c, *e))
+    });
+    let Some((call, eval)) = found else {
+        return;
+    };
+    let callee = call.field("function").map(|c| m.text(c)).unwrap_or("model");
+    let lp = t.loop_of(m, call).map(|l| l.header()).unwrap_or(call);
+    ctx.report(
+        ctx.diagnostic(
+            call,
+            format!("the evaluation loop runs `{callee}(...)` with autograd on"),
+        )
+        .primary_label("this forward pass records a graph and keeps its activations")
+        .with_label(
+            Span::of(&eval),
+            "evaluation mode is set here, but it does not turn off autograd",
+        )
+        .with_label(Span::of(&lp), "the evaluation loop")
+        .note("evaluation can then run out of GPU memory where training did not")
+        .help("run the model inside `with torch.no_grad():` (or `torch.inference_mode()`)"),
+    );
+}
+
 /// Hooks that frameworks run with autograd off (Lightning's evaluation steps).
 const NO_GRAD_HOOKS: &[&str] = &["validation_step", "test_step", "predict_step"];
 
@@ -253,11 +300,12 @@ fn is_eval_name(name: &str) -> bool {
         || n.starts_with("infer")
 }
 
-/// `<model>.eval()` calls in the body of `f`, with the receiver's text.
-fn eval_receivers<'t>(m: &PythonModel<'t>, f: usize) -> Vec<(Node<'t>, &'t str)> {
+/// `<model>.eval()` calls in the body of `f` (`None`: at module level), with the receiver's
+/// text.
+fn eval_receivers<'t>(m: &PythonModel<'t>, f: Option<usize>) -> Vec<(Node<'t>, &'t str)> {
     m.calls
         .iter()
-        .filter(|(_, s)| *s == Some(f))
+        .filter(|(_, s)| *s == f)
         .filter_map(|&(c, _)| {
             let func = c.field("function")?;
             if func.kind() != "attribute" || m.text(func.field("attribute")?) != "eval" {

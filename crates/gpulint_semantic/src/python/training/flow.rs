@@ -184,8 +184,12 @@ impl<'t> Training<'t> {
                     Some((a, false)) if self.grad_free(a).is_some() => return Flow::Detached,
                     // `for name, value in losses.items():` over a graph-attached container.
                     None => self.loop_target_flow(m, expr, name, backward, d),
-                    // `loss, logits = criterion(...)`, `out, hidden = model(x)`: every item of
-                    // a graph-attached result carries the graph.
+                    // `loss, logits = criterion(...)`, `out, hidden = model(x)`: an item of a
+                    // graph-attached result carries the graph when its name says it is a loss
+                    // or an output (a sample count or a logging dict next to it need not).
+                    Some((_, false)) if !is_loss_name(name) && !is_output_name(name) => {
+                        Flow::Unknown
+                    }
                     Some((a, false)) => match a.field("right") {
                         Some(r) => match self.flow_depth(m, r, backward, d + 1) {
                             f @ Flow::Attached(_) => f,
@@ -371,6 +375,23 @@ pub fn is_loss_name(name: &str) -> bool {
     (n.contains("loss") && !n.contains("scale") && !n.contains("meter") && !n.contains("log"))
         || n.contains("criterion")
         || n.ends_with("cross_entropy")
+}
+
+/// A name that usually holds a model's output.
+fn is_output_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    matches!(
+        n.as_str(),
+        "out"
+            | "output"
+            | "outputs"
+            | "logits"
+            | "pred"
+            | "preds"
+            | "y_pred"
+            | "hidden"
+            | "features"
+    )
 }
 
 /// A name that usually holds a model: calling it runs a forward pass.
