@@ -60,6 +60,18 @@ pub fn settings(
     loaded: Option<&LoadedConfig>,
     root: &Path,
 ) -> Result<Settings, String> {
+    settings_with_roots(args, loaded, root, checked_roots(&args.paths))
+}
+
+/// [`settings`], with the checked paths' folders (see [`checked_roots`]) computed once by the
+/// caller: a resolver makes one engine per configuration, and reading every checked path again
+/// for each would grow with files × configurations.
+fn settings_with_roots(
+    args: &Overrides,
+    loaded: Option<&LoadedConfig>,
+    root: &Path,
+    roots: Vec<PathBuf>,
+) -> Result<Settings, String> {
     let file = loaded.map(|l| l.config.clone()).unwrap_or_default();
     let select = if !args.select.is_empty() {
         parse_selectors(&args.select, "--select")?
@@ -108,12 +120,19 @@ pub fn settings(
         config::resolve_budget(args.gpu_memory, args.gpu.as_deref(), loaded)?;
     settings.verbose = args.verbose;
     // Manifests read the files they include only below the checked paths.
-    let paths = if args.paths.is_empty() {
+    settings.roots = roots;
+    Ok(settings)
+}
+
+/// The folders of the checked paths (none: `.`) as real paths, a file's being its folder,
+/// without those inside another: where manifests may read the files they include.
+pub fn checked_roots(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let paths = if paths.is_empty() {
         vec![PathBuf::from(".")]
     } else {
-        args.paths.clone()
+        paths.to_vec()
     };
-    settings.roots = paths
+    let mut roots: Vec<PathBuf> = paths
         .iter()
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .map(|p| {
@@ -124,7 +143,15 @@ pub fn settings(
             }
         })
         .collect();
-    Ok(settings)
+    // Sorted, a folder comes before everything inside it.
+    roots.sort();
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for r in roots {
+        if !kept.last().is_some_and(|k| r.starts_with(k)) {
+            kept.push(r);
+        }
+    }
+    kept
 }
 
 /// The exclusions of a configuration (the defaults without one), each glob relative to the
@@ -197,6 +224,10 @@ pub struct Resolver {
     /// The checked paths' folders (real paths): the project's folder of a file with neither a
     /// configuration file nor a repository above it is the deepest of them that holds it.
     roots: Vec<PathBuf>,
+    /// The working directory as a real path.
+    real_cwd: Option<PathBuf>,
+    /// [`checked_roots`] of the run, computed once.
+    manifest_roots: Vec<PathBuf>,
     /// Folder (real path) → the nearest configuration file.
     nearest: Memo<PathBuf, Option<Arc<LoadedConfig>>>,
     /// (configuration file, project folder) → what applies.
@@ -227,6 +258,8 @@ impl Resolver {
             })
             .collect();
         Ok(Resolver {
+            manifest_roots: checked_roots(&overrides.paths),
+            real_cwd: std::fs::canonicalize(cwd).ok(),
             overrides,
             source,
             cwd: cwd.to_path_buf(),
@@ -286,7 +319,12 @@ impl Resolver {
             return r.clone();
         }
         let built = (|| {
-            let settings = settings(&self.overrides, config.as_deref(), &root)?;
+            let settings = settings_with_roots(
+                &self.overrides,
+                config.as_deref(),
+                &root,
+                self.manifest_roots.clone(),
+            )?;
             let excludes = excludes(config.as_deref(), &root)?;
             Ok(Arc::new(Resolved {
                 config: config.clone(),
@@ -330,15 +368,22 @@ impl Resolver {
     }
 
     /// The project's folder of a file in `real` without a configuration file: the
-    /// repository's, else the deepest checked path that holds it, else `real` itself.
+    /// repository's, else the working directory when it holds the file, else the outermost
+    /// checked path that holds it, else `real` itself. One folder for all the files of a file
+    /// list (as pre-commit passes them), not one per folder.
     fn root_without_config(&self, real: &Path) -> PathBuf {
         if let Some(repo) = real.ancestors().find(|d| d.join(".git").exists()) {
             return repo.to_path_buf();
         }
+        if let Some(cwd) = &self.real_cwd {
+            if real.starts_with(cwd) {
+                return cwd.clone();
+            }
+        }
         self.roots
             .iter()
             .filter(|r| real.starts_with(r))
-            .max_by_key(|r| r.as_os_str().len())
+            .min_by_key(|r| r.as_os_str().len())
             .cloned()
             .unwrap_or_else(|| real.to_path_buf())
     }
