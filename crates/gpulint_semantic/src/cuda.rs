@@ -126,6 +126,34 @@ pub struct CudaModel<'t> {
     pub glue: glue::Glue<'t>,
     /// The project headers this file includes (empty until [`CudaModel::read_headers`]).
     pub headers: headers::Headers,
+    /// Indexes into `functions` sorted by start byte, and per function the innermost other
+    /// function whose range holds it: finding the functions around a node costs their nesting,
+    /// not the number of functions in the file.
+    function_order: Vec<usize>,
+    function_parent: Vec<Option<usize>>,
+}
+
+/// See [`CudaModel::function_order`]: the order by start byte (longest first on a tie) and
+/// the innermost holder of each function.
+fn function_nesting(functions: &[Function<'_>]) -> (Vec<usize>, Vec<Option<usize>>) {
+    let mut order: Vec<usize> = (0..functions.len()).collect();
+    let range = |i: usize| (functions[i].node.start_byte(), functions[i].node.end_byte());
+    order.sort_by_key(|&i| (range(i).0, std::cmp::Reverse(range(i).1), i));
+    let mut parent = vec![None; functions.len()];
+    let mut open: Vec<usize> = Vec::new();
+    for &i in &order {
+        let (s, e) = range(i);
+        while let Some(&top) = open.last() {
+            let (ts, te) = range(top);
+            if ts <= s && e <= te {
+                break;
+            }
+            open.pop();
+        }
+        parent[i] = open.last().copied();
+        open.push(i);
+    }
+    (order, parent)
 }
 
 /// A definition in host code: `dim3 grid(…)`, `grid.x = …`, or `dim3 grid;` (no value).
@@ -222,11 +250,29 @@ impl<'t> CudaModel<'t> {
     /// The function definition that contains `node` (a loop macro's block belongs to the
     /// function around it).
     pub fn enclosing_function(&self, node: Node<'_>) -> Option<&Function<'t>> {
+        // The smallest holder; among holders of one size, the first in `functions`.
+        self.functions_around(node)
+            .min_by_key(|&i| (self.functions[i].node.byte_range().len(), i))
+            .map(|i| &self.functions[i])
+    }
+
+    /// Indexes of the functions whose byte range holds `node`, innermost first.
+    pub fn functions_around(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
         let (start, end) = (node.start_byte(), node.end_byte());
-        self.functions
-            .iter()
-            .filter(|f| f.node.start_byte() <= start && end <= f.node.end_byte())
-            .min_by_key(|f| f.node.end_byte() - f.node.start_byte())
+        let before = self
+            .function_order
+            .partition_point(|&i| self.functions[i].node.start_byte() <= start);
+        // Every holder starts before `node`, so it holds the last function that does (or is
+        // it): walk up from there.
+        let mut cur = before.checked_sub(1).map(|k| self.function_order[k]);
+        std::iter::from_fn(move || loop {
+            let i = cur?;
+            cur = self.function_parent[i];
+            let f = self.functions[i].node;
+            if f.start_byte() <= start && end <= f.end_byte() {
+                return Some(i);
+            }
+        })
     }
 
     /// Launches of the kernel called `name` in this file.

@@ -118,6 +118,9 @@ pub struct PythonModel<'t> {
     function_index: HashMap<usize, usize>,
     class_names: HashSet<String>,
     call_graph: OnceCell<CallGraph<'t>>,
+    /// Per loop of `loops`: the innermost other loop whose byte range holds it.
+    loop_parents: OnceCell<Vec<Option<usize>>>,
+    name_index: OnceCell<bindings::NameIndex<'t>>,
     /// Per function: the names it binds itself (parameters, assignments, nested defs).
     locals: OnceCell<Vec<HashSet<&'t str>>>,
     order: OnceCell<order::ExecOrder<'t>>,
@@ -139,6 +142,9 @@ pub struct CallGraph<'t> {
     pub module: Vec<(Node<'t>, usize)>,
     /// `callers[f]`: how many call sites anywhere in the file invoke `f`.
     pub callers: Vec<u32>,
+    /// `sites[f]`: the calls anywhere in the file that invoke `f`, with the function they sit
+    /// in, in document order.
+    pub sites: Vec<Vec<(Node<'t>, Option<usize>)>>,
 }
 
 impl<'t> PythonModel<'t> {
@@ -166,6 +172,40 @@ impl<'t> PythonModel<'t> {
             cur = self.functions[i].parent;
         }
         None
+    }
+
+    /// The calls whose innermost function is `f`, in document order: only the calls inside
+    /// `f`'s byte range are looked at, so asking for every function costs the calls times the
+    /// nesting of functions, not the calls times the functions.
+    pub fn calls_in(&self, f: usize) -> impl Iterator<Item = &(Node<'t>, Option<usize>)> + '_ {
+        let node = self.functions[f].node;
+        let (start, end) = (node.start_byte(), node.end_byte());
+        let lo = self.calls.partition_point(|c| c.0.start_byte() < start);
+        self.calls[lo..]
+            .iter()
+            .take_while(move |c| c.0.start_byte() < end)
+            .filter(move |c| c.1 == Some(f))
+    }
+
+    /// Per loop of [`PythonModel::loops`], the innermost other loop whose byte range holds it
+    /// (computed once; loops nest, so their ranges never cross).
+    pub fn loop_parents(&self) -> &[Option<usize>] {
+        self.loop_parents.get_or_init(|| {
+            let mut parents = Vec::with_capacity(self.loops.len());
+            let mut open: Vec<usize> = Vec::new();
+            for (i, l) in self.loops.iter().enumerate() {
+                while let Some(&top) = open.last() {
+                    let t = self.loops[top];
+                    if t.start_byte() <= l.start_byte() && l.end_byte() <= t.end_byte() {
+                        break;
+                    }
+                    open.pop();
+                }
+                parents.push(open.last().copied());
+                open.push(i);
+            }
+            parents
+        })
     }
 
     /// The index of a `function_definition` node in [`PythonModel::functions`].

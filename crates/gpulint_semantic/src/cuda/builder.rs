@@ -218,6 +218,7 @@ impl<'t> CudaBuilder<'t> {
     }
 
     pub fn finish(self, tree: &'t Tree) -> CudaModel<'t> {
+        let (function_order, function_parent) = super::function_nesting(&self.functions);
         let mut model = CudaModel {
             source: self.source,
             root: tree.root_node(),
@@ -239,6 +240,8 @@ impl<'t> CudaBuilder<'t> {
             host_defs: self.host_defs,
             glue: Default::default(),
             headers: Default::default(),
+            function_order,
+            function_parent,
         };
         model.resolve_template_values();
         for g in model.guards.iter_mut() {

@@ -333,11 +333,8 @@ impl<'t> CudaModel<'t> {
     /// visible at the launch and made before it (`int n = x.numel();`, `blocks = …`).
     pub fn host_values_at(&self, launch: &Launch<'t>, name: &str) -> Vec<Node<'t>> {
         let at = launch.node.start_byte();
-        let Some(func) = self
-            .functions
-            .iter()
-            .position(|f| f.node.start_byte() <= at && launch.node.end_byte() <= f.node.end_byte())
-        else {
+        // The first function in `functions` that holds the launch.
+        let Some(func) = self.functions_around(launch.node).min() else {
             return Vec::new();
         };
         let Some(defs) = self.host_defs.get(&(func, name)) else {

@@ -5,10 +5,25 @@
 use super::builder::identifiers_in_target;
 use super::value::parse_int;
 use super::{fold_binary, string_literal, PythonModel, Value, MAX_FOLD_DEPTH};
+use gpulint_syntax::named_children;
 use gpulint_syntax::NodeExt;
-use gpulint_syntax::{descendants, named_children};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
+
+/// See [`PythonModel::name_index`].
+#[derive(Debug, Default)]
+pub(crate) struct NameIndex<'t> {
+    /// Plain `name = ...` assignments per name, in document order.
+    assignments: HashMap<&'t str, Vec<Node<'t>>>,
+    /// Start bytes of the identifiers that bind each name, sorted.
+    binders: HashMap<&'t str, Vec<usize>>,
+    /// Assignments and augmented assignments to each plain name, in document order.
+    targets: HashMap<&'t str, Vec<Node<'t>>>,
+    /// Calls of a method of each plain name (`name.append(...)`), in document order.
+    receivers: HashMap<&'t str, Vec<Node<'t>>>,
+    /// The last import of each name in each scope, as an index into `imports`.
+    imports: HashMap<Option<usize>, HashMap<String, usize>>,
+}
 
 impl<'t> PythonModel<'t> {
     /// The value of a module-level name bound several times, where module-level code at `at`
@@ -21,45 +36,126 @@ impl<'t> PythonModel<'t> {
         if self.enclosing_function(at).is_some() {
             return None;
         }
-        let hi = self
-            .assignments
-            .partition_point(|a| a.start_byte() < at.start_byte());
-        let assign = *self.assignments[..hi].iter().rev().find(|a| {
-            a.kind_name() == "assignment"
-                && a.end_byte() <= at.start_byte()
-                && a.field("left")
-                    .is_some_and(|l| l.kind_name() == "identifier" && self.text(l) == name)
-        })?;
+        let index = self.name_index();
+        let start = at.start_byte();
+        let own = index.assignments.get(name)?;
+        let hi = own.partition_point(|a| a.start_byte() < start);
+        let assign = *own[..hi].iter().rev().find(|a| a.end_byte() <= start)?;
         // A top-level statement of the cell (or module) that holds the use.
         let stmt = assign
             .parent()
             .filter(|p| p.kind_name() == "expression_statement")?;
         let root = stmt.parent().filter(|r| r.parent().is_none())?;
-        let mut top = at;
-        for _ in 0..4096 {
-            match top.parent() {
-                Some(p) if p.id() == root.id() => break,
-                Some(p) => top = p,
-                None => return None,
-            }
-        }
-        if top.parent().map(|p| p.id()) != Some(root.id()) {
+        if at.id() == root.id() || start < root.start_byte() || at.end_byte() > root.end_byte() {
             return None;
         }
-        // Nothing in between rebinds the name.
-        let between = named_children(root)
-            .filter(|c| c.start_byte() >= stmt.end_byte() && c.start_byte() <= top.start_byte());
-        for c in between {
-            for n in descendants(c) {
-                if n.start_byte() >= at.start_byte() {
-                    break;
-                }
-                if n.kind_name() == "identifier" && self.text(n) == name && binds(n) {
-                    return None;
-                }
-            }
+        // Nothing in between rebinds the name: no identifier that binds it starts after the
+        // assignment's statement and before the use.
+        let binders = index.binders.get(name).map(Vec::as_slice).unwrap_or(&[]);
+        let first = binders.partition_point(|&b| b < stmt.end_byte());
+        if binders.get(first).is_some_and(|&b| b < start) {
+            return None;
         }
         assign.field("right")
+    }
+
+    /// Assignments and augmented assignments to the plain name `name`, in document order.
+    pub(crate) fn assignments_to(&self, name: &str) -> &[Node<'t>] {
+        self.name_index()
+            .targets
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// Calls of a method of the plain name `name` (`name.append(x)`), in document order.
+    pub(crate) fn method_calls_on(&self, name: &str) -> &[Node<'t>] {
+        self.name_index()
+            .receivers
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// The last import that binds `name` in function `scope` (`None`: module level).
+    pub(crate) fn import_of(&self, scope: Option<usize>, name: &str) -> Option<&super::Import> {
+        self.name_index()
+            .imports
+            .get(&scope)?
+            .get(name)
+            .map(|&i| &self.imports[i])
+    }
+
+    /// Per name: its plain `name = ...` assignments, and where identifiers that bind it start
+    /// (computed once, in one walk of the file, so that asking where a name was last bound
+    /// costs a binary search and not a scan of the file).
+    fn name_index(&self) -> &NameIndex<'t> {
+        self.name_index.get_or_init(|| {
+            let mut index = NameIndex::default();
+            for &a in &self.assignments {
+                if let Some(l) = a.field("left").filter(|l| l.kind_name() == "identifier") {
+                    let name = self.text(l);
+                    if a.kind_name() == "assignment" {
+                        index.assignments.entry(name).or_default().push(a);
+                    }
+                    index.targets.entry(name).or_default().push(a);
+                }
+            }
+            for &(call, _) in &self.calls {
+                let Some(func) = call
+                    .field("function")
+                    .filter(|f| f.kind_name() == "attribute")
+                else {
+                    continue;
+                };
+                if let Some(obj) = func
+                    .field("object")
+                    .filter(|o| o.kind_name() == "identifier")
+                {
+                    index
+                        .receivers
+                        .entry(self.text(obj))
+                        .or_default()
+                        .push(call);
+                }
+            }
+            for (i, imp) in self.imports.iter().enumerate() {
+                index
+                    .imports
+                    .entry(imp.scope)
+                    .or_default()
+                    .insert(imp.name.clone(), i);
+            }
+            for &root in &self.roots {
+                let mut cursor = root.walk();
+                let mut path: Vec<Node<'t>> = Vec::new();
+                'walk: loop {
+                    let n = cursor.node();
+                    if n.kind_name() == "identifier" && path.last().is_some_and(|&p| binds_in(n, p))
+                    {
+                        index
+                            .binders
+                            .entry(self.text(n))
+                            .or_default()
+                            .push(n.start_byte());
+                    }
+                    if cursor.goto_first_child() {
+                        path.push(n);
+                        continue;
+                    }
+                    while !cursor.goto_next_sibling() {
+                        if !cursor.goto_parent() {
+                            break 'walk;
+                        }
+                        path.pop();
+                    }
+                }
+            }
+            for v in index.binders.values_mut() {
+                v.sort_unstable();
+            }
+            index
+        })
     }
 
     /// The value node of a module-level name bound exactly once (`REQUIRED = [...]`).
@@ -272,12 +368,8 @@ impl<'t> PythonModel<'t> {
     }
 }
 
-/// Does this occurrence of an identifier bind it (an assignment target, a loop variable, an
-/// import, a definition, `global`, `del`)?
-fn binds(n: Node<'_>) -> bool {
-    let Some(p) = n.parent() else {
-        return false;
-    };
+/// Does identifier `n`, a child of `p`, bind its name?
+fn binds_in(n: Node<'_>, p: Node<'_>) -> bool {
     let is = |f: &str| p.field(f).is_some_and(|x| x.id() == n.id());
     match p.kind_name() {
         "assignment" | "augmented_assignment" => p

@@ -406,6 +406,8 @@ impl<'t> PythonBuilder<'t> {
             function_index,
             class_names,
             call_graph: OnceCell::new(),
+            loop_parents: OnceCell::new(),
+            name_index: OnceCell::new(),
             locals: OnceCell::new(),
             order: OnceCell::new(),
             tf: OnceCell::new(),

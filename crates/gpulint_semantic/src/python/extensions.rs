@@ -43,6 +43,7 @@ use gpulint_syntax::{named_children, NodeExt};
 pub use inline::inline_text;
 use path::absolute;
 pub use path::normalize;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use tree_sitter::Node;
 
@@ -176,6 +177,7 @@ pub fn collect(m: &PythonModel<'_>, file: &Path) -> Vec<ExtensionBuild> {
         absolute: absolute(file),
         budget: std::cell::Cell::new(MAX_STEPS),
         ctx: Default::default(),
+        siblings: Default::default(),
     };
     let aliases = builder_aliases(m);
     let mut out = Vec::new();
@@ -310,7 +312,17 @@ struct Folder<'a, 'm> {
     budget: std::cell::Cell<usize>,
     /// What `self` is while folding a call inside a method.
     ctx: std::cell::RefCell<SelfCtx>,
+    /// The subclasses found in sibling modules, per (family, methods) asked for: the sibling
+    /// files are read and parsed once per file checked, not once per build call.
+    siblings: std::cell::RefCell<SiblingMemo>,
 }
+
+/// A subclass in a sibling module: (file, class, method, 1-based line of its `def`, the
+/// zero-argument methods it defines, folded there).
+type SiblingSubclass = (PathBuf, String, String, usize, Vec<(String, Vec<Item>)>);
+
+/// Sibling subclasses per (family, methods): see [`Folder::siblings`].
+type SiblingMemo = HashMap<(Vec<String>, Vec<String>), Vec<SiblingSubclass>>;
 
 /// Positional or keyword argument of a call.
 fn argument<'t>(call: Node<'t>, position: usize, keyword: &str, source: &str) -> Option<Node<'t>> {

@@ -13,12 +13,14 @@ impl<'t> PythonModel<'t> {
                 edges: vec![Vec::new(); self.functions.len()],
                 module: Vec::new(),
                 callers: vec![0; self.functions.len()],
+                sites: vec![Vec::new(); self.functions.len()],
             };
             for &(call, scope) in &self.calls {
                 let Some(callee) = self.local_callee(call) else {
                     continue;
                 };
                 g.callers[callee] += 1;
+                g.sites[callee].push((call, scope));
                 match scope {
                     Some(f) => g.edges[f].push((call, callee)),
                     None => g.module.push((call, callee)),
@@ -145,12 +147,7 @@ impl<'t> PythonModel<'t> {
         let mut scope = self.enclosing_function(at);
         loop {
             // Innermost binding wins: an import in this scope, or a local alias assignment.
-            if let Some(imp) = self
-                .imports
-                .iter()
-                .rev()
-                .find(|i| i.scope == scope && i.name == name)
-            {
+            if let Some(imp) = self.import_of(scope, name) {
                 return Some(imp.qualified.clone());
             }
             match scope {

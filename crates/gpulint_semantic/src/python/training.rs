@@ -73,6 +73,10 @@ pub struct Training<'t> {
     /// Summaries of local functions: does the function return a graph-attached value (the
     /// evidence)? Filled on demand by [`Training::returns_attached`].
     returns: std::cell::RefCell<HashMap<usize, Option<Node<'t>>>>,
+    /// Indexes into `backward` per function they sit in (`None`: module level).
+    backward_by_scope: HashMap<Option<usize>, Vec<usize>>,
+    /// Every `assignment` (not augmented) per function it sits in, in document order.
+    assignments_by_scope: HashMap<Option<usize>, Vec<Node<'t>>>,
 }
 
 /// Qualified names of the context managers / decorators that turn autograd off.
@@ -122,6 +126,20 @@ impl<'t> Training<'t> {
                         t.grad_free.push((body.start_byte(), body.end_byte(), call));
                     }
                 }
+            }
+        }
+        for (i, (call, _)) in t.backward.iter().enumerate() {
+            t.backward_by_scope
+                .entry(m.enclosing_function(*call))
+                .or_default()
+                .push(i);
+        }
+        for &a in &m.assignments {
+            if a.kind_name() == "assignment" {
+                t.assignments_by_scope
+                    .entry(m.enclosing_function(a))
+                    .or_default()
+                    .push(a);
             }
         }
         // One call level: a loop that calls a local function which backpropagates or steps
@@ -201,6 +219,27 @@ impl<'t> Training<'t> {
             .collect()
     }
 
+    /// The `backward()` calls in function `scope` (`None`: module level), in document order.
+    pub fn backward_in(
+        &self,
+        scope: Option<usize>,
+    ) -> impl Iterator<Item = &(Node<'t>, Option<Node<'t>>)> + '_ {
+        self.backward_by_scope
+            .get(&scope)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.backward[i])
+    }
+
+    /// The plain assignments (`x = ...`, not `x += ...`) in function `scope` (`None`: module
+    /// level), in document order.
+    pub(crate) fn assignments_in(&self, scope: Option<usize>) -> &[Node<'t>] {
+        self.assignments_by_scope
+            .get(&scope)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
     /// Is `name` (an identifier or a dotted target such as `self.total`) the loss that a
     /// `backward()` call in function `scope` backpropagates from?
     pub fn is_backward_receiver(
@@ -209,12 +248,8 @@ impl<'t> Training<'t> {
         scope: Option<usize>,
         name: &str,
     ) -> Option<Node<'t>> {
-        self.backward
-            .iter()
-            .find(|(call, loss)| {
-                loss.is_some_and(|l| root_name(m, l) == Some(name))
-                    && m.enclosing_function(*call) == scope
-            })
+        self.backward_in(scope)
+            .find(|(_, loss)| loss.is_some_and(|l| root_name(m, l) == Some(name)))
             .map(|b| b.0)
     }
 }
@@ -317,19 +352,25 @@ fn grad_off(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
 /// first. Found from byte ranges (no parent walks: `Node::parent` costs the node's depth).
 fn enclosing_loops<'t>(m: &PythonModel<'t>, node: Node<'_>) -> Vec<Node<'t>> {
     let (start, end) = (node.start_byte(), node.end_byte());
+    // Every loop that holds `node` starts before it, so it holds the last loop that does (or is
+    // that loop): walking up from there through the loops' nesting meets them all, innermost
+    // first, and costs the nesting depth rather than the number of loops in the file.
     let before = m.loops.partition_point(|l| l.start_byte() <= start);
+    let parents = m.loop_parents();
     let scope = m.enclosing_function(node);
-    let mut out: Vec<Node<'t>> = m.loops[..before]
-        .iter()
-        .copied()
-        .filter(|l| {
-            l.id() != node.id()
-                && l.field("body")
-                    .is_some_and(|b| b.start_byte() <= start && end <= b.end_byte())
-                && m.enclosing_function(*l) == scope
-        })
-        .collect();
-    out.reverse();
+    let mut out: Vec<Node<'t>> = Vec::new();
+    let mut cur = before.checked_sub(1);
+    while let Some(i) = cur {
+        let l = m.loops[i];
+        if l.id() != node.id()
+            && l.field("body")
+                .is_some_and(|b| b.start_byte() <= start && end <= b.end_byte())
+            && m.enclosing_function(l) == scope
+        {
+            out.push(l);
+        }
+        cur = parents[i];
+    }
     out
 }
 

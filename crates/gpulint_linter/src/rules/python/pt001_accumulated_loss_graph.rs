@@ -141,12 +141,7 @@ impl Rule for AccumulatedLossGraph {
                     if !STEP_HOOKS.contains(&func.name.as_str()) || !acc.starts_with("self.") {
                         continue;
                     }
-                    let backward: Vec<_> = t
-                        .backward
-                        .iter()
-                        .filter(|(b, _)| m.enclosing_function(*b) == Some(f))
-                        .copied()
-                        .collect();
+                    let backward: Vec<_> = t.backward_in(Some(f)).copied().collect();
                     (
                         t.flow(m, value, &backward),
                         func.node.field("name").unwrap_or(func.node),

@@ -164,10 +164,8 @@ impl Rule for StoredGraphTensor {
             }
             // Stored to be backpropagated together later (`torch.stack(losses).sum().backward()`).
             let scope = m.enclosing_function(at);
-            if t.backward.iter().any(|(b, loss)| {
-                m.enclosing_function(*b) == scope
-                    && loss
-                        .is_some_and(|l| gpulint_semantic::python::training::mentions(m, l, name))
+            if t.backward_in(scope).any(|(_, loss)| {
+                loss.is_some_and(|l| gpulint_semantic::python::training::mentions(m, l, name))
             }) {
                 continue;
             }

@@ -126,9 +126,8 @@ impl Rule for EvalWithoutNoGrad {
             if wants_grad(m, body) {
                 continue;
             }
-            let model_call = m.calls.iter().find(|&&(c, scope)| {
-                scope == Some(f)
-                    && t.grad_free(c).is_none()
+            let model_call = m.calls_in(f).find(|&&(c, _)| {
+                t.grad_free(c).is_none()
                     && (c.field("function").is_some_and(|callee| {
                         let text = m.text(callee);
                         eval_calls.iter().any(|(_, r)| *r == text)
@@ -253,12 +252,7 @@ fn covered_by_callers(m: &PythonModel<'_>, f: usize, depth: usize) -> bool {
         return false;
     }
     let t = m.training();
-    let sites: Vec<(Node<'_>, Option<usize>)> = m
-        .calls
-        .iter()
-        .filter(|(c, _)| m.local_callee(*c) == Some(f))
-        .copied()
-        .collect();
+    let sites = &m.call_graph().sites[f];
     !sites.is_empty()
         && sites.iter().all(|&(s, scope)| {
             t.grad_free(s).is_some()
@@ -303,9 +297,12 @@ fn is_eval_name(name: &str) -> bool {
 /// `<model>.eval()` calls in the body of `f` (`None`: at module level), with the receiver's
 /// text.
 fn eval_receivers<'t>(m: &PythonModel<'t>, f: Option<usize>) -> Vec<(Node<'t>, &'t str)> {
-    m.calls
-        .iter()
-        .filter(|(_, s)| *s == f)
+    type Calls<'a, 't> = Box<dyn Iterator<Item = &'a (Node<'t>, Option<usize>)> + 'a>;
+    let calls: Calls<'_, 't> = match f {
+        Some(f) => Box::new(m.calls_in(f)),
+        None => Box::new(m.calls.iter().filter(|(_, s)| s.is_none())),
+    };
+    calls
         .filter_map(|&(c, _)| {
             let func = c.field("function")?;
             if func.kind() != "attribute" || m.text(func.field("attribute")?) != "eval" {

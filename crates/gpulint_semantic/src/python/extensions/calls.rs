@@ -157,6 +157,7 @@ impl<'m> Folder<'_, 'm> {
             file: &path,
             absolute: absolute(&path),
             budget: std::cell::Cell::new(self.budget.get()),
+            siblings: Default::default(),
             ctx: std::cell::RefCell::new(SelfCtx {
                 foreign: true,
                 ..Default::default()

@@ -113,14 +113,11 @@ impl<'m> Folder<'_, 'm> {
             usize::MAX
         };
         let mut out = Vec::new();
-        for &a in &self.m.assignments {
+        for &a in self.m.assignments_to(name) {
             if a.start_byte() >= limit {
                 break;
             }
-            let is_target = a
-                .field("left")
-                .is_some_and(|l| l.kind() == "identifier" && self.text(l) == name);
-            if !is_target || a.end_byte() > limit || self.m.enclosing_function(a) != scope {
+            if a.end_byte() > limit || self.m.enclosing_function(a) != scope {
                 continue;
             }
             match a.kind() {
@@ -129,7 +126,7 @@ impl<'m> Folder<'_, 'm> {
                 _ => return None,
             }
         }
-        for &(call, _) in &self.m.calls {
+        for &call in self.m.method_calls_on(name) {
             if call.start_byte() >= limit {
                 break;
             }

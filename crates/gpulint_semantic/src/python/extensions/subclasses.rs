@@ -4,8 +4,8 @@
 
 use super::calls::{bases, chain, line_at, method, MAX_CLASSES};
 use super::{
-    absolute, argument, is_var, BuildKind, ExtensionBuild, Folder, Item, SelfCtx, Unresolved, Via,
-    MAX_SIBLING_SIZE,
+    absolute, argument, is_var, BuildKind, ExtensionBuild, Folder, SelfCtx, SiblingSubclass,
+    Unresolved, Via, MAX_SIBLING_SIZE,
 };
 use gpulint_source::Span;
 use gpulint_syntax::{descendants, named_children, NodeExt};
@@ -120,12 +120,22 @@ impl Folder<'_, '_> {
     /// Classes in the `.py` files next to this one that derive (through any chain of classes
     /// there) from one of `family` and define one of `methods`: (file, class, method, 1-based
     /// line of its `def`, the zero-argument methods of `methods` it defines, folded there).
+    fn sibling_subclasses(&self, family: &[String], methods: &[String]) -> Vec<SiblingSubclass> {
+        let key = (family.to_vec(), methods.to_vec());
+        if let Some(found) = self.siblings.borrow().get(&key) {
+            return found.clone();
+        }
+        let found = self.read_sibling_subclasses(family, methods);
+        self.siblings.borrow_mut().insert(key, found.clone());
+        found
+    }
+
     #[allow(clippy::type_complexity)]
-    fn sibling_subclasses(
+    fn read_sibling_subclasses(
         &self,
         family: &[String],
         methods: &[String],
-    ) -> Vec<(PathBuf, String, String, usize, Vec<(String, Vec<Item>)>)> {
+    ) -> Vec<SiblingSubclass> {
         let dir = self.dir();
         gpulint_source::note_dependency(&dir);
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -199,6 +209,7 @@ impl Folder<'_, '_> {
                 file,
                 absolute: absolute(file),
                 budget: std::cell::Cell::new(self.budget.get()),
+                siblings: Default::default(),
                 // `self` there is the subclass (methods of its file only).
                 ctx: std::cell::RefCell::new(SelfCtx {
                     chain: chain(&sm, &class),

@@ -330,11 +330,10 @@ impl<'t> Training<'t> {
         name: &str,
         scope: Option<usize>,
     ) -> Option<(Node<'t>, bool)> {
-        let hi = m
-            .assignments
-            .partition_point(|a| a.start_byte() < at.start_byte());
-        for &a in m.assignments[..hi].iter().rev() {
-            if a.kind_name() != "assignment" || a.end_byte() > at.start_byte() {
+        let own = self.assignments_in(scope);
+        let hi = own.partition_point(|a| a.start_byte() < at.start_byte());
+        for &a in own[..hi].iter().rev() {
+            if a.end_byte() > at.start_byte() {
                 continue;
             }
             let Some(left) = a.field("left") else {
@@ -343,7 +342,7 @@ impl<'t> Training<'t> {
             let plain = left.kind_name() == "identifier" && m.text(left) == name;
             let unpack = matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
                 && named_children(left).any(|c| c.kind_name() == "identifier" && m.text(c) == name);
-            if (plain || unpack) && m.enclosing_function(a) == scope {
+            if plain || unpack {
                 return Some((a, plain));
             }
         }
