@@ -1,0 +1,155 @@
+//! Hostile inputs met on the command line: each run must end within a time bound, exit with a
+//! status below 2, and say what it did with the file (findings, or GL002 with the reason).
+
+mod common;
+
+use common::{code, stderr, stdout, write};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const KERNEL: &str = "__global__ void relu(const float* x, float* y, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    y[i] = x[i] > 0.f ? x[i] : 0.f;\n}\n";
+
+const TRAIN: &str = "import torch\n\ndef train(model, loader, opt, criterion):\n    total = 0\n    for x, y in loader:\n        loss = criterion(model(x), y)\n        loss.backward()\n        opt.step()\n        total += loss\n    return total\n";
+
+/// Runs gpulint with JSON output and fails the test if it takes longer than `limit`.
+fn run_bounded(dir: &Path, args: &[&str], limit: Duration) -> std::process::Output {
+    let mut all = vec!["--isolated", "--no-cache", "--output-format", "json"];
+    all.extend_from_slice(args);
+    let child = common::command(dir, &all)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read the pipes while waiting (a large report must not block the child).
+    let out = std::thread::spawn(move || child.wait_with_output().unwrap());
+    let start = Instant::now();
+    while !out.is_finished() {
+        assert!(
+            start.elapsed() < limit,
+            "gpulint {args:?} did not finish within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = out.join().unwrap();
+    assert!(code(&o) < 2, "{args:?}: {}", stderr(&o));
+    o
+}
+
+/// The codes of a JSON report.
+fn codes(o: &std::process::Output) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_str(&stdout(o)).expect("JSON output");
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+#[cfg(unix)]
+#[test]
+fn symlink_loops_end_the_walk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(d, "p/k.cu", KERNEL);
+    std::os::unix::fs::symlink("..", d.join("p/up")).unwrap();
+    std::os::unix::fs::symlink("self", d.join("p/self")).unwrap();
+    std::os::unix::fs::symlink("b.py", d.join("p/a.py")).unwrap();
+    std::os::unix::fs::symlink("a.py", d.join("p/b.py")).unwrap();
+    let o = run_bounded(d, &["p"], LIMIT);
+    let c = codes(&o);
+    assert_eq!(
+        c.iter().filter(|c| c.as_str() == "CU001").count(),
+        1,
+        "{c:?}"
+    );
+}
+
+#[test]
+fn a_hundred_thousand_nested_blocks_and_brackets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let depth = 100_000;
+    write(
+        d,
+        "deep.cu",
+        format!(
+            "__global__ void k(float* x, int n) {{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n{}x[i] = 1;{}\n}}\n",
+            "{".repeat(depth),
+            "}".repeat(depth)
+        ),
+    );
+    write(
+        d,
+        "deep.py",
+        format!("{TRAIN}x = {}1{}\n", "[".repeat(depth), "]".repeat(depth)),
+    );
+    write(d, "open.py", format!("{TRAIN}x = {}\n", "(".repeat(depth)));
+    let o = run_bounded(d, &["--verbose", "deep.cu", "deep.py", "open.py"], LIMIT);
+    let c = codes(&o);
+    assert!(c.contains(&"CU001".to_string()), "{c:?}");
+    // The training function before the brackets is still checked.
+    assert!(c.contains(&"PT001".to_string()), "{c:?}");
+    // Brackets never closed: the file is said to be partly parsed.
+    assert!(c.contains(&"GL003".to_string()), "{c:?}");
+}
+
+#[test]
+fn a_huge_single_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    // 8 MB on one line, under the 10 MiB limit, after a finding.
+    let line = format!("x = [{}0]\n", "1, ".repeat(2 << 20));
+    write(d, "long.py", format!("{TRAIN}{line}"));
+    write(
+        d,
+        "long.cu",
+        format!("{KERNEL}// {}\n", "a".repeat(8 << 20)),
+    );
+    let o = run_bounded(d, &["long.py", "long.cu"], LIMIT);
+    let c = codes(&o);
+    assert!(c.contains(&"PT001".to_string()), "{c:?}");
+    assert!(c.contains(&"CU001".to_string()), "{c:?}");
+}
+
+#[test]
+fn binary_content_under_a_source_name_is_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let bytes: Vec<u8> = (0..65_536u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(d.join("model.py"), &bytes).unwrap();
+    std::fs::write(d.join("kernel.cu"), &bytes).unwrap();
+    std::fs::write(d.join("notebook.ipynb"), &bytes).unwrap();
+    std::fs::write(d.join("requirements.txt"), &bytes).unwrap();
+    let o = run_bounded(d, &["."], LIMIT);
+    let c = codes(&o);
+    assert_eq!(
+        c.iter().filter(|c| c.as_str() == "GL002").count(),
+        4,
+        "{c:?}"
+    );
+}
+
+#[test]
+fn lone_cr_python_is_read_as_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(d, "lf/train.py", TRAIN);
+    write(d, "cr/train.py", TRAIN.replace('\n', "\r"));
+    let position = |dir: &str| {
+        let o = run_bounded(d, &[dir], LIMIT);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|f| (f["code"].clone(), f["line"].clone(), f["column"].clone()))
+            .collect::<Vec<_>>()
+    };
+    let lf = position("lf");
+    assert!(!lf.is_empty());
+    assert_eq!(position("cr"), lf);
+}

@@ -1,0 +1,258 @@
+//! Time per file grows linearly: with the file's size (generated Python and CUDA files), with
+//! the number of functions (small PyTorch training functions, PT001/PT002/PT003), and with
+//! nesting depth (blocks in a kernel, brackets and blocks in Python).
+//!
+//! Each case checks a small and a large input (in-process, the best of 3 runs) and fails when
+//! the time grows more than 1.5 times faster than the input (a quadratic analysis grows with
+//! the square). `cargo test` runs small sizes (a few seconds); `GPULINT_SCALING=large` runs
+//! the sizes of the report in `.ci/run`: 1/2/4/8 MB, 2,500/5,000/10,000 functions and
+//! 8,000/16,000/100,000 nested blocks and brackets. Every figure is printed (run with
+//! `--nocapture` to quote them).
+
+use gpulint::settings::Settings;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn large() -> bool {
+    std::env::var("GPULINT_SCALING").is_ok_and(|v| v == "large")
+}
+
+/// The best of 3 runs (of 1 for inputs that take long: noise matters less there), with the
+/// number of findings.
+fn time(name: &str, src: &str) -> (Duration, usize) {
+    let mut best = Duration::MAX;
+    let mut found = 0;
+    for _ in 0..3 {
+        let t = Instant::now();
+        found = gpulint::check_source(&Path::new("scaling").join(name), src, &Settings::default())
+            .len();
+        best = best.min(t.elapsed());
+        if best > Duration::from_secs(5) {
+            break;
+        }
+    }
+    (best, found)
+}
+
+/// Times `make(n)` for each size, prints the figures, and fails when the time from the first
+/// size to the last grows more than 1.5 times faster than the input's size in bytes.
+fn assert_linear(what: &str, name: &str, sizes: &[usize], make: impl Fn(usize) -> String) {
+    let mut rows = Vec::new();
+    for &n in sizes {
+        let src = make(n);
+        let (t, found) = time(name, &src);
+        println!(
+            "scaling: {what} n={n}: {} bytes, {:.3} s, {found} findings",
+            src.len(),
+            t.as_secs_f64()
+        );
+        rows.push((src.len(), t));
+    }
+    let (first, last) = (rows[0], rows[rows.len() - 1]);
+    let growth = last.0 as f64 / first.0 as f64;
+    // A floor of 2 ms keeps a fixed cost of the small size from making noise look quadratic.
+    let ratio = last.1.as_secs_f64() / first.1.as_secs_f64().max(0.002);
+    assert!(
+        ratio < 1.5 * growth,
+        "{what}: the input grew {growth:.1}x and the time {ratio:.1}x ({rows:?})"
+    );
+}
+
+/// A small PyTorch training function: PT001 (`total += loss`), PT002 (`losses.append(loss)`),
+/// and every fourth one an evaluation function without `no_grad` (PT003).
+fn training_function(i: usize) -> String {
+    let mut s = format!(
+        "def train_{i}(model, loader, opt, criterion):\n    losses = []\n    total = 0\n    for x, y in loader:\n        out = model(x)\n        loss = criterion(out, y)\n        loss.backward()\n        opt.step()\n        losses.append(loss)\n        total += loss\n    return losses, total\n\n"
+    );
+    if i % 4 == 0 {
+        s.push_str(&format!(
+            "def evaluate_{i}(model, loader):\n    model.eval()\n    for x, y in loader:\n        out = model(x)\n    return out\n\n"
+        ));
+    }
+    s
+}
+
+fn training_functions(n: usize) -> String {
+    let mut s = String::from("import torch\n\n");
+    for i in 0..n {
+        s.push_str(&training_function(i));
+    }
+    s
+}
+
+/// The fixtures of one folder with one of `exts`, joined (files with NUL bytes left out).
+fn fixture_text(dir: &str, exts: &[&str]) -> String {
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut stack = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(dir)];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| exts.contains(&e))
+            {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut out = String::new();
+    for f in files {
+        if let Ok(t) = std::fs::read_to_string(&f) {
+            if !t.contains('\0') {
+                out.push_str(&t);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// The names `text` defines after `marker` (`def `, `void `), up to the next `(`.
+fn defined_names(text: &str, marker: &str) -> HashSet<String> {
+    text.match_indices(marker)
+        .filter_map(|(i, _)| {
+            let rest = &text[i + marker.len()..];
+            let end = rest.find('(')?;
+            let name = rest[..end].trim();
+            (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+                .then(|| name.to_string())
+        })
+        .collect()
+}
+
+/// `bytes` of copies of `text`, cut at a line end. Each copy renames the functions it defines
+/// (`name(` → `name_c7(`): a real large file defines many functions, not one name thousands of
+/// times (a name defined N times makes every call of it ask about N functions).
+fn sized(text: &str, marker: &str, bytes: usize) -> String {
+    let names = defined_names(text, marker);
+    let mut s = String::with_capacity(bytes + text.len());
+    let mut copy = 0;
+    while s.len() < bytes {
+        // One pass over the identifiers of the copy.
+        let mut rest = text;
+        while let Some(i) = rest.find(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            s.push_str(&rest[..i]);
+            rest = &rest[i..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            let (word, after) = rest.split_at(end);
+            s.push_str(word);
+            if (after.starts_with('(') || after.starts_with("<<<")) && names.contains(word) {
+                s.push_str(&format!("_c{copy}"));
+            }
+            rest = after;
+        }
+        s.push_str(rest);
+        copy += 1;
+    }
+    s.truncate(bytes);
+    let cut = s.rfind('\n').map_or(0, |i| i + 1);
+    s.truncate(cut);
+    s
+}
+
+fn kernel_blocks(depth: usize) -> String {
+    format!(
+        "__global__ void k(float* x, int n) {{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n{}x[i] = 1;{}\n}}\n",
+        "{".repeat(depth),
+        "}".repeat(depth)
+    )
+}
+
+fn python_brackets(depth: usize) -> String {
+    format!(
+        "import torch\nx = {}1{}\nloss = torch.zeros(1)\n",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    )
+}
+
+/// `depth` nested `if` blocks, one space of indentation per level (the file grows with the
+/// square of the depth).
+fn python_blocks(depth: usize) -> String {
+    let mut s = String::from("import torch\n\ndef f(model, loader):\n");
+    for d in 0..depth {
+        s.push_str(&" ".repeat(d + 1));
+        s.push_str("if x:\n");
+    }
+    s.push_str(&" ".repeat(depth + 1));
+    s.push_str("out = model(x)\n");
+    s
+}
+
+const MB: usize = 1 << 20;
+
+#[test]
+fn time_is_linear_in_the_number_of_functions() {
+    let sizes: &[usize] = if large() {
+        &[2_500, 5_000, 10_000]
+    } else {
+        &[250, 1_000]
+    };
+    assert_linear("training functions", "train.py", sizes, training_functions);
+}
+
+#[test]
+fn time_is_linear_in_the_size_of_a_python_file() {
+    let text = fixture_text("python", &["py"]);
+    let sizes: &[usize] = if large() {
+        &[MB, 2 * MB, 4 * MB, 8 * MB]
+    } else {
+        &[32 << 10, 128 << 10]
+    };
+    assert_linear("generated .py", "generated.py", sizes, |n| {
+        sized(&text, "def ", n)
+    });
+}
+
+#[test]
+fn time_is_linear_in_the_size_of_a_cuda_file() {
+    let text = fixture_text("cuda", &["cu", "cuh"]);
+    let sizes: &[usize] = if large() {
+        &[MB, 2 * MB, 4 * MB, 8 * MB]
+    } else {
+        &[32 << 10, 128 << 10]
+    };
+    assert_linear("generated .cu", "generated.cu", sizes, |n| {
+        sized(&text, "void ", n)
+    });
+}
+
+#[test]
+fn time_is_linear_in_the_nesting_of_kernel_blocks() {
+    let sizes: &[usize] = if large() {
+        &[8_000, 16_000, 100_000]
+    } else {
+        &[2_000, 8_000]
+    };
+    assert_linear("nested blocks in .cu", "deep.cu", sizes, kernel_blocks);
+}
+
+#[test]
+fn time_is_linear_in_the_nesting_of_python_brackets() {
+    let sizes: &[usize] = if large() {
+        &[8_000, 16_000, 100_000]
+    } else {
+        &[2_000, 8_000]
+    };
+    assert_linear("nested brackets in .py", "deep.py", sizes, python_brackets);
+}
+
+#[test]
+fn time_is_linear_in_the_nesting_of_python_blocks() {
+    // 4,000 levels make an 8 MB file: the size limit (10 MiB) bounds the depth of blocks.
+    let sizes: &[usize] = if large() {
+        &[1_000, 2_000, 4_000]
+    } else {
+        &[250, 500]
+    };
+    assert_linear("nested blocks in .py", "deep.py", sizes, python_blocks);
+}
