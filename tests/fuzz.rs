@@ -7,10 +7,12 @@
 //!
 //! The mutants come from a fixed seed, one independent stream per mutant, so a run is the same
 //! on every machine and for any number of threads. `cargo test` checks a few hundred;
-//! `GPULINT_FUZZ_MUTANTS=100000 cargo test --release --test fuzz` (in `.ci/run`) the full run.
+//! `GPULINT_FUZZ_MUTANTS=100000 cargo test --release --test fuzz` the full run.
 //! `GPULINT_FUZZ_SEED` changes the seed; a failure names the mutant's index, so
 //! `GPULINT_FUZZ_ONLY=<index>` replays it alone; `GPULINT_FUZZ_TRACE=<dir>` names the mutant
-//! a crash that aborts the process (a stack overflow) happened on.
+//! a crash that aborts the process (a stack overflow) happened on; `GPULINT_FUZZ_DUMP=<dir>`
+//! writes each mutant there, named by its index and the name it is checked as, to replay it
+//! with the command line.
 
 use gpulint::settings::Settings;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -281,6 +283,7 @@ fn mutated_fixtures_never_panic_or_hang() {
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let trace = std::env::var_os("GPULINT_FUZZ_TRACE").map(PathBuf::from);
+    let dump = std::env::var_os("GPULINT_FUZZ_DUMP").map(PathBuf::from);
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let start = Instant::now();
     std::thread::scope(|s| {
@@ -311,6 +314,9 @@ fn mutated_fixtures_never_panic_or_hang() {
                 if let Some(dir) = &trace {
                     let file = dir.join(format!("{:?}", std::thread::current().id()));
                     std::fs::write(file, format!("{i} {name} as {as_name}: {did:?}\n")).unwrap();
+                }
+                if let Some(dir) = &dump {
+                    std::fs::write(dir.join(format!("{i}-{as_name}")), &bytes).unwrap();
                 }
                 let t = Instant::now();
                 // As the command line reads a file: a NUL byte makes it binary (GL002).
