@@ -153,3 +153,35 @@ fn lone_cr_python_is_read_as_lines() {
     assert!(!lf.is_empty());
     assert_eq!(position("cr"), lf);
 }
+
+/// Long chains of nested expressions and blocks around a call the rules look up from: a
+/// TensorFlow allocation (MEM002 looks for a `with tf.device` around it), a recursive call
+/// (PY001 looks for a condition around it), a kernel launch (CU009 looks for the statement
+/// after it). Walking up with `Node::parent` made each quadratic in the depth (40,000 levels:
+/// 25 s and more); the bound is far below that even in a debug build.
+#[test]
+fn calls_deep_in_long_chains_are_checked_in_linear_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let chain = "+".repeat(40_000);
+    write(
+        d,
+        "alloc.py",
+        format!("import tensorflow as tf\ny = {chain}tf.ones((2, 2))\n"),
+    );
+    write(
+        d,
+        "recurse.py",
+        format!("def f(x):\n    return {chain}f(x)\n"),
+    );
+    let open = "{".repeat(20_000);
+    let close = "}".repeat(20_000);
+    write(
+        d,
+        "launch.cu",
+        format!("{KERNEL}void run(float* x, float* y, int n) {{ {open} relu<<<1, 32>>>(x, y, n); n = 0; {close} }}\n"),
+    );
+    for f in ["alloc.py", "recurse.py", "launch.cu"] {
+        run_bounded(d, &[f], Duration::from_secs(20));
+    }
+}

@@ -214,9 +214,15 @@ fn placement<'n>(
         };
     }
     if q.starts_with("tensorflow.") {
-        // The default GPU, unless inside `with tf.device("/CPU:0"):`.
-        let mut cur = call.parent();
-        while let Some(n) = cur {
+        // The default GPU, unless inside `with tf.device("/CPU:0"):`. The statements around
+        // the call are found going down from the root (walking up is quadratic in the depth).
+        let around = pm
+            .roots
+            .iter()
+            .find(|r| r.start_byte() <= call.start_byte() && call.end_byte() <= r.end_byte())
+            .map(|r| gpulint_syntax::ancestors_of(*r, call))
+            .unwrap_or_default();
+        for n in around {
             if n.kind_name() == "with_statement" {
                 let header = named_children(n)
                     .find(|c| c.kind_name() == "with_clause")
@@ -225,7 +231,6 @@ fn placement<'n>(
                     return (Device::Cpu, None);
                 }
             }
-            cur = n.parent();
         }
         return (Device::Gpu, None);
     }

@@ -26,6 +26,36 @@ pub fn walk<'t>(tree: &'t Tree, mut visit: impl FnMut(Node<'t>, bool)) {
 
 /// `Node::child_by_field_name` looks the field name up by a linear scan of the grammar's field
 /// names on every call; this looks it up once per name in a table (one per grammar).
+/// The nodes from `root` down to `target`, outermost first, `target` excluded (empty when
+/// `target` is not below `root`). Found going down with a cursor: `Node::parent` starts again
+/// from the root at every step, so walking up to the root that way is quadratic in the depth.
+pub fn ancestors_of<'t>(root: Node<'t>, target: Node<'t>) -> Vec<Node<'t>> {
+    let (start, end) = (target.start_byte(), target.end_byte());
+    if root.start_byte() > start || root.end_byte() < end || root.id() == target.id() {
+        return Vec::new();
+    }
+    let mut path = vec![root];
+    let mut cursor = root.walk();
+    'down: loop {
+        if !cursor.goto_first_child() {
+            return Vec::new();
+        }
+        loop {
+            let n = cursor.node();
+            if n.id() == target.id() {
+                return path;
+            }
+            if n.start_byte() <= start && end <= n.end_byte() && n.child_count() > 0 {
+                path.push(n);
+                continue 'down;
+            }
+            if n.start_byte() > start || !cursor.goto_next_sibling() {
+                return Vec::new();
+            }
+        }
+    }
+}
+
 pub trait NodeExt<'t> {
     /// The child in field `name` (as `child_by_field_name`, faster).
     fn field(&self, name: &str) -> Option<Node<'t>>;

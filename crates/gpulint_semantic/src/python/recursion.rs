@@ -150,15 +150,15 @@ const CONDITIONAL: &[&str] = &[
 /// or when `f` is a generator (which runs lazily).
 pub fn has_base_case(m: &PythonModel<'_>, f: usize, call: Node<'_>) -> bool {
     let def = m.functions[f].node;
-    let mut cur = call.parent();
-    while let Some(n) = cur {
-        if n.id() == def.id() {
-            break;
-        }
-        if CONDITIONAL.contains(&n.kind()) || n.kind() == "function_definition" {
-            return true;
-        }
-        cur = n.parent();
+    // The nodes between the definition and the call, found going down from the definition
+    // (walking up with `Node::parent` is quadratic in the depth).
+    let between = gpulint_syntax::ancestors_of(def, call);
+    if between
+        .iter()
+        .skip(1)
+        .any(|n| CONDITIONAL.contains(&n.kind()) || n.kind() == "function_definition")
+    {
+        return true;
     }
     let Some(body) = def.field("body") else {
         return true;

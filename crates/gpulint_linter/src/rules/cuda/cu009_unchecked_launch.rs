@@ -132,13 +132,23 @@ impl Rule for UncheckedKernelLaunch {
             if l.node.has_error() {
                 continue;
             }
-            let Some(stmt) = l
-                .node
-                .parent()
-                .filter(|p| p.kind() == "expression_statement")
-            else {
+            // The statements around the launch, found once going down from the root: walking
+            // up with `Node::parent` starts again from the root at every step.
+            let mut path = gpulint_syntax::ancestors_of(m.root, l.node);
+            if path.is_empty() {
+                // A launch in a region parsed again on its own: its own tree's ancestors.
+                let mut up = l.node.parent();
+                while let Some(u) = up {
+                    path.push(u);
+                    up = u.parent();
+                }
+                path.reverse();
+            }
+            let Some(&stmt) = path.last().filter(|p| p.kind() == "expression_statement") else {
                 continue;
             };
+            // `cur` is `path[at]`; its parent is `path[at - 1]`.
+            let mut at = path.len() - 1;
             let mut cur = stmt;
             let mut checked = false;
             let mut decided = false;
@@ -153,10 +163,15 @@ impl Rule for UncheckedKernelLaunch {
                     }
                 }
                 // `case …: launch; break;`: the check may follow the `switch`.
-                if let Some(n) = next.filter(|n| n.kind() == "break_statement") {
-                    match gpulint_syntax::ancestor_of_kind(n, &["switch_statement"]) {
-                        Some(sw) => {
-                            cur = sw;
+                if let Some(_n) = next.filter(|n| n.kind() == "break_statement") {
+                    // The break is `cur`'s sibling: its ancestors are `cur`'s.
+                    match (0..at)
+                        .rev()
+                        .find(|&i| path[i].kind() == "switch_statement")
+                    {
+                        Some(i) => {
+                            at = i;
+                            cur = path[i];
                             continue;
                         }
                         None => break,
@@ -169,19 +184,22 @@ impl Rule for UncheckedKernelLaunch {
                 }
                 // Last statement of its block: go out to the enclosing statement
                 // (a lambda passed to AT_DISPATCH_*, an `if` body).
-                let mut up = cur.parent();
-                while let Some(u) = up {
+                let mut up = None;
+                for i in (0..at).rev() {
+                    let u = path[i];
                     if u.kind() == "function_definition" {
-                        up = None;
                         break;
                     }
                     if u.kind().ends_with("_statement") && u.kind() != "compound_statement" {
+                        up = Some(i);
                         break;
                     }
-                    up = u.parent();
                 }
                 match up {
-                    Some(u) => cur = u,
+                    Some(i) => {
+                        at = i;
+                        cur = path[i];
+                    }
                     None => break,
                 }
             }
