@@ -217,13 +217,8 @@ pub fn check(args: CheckArgs) -> ExitCode {
     if let Some(path) = &args.stdin_filename {
         errors.extend(resolver.for_path(path).err());
     }
-    errors.sort();
-    errors.dedup();
-    if !errors.is_empty() {
-        for e in &errors {
-            eprintln!("gpulint: error: {e}");
-        }
-        return ExitCode::from(2);
+    if let Some(code) = configuration_errors(errors) {
+        return code;
     }
     if args.force_exclude {
         // Exclusions are relative to the configuration file that declares them.
@@ -339,20 +334,15 @@ pub fn check(args: CheckArgs) -> ExitCode {
             );
             // An extension source outside the checked paths may be under a broken
             // configuration file: a usage error too.
-            let mut errors: Vec<String> =
+            let errors: Vec<String> =
                 run::extra_sources(results.iter().flat_map(|r| &r.links), files, &cwd, &|_| {
                     false
                 })
                 .iter()
                 .filter_map(|c| resolver.for_path(&c.path).err())
                 .collect();
-            errors.sort();
-            errors.dedup();
-            if !errors.is_empty() {
-                for e in &errors {
-                    eprintln!("gpulint: error: {e}");
-                }
-                return ExitCode::from(2);
+            if let Some(code) = configuration_errors(errors) {
+                return code;
             }
             results
         }
@@ -469,6 +459,16 @@ pub fn check(args: CheckArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Reports broken configuration files (each once) as usage errors: exit 2 when there is one.
+fn configuration_errors(mut errors: Vec<String>) -> Option<ExitCode> {
+    errors.sort();
+    errors.dedup();
+    for e in &errors {
+        eprintln!("gpulint: error: {e}");
+    }
+    (!errors.is_empty()).then(|| ExitCode::from(2))
 }
 
 /// The benchmark baseline: read a file and parse it once (a notebook cell by cell), nothing else.
