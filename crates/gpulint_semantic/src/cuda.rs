@@ -97,6 +97,9 @@ pub struct CudaModel<'t> {
     pub root: Node<'t>,
     pub functions: Vec<Function<'t>>,
     pub kernels: Vec<Kernel<'t>>,
+    /// `__device__` functions with a body (not `__host__ __device__`): the same facts as a
+    /// kernel's, for the checks of index arithmetic. Never launched; barriers not recorded.
+    pub helpers: Vec<Kernel<'t>>,
     pub launches: Vec<Launch<'t>>,
     /// Every guard of every kernel; a guard's `prev` links to the one enclosing it.
     pub guards: Vec<Guard<'t>>,

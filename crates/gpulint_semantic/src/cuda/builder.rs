@@ -49,6 +49,8 @@ pub struct CudaBuilder<'t> {
     guard_top: Option<u32>,
     kernels: Vec<kernel::KernelBuild<'t>>,
     current_kernel: Option<usize>,
+    /// The number of `__global__` kernels pushed so far (helpers not counted).
+    launchable: usize,
     current_function: Option<usize>,
     function_depth: usize,
     host_defs: HashMap<(usize, &'t str), Vec<HostDef<'t>>>,
@@ -82,6 +84,7 @@ impl<'t> CudaBuilder<'t> {
             guard_top: None,
             kernels: Vec::new(),
             current_kernel: None,
+            launchable: 0,
             current_function: None,
             function_depth: 0,
             host_defs: HashMap::new(),
@@ -224,6 +227,7 @@ impl<'t> CudaBuilder<'t> {
             root: tree.root_node(),
             functions: self.functions,
             kernels: Vec::new(),
+            helpers: Vec::new(),
             launches: self.launches,
             guards: self.guards,
             divisibility_checks: self.divisibility_checks,
@@ -247,8 +251,9 @@ impl<'t> CudaBuilder<'t> {
         for g in model.guards.iter_mut() {
             g.analyze(self.source);
         }
-        let kernels = self.kernels.into_iter().map(|k| k.finish(&model)).collect();
-        model.kernels = kernels;
+        let (helpers, kernels): (Vec<_>, Vec<_>) = self.kernels.into_iter().partition(|k| k.helper);
+        model.kernels = kernels.into_iter().map(|k| k.finish(&model)).collect();
+        model.helpers = helpers.into_iter().map(|k| k.finish(&model)).collect();
         model.glue = glue::build(&model, self.glue, &self.dispatch_macros);
         model
     }

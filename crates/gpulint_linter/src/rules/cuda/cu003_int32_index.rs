@@ -55,6 +55,14 @@ declare_rule! {
     ///   different types in different structs is not used). Not reported: products inside an
     ///   explicit 64-bit cast (`(int64_t)(b * dim + d) * n`), divisors (`i / (H * W)`), and
     ///   unsigned products of launch geometry only (`gridDim.x * blockIdx.y`, a count of blocks).
+    ///
+    ///   `__device__` helpers called from kernels (multi-tensor-apply functors, index helpers;
+    ///   not `__host__ __device__` functions) are followed the same way: `g += chunk_idx *
+    ///   chunk_size` on a pointer local, `inp + idx * P` on a pointer parameter. A factor read
+    ///   from memory (`tl.block_to_chunk[blockIdx.x]`) has no bound in the file and counts as a
+    ///   data size; compile-time tile counts (template parameters, `Traits::kRows`, `constexpr`
+    ///   locals initialised from them) do not. One finding per kernel or helper, at the first
+    ///   product whose factors are all bounded, else at the first.
     /// - a product of 64-bit sizes stored in a 32-bit local (`const int n = C * H * W;` with
     ///   `int64_t` dimensions);
     /// - a launch that passes `x.numel()` (or a 64-bit local holding it, or a product of
@@ -102,7 +110,7 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "32-bit index arithmetic or element count on tensor-sized buffers: it overflows on large tensors",
         kinds: &[],
-        needles: &["__global__", "GLOBAL", "<<<"],
+        needles: &["__global__", "GLOBAL", "<<<", "__device__"],
         options: &[],
     };
 }
@@ -137,6 +145,12 @@ impl Rule for Int32ThreadIndex {
     fn check_file(&self, ctx: &mut Context<'_>) {
         check_glue(ctx);
         let m = ctx.cuda();
+        // `__device__` helpers (functors, index helpers) compute offsets the same way.
+        for k in &m.helpers {
+            if !k.too_large && !k.parse_damaged() {
+                check_arithmetic(ctx, m, k);
+            }
+        }
         for k in &m.kernels {
             if k.too_large || k.parse_damaged() {
                 continue;
@@ -224,10 +238,12 @@ impl Rule for Int32ThreadIndex {
 }
 
 /// 32-bit products that become an index or an element count, and 64-bit products narrowed to
-/// 32-bit locals: one finding per kernel, at the first.
+/// 32-bit locals: one finding per kernel (or `__device__` helper), at the first whose factors
+/// are all bounded, else at the first.
 fn check_arithmetic<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
     let mut found = m.int32_overflows(k);
-    found.sort_by_key(|o| o.node.start_byte());
+    // Findings whose factors all have bounds first: they name the sizes that overflow.
+    found.sort_by_key(|o| (o.unbounded, o.node.start_byte()));
     let Some(o) = found.first() else {
         return;
     };

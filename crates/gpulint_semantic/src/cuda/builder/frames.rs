@@ -160,12 +160,19 @@ impl<'t> CudaBuilder<'t> {
             template_params,
         });
         self.current_function = Some(self.functions.len() - 1);
-        let kernel = if space.global && node.field("body").is_some() {
-            self.kernels.push(kernel::KernelBuild::new(
-                self.functions.len() - 1,
-                node,
-                self.source,
-            ));
+        // Kernels, and `__device__` helpers (functors, index helpers called from kernels),
+        // whose facts serve the arithmetic checks only (`helper` set: not launched, no
+        // barriers).
+        let helper = !space.global && space.device && !space.host;
+        let kernel = if (space.global || helper) && node.field("body").is_some() {
+            let mut k = kernel::KernelBuild::new(self.functions.len() - 1, node, self.source);
+            if helper {
+                k.helper = true;
+            } else {
+                k.slot = self.launchable;
+                self.launchable += 1;
+            }
+            self.kernels.push(k);
             self.current_kernel = Some(self.kernels.len() - 1);
             self.current_kernel
         } else {

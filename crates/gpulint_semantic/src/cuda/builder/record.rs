@@ -105,9 +105,12 @@ impl<'t> CudaBuilder<'t> {
             }
         }
         if let Some(k) = self.current_kernel {
-            if node.kind_name() == "call_expression" && is_barrier(node, self.source) {
+            if node.kind_name() == "call_expression"
+                && !self.kernels[k].helper
+                && is_barrier(node, self.source)
+            {
                 self.barriers.push(Barrier {
-                    kernel: k,
+                    kernel: self.kernels[k].slot,
                     node,
                     guard: self.guard_top,
                 });

@@ -45,6 +45,9 @@ pub struct Overflow<'t> {
     pub ty: &'static str,
     /// The access or guard that uses it.
     pub used_at: Option<Node<'t>>,
+    /// A factor has no upper bound in this file (read from memory, an unknown member): it
+    /// counts as a data size, a weaker finding than one whose ranges are all bounded.
+    pub unbounded: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -285,17 +288,13 @@ impl<'t> CudaModel<'t> {
             let name = k.locals[v];
             let wide = k.types.get(name).map(|t| self.resolved_width(t)) == Some(Width::W64);
             for (d, g) in defs.iter().zip(&k.def_guards[v]) {
-                let pointer = d.parent().is_some_and(|p| {
-                    p.kind_name() == "init_declarator"
-                        && p.field("declarator")
-                            .is_some_and(|x| x.kind_name() == "pointer_declarator")
-                });
-                if wide || pointer {
+                if wide || declared_pointer(*d) {
                     roots.push((*d, cx.point(*g, d.start_byte()), *d));
                 }
             }
         }
-        // Offsets added to pointer parameters in place: `src += first_batch * element_count;`.
+        // Offsets added to pointers in place: `src += first_batch * element_count;` on a pointer
+        // parameter, `g += chunk_idx * chunk_size;` on a pointer local.
         for n in descendants(k.node).take(1 << 14) {
             if n.kind_name() != "assignment_expression"
                 || !n
@@ -307,7 +306,14 @@ impl<'t> CudaModel<'t> {
             let (Some(l), Some(r)) = (n.field("left"), n.field("right")) else {
                 continue;
             };
-            if k.param(self.text(l)).is_some_and(|p| p.pointer) {
+            let name = self.text(l);
+            let pointer = match k.param(name) {
+                Some(p) => p.pointer,
+                None => k
+                    .local(name)
+                    .is_some_and(|v| k.defs[v].iter().any(|d| declared_pointer(*d))),
+            };
+            if pointer {
                 roots.push((r, cx.point(None, n.start_byte()), n));
             }
         }
@@ -408,6 +414,7 @@ impl<'t> CudaModel<'t> {
                         proven: None,
                         ty: if signed { "int" } else { "unsigned" },
                         used_at: None,
+                        unbounded: false,
                     });
                 }
             }
@@ -422,6 +429,59 @@ impl<'t> CudaModel<'t> {
             .iter()
             .any(|n| k.param(n).is_some() || k.local(n).is_some());
         !shadowed && self.eval(e).is_some()
+    }
+
+    /// Is `e` a compile-time constant whose value this file does not give: a template
+    /// parameter, a member of a traits class (`Ktraits::kNRows`), a `constexpr` local
+    /// initialised from one (`constexpr int kBlockM = Kernel_traits::kBlockM;`)? A tile or row
+    /// count per block, not a data size.
+    fn compile_time(&self, k: &Kernel<'t>, e: Node<'t>, depth: usize) -> bool {
+        let e = peel(e);
+        match e.kind_name() {
+            "number_literal" => true,
+            "qualified_identifier" => true,
+            "identifier" => {
+                let name = self.text(e);
+                if k.param(name).is_some() {
+                    return false;
+                }
+                if self.functions[k.function]
+                    .template_params
+                    .iter()
+                    .any(|(p, _)| *p == name)
+                {
+                    return true;
+                }
+                let Some(v) = k.local(name) else {
+                    return false;
+                };
+                let defs = &k.defs[v];
+                depth < 4
+                    && defs.len() == 1
+                    && defs[0]
+                        .parent()
+                        .and_then(|d| d.parent())
+                        .is_some_and(|decl| {
+                            decl.kind_name() == "declaration"
+                                && named_children(decl).any(|c| {
+                                    matches!(
+                                        c.kind_name(),
+                                        "type_qualifier" | "storage_class_specifier"
+                                    ) && self.text(c) == "constexpr"
+                                })
+                        })
+                    && self.compile_time(k, defs[0], depth + 1)
+            }
+            "binary_expression" => match (e.field("left"), e.field("right")) {
+                (Some(l), Some(r)) => {
+                    depth < 4
+                        && self.compile_time(k, l, depth + 1)
+                        && self.compile_time(k, r, depth + 1)
+                }
+                _ => false,
+            },
+            _ => self.is_constant(k, e),
+        }
     }
 
     /// Is `p` the operand (or inside the operand) of a cast to a 64-bit type, within its
@@ -469,7 +529,11 @@ impl<'t> CudaModel<'t> {
             return None;
         }
         let (l, r) = (p.field("left")?, p.field("right")?);
-        if self.is_constant(k, l) || self.is_constant(k, r) {
+        if self.is_constant(k, l)
+            || self.is_constant(k, r)
+            || self.compile_time(k, l, 0)
+            || self.compile_time(k, r, 0)
+        {
             return None;
         }
         let Width::W32 { signed } = self.width(k, p) else {
@@ -491,23 +555,27 @@ impl<'t> CudaModel<'t> {
             u32::MAX as i128
         };
         let range = cx.range(p, at);
-        let hi = range.hi?.poly;
+        let unbounded = range.hi.is_none();
         let ranges = |a: &str| cx.atom_range(a);
-        let (_, max) = hi.interval(&ranges);
-
-        if max <= limit {
-            return None;
-        }
         let ty = if signed { "int" } else { "unsigned" };
-        // Every size known at the launches: provable.
-        if hi.atoms().all(|a| cx.atom_known(a)) {
-            return Some(Overflow {
-                node: p,
-                kind: OverflowKind::IndexProduct,
-                proven: Some(max),
-                ty,
-                used_at: None,
-            });
+        // No upper bound: a factor read from memory (`tl.sizes[t]`, `offsets[b]`), bounded by
+        // its type only; it counts as a data size below.
+        if let Some(hi) = range.hi.map(|h| h.poly) {
+            let (_, max) = hi.interval(&ranges);
+            if max <= limit {
+                return None;
+            }
+            // Every size known at the launches: provable.
+            if hi.atoms().all(|a| cx.atom_known(a)) {
+                return Some(Overflow {
+                    node: p,
+                    kind: OverflowKind::IndexProduct,
+                    proven: Some(max),
+                    ty,
+                    used_at: None,
+                    unbounded: false,
+                });
+            }
         }
         if !tensors {
             return None;
@@ -525,8 +593,18 @@ impl<'t> CudaModel<'t> {
             proven: None,
             ty,
             used_at: None,
+            unbounded,
         })
     }
+}
+
+/// Is `value` the initialiser of a pointer declaration (`float* u = base + off`)?
+fn declared_pointer(value: Node<'_>) -> bool {
+    value.parent().is_some_and(|p| {
+        p.kind_name() == "init_declarator"
+            && p.field("declarator")
+                .is_some_and(|x| x.kind_name() == "pointer_declarator")
+    })
 }
 
 /// The factors of a product `a * b * c` (through parentheses and casts).

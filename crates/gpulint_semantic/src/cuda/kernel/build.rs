@@ -25,6 +25,10 @@ pub(in crate::cuda) struct KernelBuild<'t> {
     /// Declared types of locals, first declaration of each name.
     types: HashMap<&'t str, &'t str>,
     accesses: Vec<(Node<'t>, &'t str, Option<Node<'t>>, Option<u32>)>,
+    /// A `__device__` helper, not a kernel.
+    pub(in crate::cuda) helper: bool,
+    /// A kernel's index in [`CudaModel::kernels`].
+    pub(in crate::cuda) slot: usize,
 }
 
 impl<'t> KernelBuild<'t> {
@@ -76,6 +80,8 @@ impl<'t> KernelBuild<'t> {
             updates: Vec::new(),
             types: HashMap::new(),
             accesses: Vec::new(),
+            helper: false,
+            slot: 0,
         }
     }
 
