@@ -317,7 +317,7 @@ pub fn facts_of(source: &str) -> HeaderFacts {
             "field_declaration" => {
                 if let Some(t) = node.field("type") {
                     for d in gpulint_syntax::named_children(node)
-                        .filter(|d| d.kind_name() == "field_identifier")
+                        .filter_map(crate::cuda::narrow::member_declarator)
                     {
                         f.fields
                             .entry(text(d, source).to_string())

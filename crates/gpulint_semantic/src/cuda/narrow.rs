@@ -294,3 +294,131 @@ impl<'t> super::CudaModel<'t> {
         out
     }
 }
+
+/// A 64-bit element count stored in a 32-bit struct member in host code
+/// (`tl.sizes[t] = tensor.numel();` with `int sizes[N];`): the kernel that reads the member gets
+/// the wrapped count.
+#[derive(Debug, Clone)]
+pub struct FieldNarrowing<'t> {
+    /// The assignment.
+    pub assignment: Node<'t>,
+    /// The member's name.
+    pub field: &'t str,
+    /// The member's declared 32-bit type.
+    pub ty: String,
+    /// The member's declaration, when it is in this file.
+    pub declaration: Option<Node<'t>>,
+}
+
+impl<'t> super::CudaModel<'t> {
+    /// Element counts (`numel()`, `NumElements()`) assigned to struct members declared 32-bit
+    /// (in this file or its project headers, every declaration of that name 32-bit), in host
+    /// functions that do not check the 32-bit limit before the assignment.
+    pub fn narrowed_count_fields(&self) -> Vec<FieldNarrowing<'t>> {
+        let mut out: Vec<FieldNarrowing<'t>> = Vec::new();
+        if !COUNT_CALLS.iter().any(|c| self.source.contains(c)) {
+            return out;
+        }
+        for f in &self.functions {
+            if f.space.global || (f.space.device && !f.space.host) {
+                continue;
+            }
+            let Some(body) = f.node.field("body") else {
+                continue;
+            };
+            for call in gpulint_syntax::descendants(body).filter(|n| n.kind() == "call_expression")
+            {
+                if !method_name(call, self.source).is_some_and(|m| COUNT_CALLS.contains(&m)) {
+                    continue;
+                }
+                let Some(assign) = count_assignment(call) else {
+                    continue;
+                };
+                let Some(field) = assign.field("left").and_then(member_of) else {
+                    continue;
+                };
+                let name = text(field, self.source);
+                let types = self.field_types(name);
+                let Some(ty) = types.first().copied() else {
+                    continue;
+                };
+                let narrow = types
+                    .iter()
+                    .all(|t| matches!(self.resolved_width(t), super::interval::Width::W32 { .. }));
+                if !narrow || out.iter().any(|o| o.field == name) {
+                    continue;
+                }
+                let before = &self.source[f.node.start_byte()..assign.start_byte()];
+                if INT32_LIMITS.iter().any(|l| before.contains(l)) {
+                    continue;
+                }
+                out.push(FieldNarrowing {
+                    assignment: assign,
+                    field: name,
+                    ty: ty.to_string(),
+                    declaration: self.field_declaration(name),
+                });
+            }
+        }
+        out
+    }
+
+    /// The declaration of the struct member `name` in this file (the first).
+    fn field_declaration(&self, name: &str) -> Option<Node<'t>> {
+        gpulint_syntax::descendants(self.root)
+            .filter(|n| n.kind() == "field_declaration")
+            .find(|n| {
+                gpulint_syntax::named_children(*n)
+                    .filter_map(member_declarator)
+                    .any(|d| text(d, self.source) == name)
+            })
+    }
+}
+
+/// The `field_identifier` a member declarator declares (`sizes` in `int sizes[N]`).
+pub fn member_declarator(d: Node<'_>) -> Option<Node<'_>> {
+    let mut d = d;
+    for _ in 0..4 {
+        match d.kind() {
+            "field_identifier" => return Some(d),
+            "array_declarator" => d = d.field("declarator")?,
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The assignment whose right side is `call`, through parentheses, `+`/`-`/`*` and casts:
+/// `s.n = x.numel();`, `s.n = (int)x.numel();`.
+fn count_assignment(call: Node<'_>) -> Option<Node<'_>> {
+    let mut cur = call;
+    for _ in 0..8 {
+        let p = cur.parent()?;
+        match p.kind() {
+            "parenthesized_expression" | "cast_expression" => {}
+            "binary_expression"
+                if p.field("operator")
+                    .is_some_and(|o| matches!(o.kind(), "+" | "-" | "*")) => {}
+            "assignment_expression" => {
+                let plain = p.field("operator").is_some_and(|o| o.kind() == "=");
+                let right = p.field("right").is_some_and(|r| r.id() == cur.id());
+                return (plain && right).then_some(p);
+            }
+            _ => return None,
+        }
+        cur = p;
+    }
+    None
+}
+
+/// The member a left side writes: `s.n`, `s->n`, `s.sizes[i]`.
+fn member_of(left: Node<'_>) -> Option<Node<'_>> {
+    let mut e = left;
+    while e.kind() == "subscript_expression" {
+        e = e.field("argument")?;
+    }
+    if e.kind() != "field_expression" {
+        return None;
+    }
+    e.field("field").filter(|f| f.kind() == "field_identifier")
+}

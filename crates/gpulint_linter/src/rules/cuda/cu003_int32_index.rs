@@ -68,6 +68,10 @@ declare_rule! {
     /// - a launch that passes `x.numel()` (or a 64-bit local holding it, or a product of
     ///   `x.size(d)`) to a 32-bit kernel parameter: the call narrows it (an error for an element
     ///   count);
+    /// - an element count stored in a struct member declared 32-bit (`tl.sizes[t] =
+    ///   x.numel();` with `int sizes[N];`, the member's type from this file or its project
+    ///   headers), in host code with no check of the 32-bit limit before: reported at the
+    ///   member's declaration when it is in this file (a warning);
     /// - sizes narrowed one by one in the glue (`int n1 = a.size(0);`), harmless alone, then
     ///   multiplied together in 32 bits (`torch::empty({n1 * n2})`): an element count.
     ///
@@ -316,6 +320,30 @@ fn check_glue(ctx: &mut Context<'_>) {
             .with_label(Span::of(&product), "32-bit element count")
             .severity(Severity::Warning)
             .help(format!("keep the sizes in `int64_t`; confirm at run time with `{SANITIZER}`"));
+        ctx.report(d);
+    }
+    // Element counts stored in 32-bit struct members (`tl.sizes[t] = x.numel();` with `int
+    // sizes[N];`): reported at the member's declaration when it is in this file.
+    for n in m.narrowed_count_fields() {
+        let line = m.source[..n.assignment.start_byte()].matches('\n').count() + 1;
+        let at = n
+            .declaration
+            .and_then(|d| d.child_by_field_name("type"))
+            .unwrap_or(n.assignment);
+        let d = ctx
+            .diagnostic(
+                at,
+                format!(
+                    "struct member `{}` is a 32-bit `{}`, but line {line} stores an element count in it (`{}`): past 2³¹ − 1 elements it wraps and the kernels that read it index out of range",
+                    n.field,
+                    n.ty,
+                    short(m.text(n.assignment))
+                ),
+            )
+            .primary_label(format!("32-bit `{}`", n.ty))
+            .with_label(Span::of(&n.assignment), "64-bit element count stored here")
+            .severity(Severity::Warning)
+            .help(format!("declare `{}` as `int64_t`, or check first: `TORCH_CHECK(x.numel() <= std::numeric_limits<int>::max())`; confirm at run time with `{SANITIZER}`", n.field));
         ctx.report(d);
     }
     // Counts narrowed by the call itself: `kernel<<<…>>>(…, x.numel())` into an `int n`.

@@ -55,7 +55,8 @@ impl<'t> CudaBuilder<'t> {
             }
             "field_declaration" => {
                 if let Some(ty) = node.field("type") {
-                    for d in named_children(node).filter(|d| d.kind_name() == "field_identifier") {
+                    for d in named_children(node).filter_map(crate::cuda::narrow::member_declarator)
+                    {
                         self.fields
                             .entry(text(d, self.source))
                             .or_default()
