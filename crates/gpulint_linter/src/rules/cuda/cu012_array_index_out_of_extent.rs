@@ -25,11 +25,18 @@ declare_rule! {
     /// `/`, `>>` and `&` by constants narrow it. So `__shared__ float s[256]` written at
     /// `s[threadIdx.x]` in a kernel launched with 512 threads is reported.
     ///
+    /// Under a guard or early exit on the thread index, the range is the one the guards leave,
+    /// when its upper end is a constant: `if (threadIdx.x < col_size)` with `const int col_size
+    /// = min(n - start, 64)` caps the thread at 63, so `block_boxes[threadIdx.x * 6 + 5]` in a
+    /// buffer of `64 * 5` floats reaches 383 (a per-thread stride larger than the array was
+    /// sized for). Guards with an equality or a remainder on the thread index (`threadIdx.x % 4
+    /// == 0`) narrow the threads below what a range describes and keep the access silent, as do
+    /// lower ends reached only through the guards.
+    ///
     /// Indices from run-time values, block sizes not known (`<<<g, threads>>>` with `threads` a
     /// parameter), counters changed inside their loop, uses under a condition that mentions the
-    /// counter (`if (k < 8)`), and thread indices under a guard or early exit on the thread
-    /// index (`if (threadIdx.x < 256)`, `if (tid >= 256) return;`) are not reported: their
-    /// range is not known.
+    /// counter (`if (k < 8)`), and thread indices under a guard whose bound the file does not
+    /// give (`if (threadIdx.x < count)`) are not reported: their range is not known.
     ///
     /// ## Why is this risky?
     /// An out-of-range shared-memory access silently overwrites another array of the block (or
@@ -130,19 +137,33 @@ impl Rule for ArrayIndexOutOfExtent {
             if extent <= 0 {
                 continue;
             }
-            let Some((lo, hi)) = m.index_range(func, index) else {
-                continue;
+            // A range from the block size, a warning when the size is only the
+            // `__launch_bounds__` maximum. Under a guard on the thread coordinates, the range
+            // the guards leave (`if (threadIdx.x < col_size)` with `col_size <= 64`), when its
+            // ends are constants.
+            let threads = m.thread_names(func, index);
+            let guarded = !threads.is_empty() && m.thread_index_guarded(func, innermost, &threads);
+            let simple = if guarded {
+                None
+            } else {
+                m.index_range(func, index)
             };
-            if lo >= 0 && hi < extent {
+            let (lo, hi, from_guards) = match simple {
+                Some((lo, hi)) => (lo, hi, false),
+                None if !threads.is_empty() => {
+                    match m.guarded_constant_range(fi, innermost, index) {
+                        Some((lo, hi)) => (lo, hi, true),
+                        None => continue,
+                    }
+                }
+                None => continue,
+            };
+            // From the guards, the upper side only: a ternary or a clamp below the guard
+            // (`t > 0 ? t - 1 : t`) keeps intervals from the lower bound.
+            if (lo >= 0 || from_guards) && hi < extent {
                 continue;
             }
-            // A range from the block size: silent under a guard on the thread coordinates,
-            // a warning when the size is only the `__launch_bounds__` maximum.
-            let threads = m.thread_names(func, index);
-            let block = if !threads.is_empty() {
-                if m.thread_index_guarded(func, innermost, &threads) {
-                    continue;
-                }
+            let block = if !threads.is_empty() && !from_guards {
                 m.block_range(func)
             } else {
                 None
@@ -177,6 +198,9 @@ impl Rule for ArrayIndexOutOfExtent {
                     .severity(Severity::Warning)
                     .note(format!("`__launch_bounds__({})` allows blocks of up to {} threads; no launch in this file shows the actual size", b.hi[0], b.hi[0]))
                     .help("size the array by the block size, lower `__launch_bounds__`, or guard the access (`if (threadIdx.x < N)`); confirm at run time with `compute-sanitizer --tool memcheck ./your_app`"),
+                None if from_guards => d
+                    .note("the range is what the guards on the thread coordinates that hold here leave")
+                    .help("size the array by the largest index the guards allow, or tighten the guard; confirm at run time with `compute-sanitizer --tool memcheck ./your_app`"),
                 None => d.help("fix the loop bound or the array extent (`k < N`, not `k <= N`); confirm at run time with `compute-sanitizer --tool memcheck ./your_app`"),
             };
             ctx.report(d);

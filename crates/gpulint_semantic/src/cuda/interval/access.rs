@@ -374,3 +374,52 @@ fn assumed_extent(limit: &Poly) -> Option<Poly> {
 fn nonneg(p: &Poly) -> bool {
     p.interval(&|_| (1, i64::MAX as i128)).0 >= 0
 }
+
+impl<'t> CudaModel<'t> {
+    /// The range of `index` at the access `at` of the kernel defined by function `function`,
+    /// from the interval facts of the guards that hold there, when both ends are constants in
+    /// this file: `if (threadIdx.x < col_size)` with `col_size = min(n - s, 64)` bounds
+    /// `threadIdx.x * 6 + 5` by `0..=383`. `None` when an end depends on a size the file does
+    /// not give, or the bounds are not tight.
+    pub fn guarded_constant_range(
+        &self,
+        function: usize,
+        at: Node<'t>,
+        index: Node<'t>,
+    ) -> Option<(i128, i128)> {
+        let k = self.kernels.iter().find(|k| k.function == function)?;
+        let a = k.accesses.iter().find(|a| a.node.id() == at.id())?;
+        // Equalities and congruences (`threadIdx.x % 4 == 0` under `threadIdx.x < 4`: thread
+        // 0 only) narrow the values below what intervals describe.
+        let threads = self.thread_names(&self.functions[function], index);
+        let congruence = self.guard_chain(a.guard).take(256).any(|g| {
+            std::iter::once(g.cond)
+                .chain(gpulint_syntax::descendants(g.cond))
+                .any(|n| {
+                    n.kind_name() == "binary_expression"
+                        && n.field("operator")
+                            .is_some_and(|o| matches!(o.kind_name(), "==" | "%" | "&" | "!="))
+                        && name_tokens(self.text(n))
+                            .iter()
+                            .any(|t| threads.contains(t))
+                })
+        });
+        if congruence {
+            return None;
+        }
+        let cx = RangeCx::new(self, k);
+        let p = cx.point(a.guard, a.node.start_byte());
+        let r = cx.range(index, &p);
+        // Loose: incomparable bounds met; the kept upper bound must come from a guard
+        // (`threadIdx.x < 64`: the threads the author expects).
+        if r.loose && r.hi.as_ref().is_none_or(|h| h.guard.is_none()) {
+            return None;
+        }
+        let (lo, hi) = (r.lo?.poly, r.hi?.poly);
+        if !lo.atoms().chain(hi.atoms()).all(|x| cx.atom_known(x)) {
+            return None;
+        }
+        let ranges = |x: &str| cx.atom_range(x);
+        Some((lo.interval(&ranges).0, hi.interval(&ranges).1))
+    }
+}

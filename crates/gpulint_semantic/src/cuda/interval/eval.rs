@@ -428,6 +428,21 @@ impl<'a, 't> RangeCx<'a, 't> {
                 if let Some(h) = b.hi.clone() {
                     tighten(&mut hi, &mut loose, h, true);
                 }
+                // `min(n - s, 64)`: a constant cap bounds the value whatever the size.
+                let cap = [&a.hi, &b.hi]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|h| h.poly.as_const())
+                    .min();
+                if let (Some(c), Some(h)) = (cap, hi.as_ref()) {
+                    if h.poly.as_const().is_none() {
+                        loose = true;
+                        hi = Some(Bound {
+                            poly: Poly::constant(c),
+                            guard: h.guard,
+                        });
+                    }
+                }
                 let lo = union(a, b).lo;
                 Range { lo, hi, loose }
             }
