@@ -19,8 +19,9 @@ declare_rule! {
     /// `gpuErrchk(…)`), assigned (`err = cudaMalloc(…)`), tested, or explicitly discarded with
     /// `(void)` is not a bare call and is not reported. A dropped `cudaMalloc*` is an error.
     ///
-    /// A bare call followed directly by a statement that retrieves the last error is checked
-    /// too: `cudaGetLastError()` / `cudaPeekAtLastError()` (also inside a wrapper, as in
+    /// A bare call followed, within the next three statements of its block (before any
+    /// `return`, `break`, `continue` or `goto`), by a statement that retrieves the last error is
+    /// checked too: `cudaGetLastError()` / `cudaPeekAtLastError()` (also inside a wrapper, as in
     /// `CUDA_CHECK(cudaGetLastError())`), `getLastCudaError(…)`, `cudaCheckError()`,
     /// `C10_CUDA_KERNEL_LAUNCH_CHECK()`, a function-like macro defined in the same file whose
     /// body calls `cudaGetLastError` or `cudaPeekAtLastError`, or a name in the `check-macros`
@@ -78,7 +79,7 @@ declare_rule! {
                 key: "check-macros",
                 kind: OptionKind::StringList,
                 default: "[]",
-                doc: "Names of calls or macros that retrieve the last CUDA error (like `cudaGetLastError`); a runtime call directly followed by one of them is checked. Added to cudaGetLastError, cudaPeekAtLastError, getLastCudaError, cudaCheckError, C10_CUDA_KERNEL_LAUNCH_CHECK and the macros of the same file that call cudaGetLastError.",
+                doc: "Names of calls or macros that retrieve the last CUDA error (like `cudaGetLastError`); a runtime call followed by one of them within its next three statements is checked. Added to cudaGetLastError, cudaPeekAtLastError, getLastCudaError, cudaCheckError, C10_CUDA_KERNEL_LAUNCH_CHECK and the macros of the same file that call cudaGetLastError.",
             },
             RuleOption {
                 key: "runtime-calls",
@@ -171,17 +172,43 @@ const RETRIEVES_ERROR: &[&str] = &[
     "C10_CUDA_KERNEL_LAUNCH_CHECK",
 ];
 
-/// Is the statement after `stmt` an error check that retrieves the last error: a call to
-/// `cudaGetLastError()` (in any wrapper), a known checking macro, one from `check-macros`, or a
-/// macro of this file whose body retrieves the last error?
+/// How many statements after a runtime call may come before the check that retrieves its
+/// error (`cudaMemcpy(…); n_blocks = …; CUDA_CHECK(cudaGetLastError());`): the last error stays
+/// set until it is retrieved.
+const CHECK_WITHIN: usize = 3;
+
+/// Is one of the next [`CHECK_WITHIN`] statements after `stmt` (before any jump out of the
+/// block) an error check that retrieves the last error: a call to `cudaGetLastError()` (in any
+/// wrapper), a known checking macro, one from `check-macros`, or a macro of this file whose body
+/// retrieves the last error?
 fn followed_by_error_check(ctx: &Context<'_>, stmt: Node<'_>) -> bool {
     let mut next = stmt.next_named_sibling();
-    while let Some(n) = next.filter(|n| n.kind() == "comment") {
+    let mut seen = 0;
+    while let Some(n) = next {
+        if n.kind() != "comment" {
+            if seen == CHECK_WITHIN
+                || matches!(
+                    n.kind(),
+                    "return_statement"
+                        | "break_statement"
+                        | "continue_statement"
+                        | "goto_statement"
+                )
+            {
+                return false;
+            }
+            seen += 1;
+            if is_error_check(ctx, n) {
+                return true;
+            }
+        }
         next = n.next_named_sibling();
     }
-    let Some(next) = next else {
-        return false;
-    };
+    false
+}
+
+/// Does statement `next` retrieve the last error?
+fn is_error_check(ctx: &Context<'_>, next: Node<'_>) -> bool {
     let t = ctx.text(next);
     if RETRIEVES_ERROR.iter().any(|c| t.contains(c)) {
         return true;
