@@ -20,8 +20,8 @@ declare_rule! {
     /// `(void)` is not a bare call and is not reported. A dropped `cudaMalloc*` is an error.
     ///
     /// A bare call followed, within the next three statements of its block (before any
-    /// `return`, `break`, `continue` or `goto`), by a statement that retrieves the last error is
-    /// checked too: `cudaGetLastError()` / `cudaPeekAtLastError()` (also inside a wrapper, as in
+    /// `return`, `break`, `continue` or `goto`, and before any kernel launch, which would consume
+    /// the result first), by a statement that retrieves the last error is checked too: `cudaGetLastError()` / `cudaPeekAtLastError()` (also inside a wrapper, as in
     /// `CUDA_CHECK(cudaGetLastError())`), `getLastCudaError(…)`, `cudaCheckError()`,
     /// `C10_CUDA_KERNEL_LAUNCH_CHECK()`, a function-like macro defined in the same file whose
     /// body calls `cudaGetLastError` or `cudaPeekAtLastError`, or a name in the `check-macros`
@@ -178,7 +178,7 @@ const RETRIEVES_ERROR: &[&str] = &[
 const CHECK_WITHIN: usize = 3;
 
 /// Is one of the next [`CHECK_WITHIN`] statements after `stmt` (before any jump out of the
-/// block) an error check that retrieves the last error: a call to `cudaGetLastError()` (in any
+/// block, and before any kernel launch) an error check that retrieves the last error: a call to `cudaGetLastError()` (in any
 /// wrapper), a known checking macro, one from `check-macros`, or a macro of this file whose body
 /// retrieves the last error?
 fn followed_by_error_check(ctx: &Context<'_>, stmt: Node<'_>) -> bool {
@@ -200,6 +200,14 @@ fn followed_by_error_check(ctx: &Context<'_>, stmt: Node<'_>) -> bool {
             seen += 1;
             if is_error_check(ctx, n) {
                 return true;
+            }
+            // A kernel launch in between consumes what the call produced before the check,
+            // which then reports the launch.
+            if std::iter::once(n)
+                .chain(gpulint_syntax::descendants(n))
+                .any(|c| c.kind() == "kernel_call_syntax")
+            {
+                return false;
             }
         }
         next = n.next_named_sibling();
