@@ -215,8 +215,10 @@ impl<'t> CudaBuilder<'t> {
                 node,
                 kernel,
                 template_args,
-                config: named_children(config).collect(),
                 // Comments between arguments are named nodes too: not arguments.
+                config: named_children(config)
+                    .filter(|c| c.kind_name() != "comment")
+                    .collect(),
                 args: node
                     .field("arguments")
                     .map(|a| {
