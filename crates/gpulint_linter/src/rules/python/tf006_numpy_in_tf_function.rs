@@ -140,13 +140,19 @@ impl Rule for NumpyInTfFunction {
             return;
         }
         // `tf.config.run_functions_eagerly(True)`: tf.functions run as plain Python.
-        let eager = m.calls.iter().any(|&(c, _)| {
-            m.call_name(c)
-                .is_some_and(|q| q.ends_with("run_functions_eagerly"))
-                && argument(c, 0, "run_eagerly", m)
-                    .and_then(|a| m.const_value(a))
-                    .is_some_and(|v| v.truthy())
-        });
+        // Looked up once, and only when a `.numpy()` call is found in a traced body.
+        let mut eager: Option<bool> = None;
+        let mut runs_eagerly = || {
+            *eager.get_or_insert_with(|| {
+                m.calls.iter().any(|&(c, _)| {
+                    m.call_name(c)
+                        .is_some_and(|q| q.ends_with("run_functions_eagerly"))
+                        && argument(c, 0, "run_eagerly", m)
+                            .and_then(|a| m.const_value(a))
+                            .is_some_and(|v| v.truthy())
+                })
+            })
+        };
         let min = ctx.option_int("min-elements").unwrap_or(1_000_000) as i128;
         let tfn = m.tf_functions();
         let mut seen = HashSet::new();
@@ -163,7 +169,7 @@ impl Rule for NumpyInTfFunction {
             };
             let name = &m.functions[f].name;
             for n in descendants(body) {
-                if !eager && n.kind() == "call" && tensor_numpy(m, n, f) {
+                if n.kind() == "call" && tensor_numpy(m, n, f) && !runs_eagerly() {
                     ctx.report(
                         ctx.diagnostic(n, format!("`.numpy()` inside `tf.function` `{name}`: while tracing, tensors are symbolic and have no value"))
                             .severity(Severity::Error)
