@@ -20,8 +20,8 @@ mod flow;
 mod leaks;
 
 pub use data::{
-    dataset_class, is_dataloader, is_dataset_class, loader_dataset_class, under_main_guard,
-    worker_count, worker_loaders,
+    dataset_class, is_dataloader, is_dataset_class, loader_dataset_class, loader_dataset_lambda,
+    under_main_guard, worker_count, worker_loaders,
 };
 pub use flow::{is_loss_name, is_model_name, root_name, Flow};
 pub use leaks::{accumulation, mentions};

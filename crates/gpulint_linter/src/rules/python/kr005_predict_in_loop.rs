@@ -7,6 +7,7 @@ use gpulint_diagnostics::{Severity, Span};
 use gpulint_semantic::python::tf::{argument, Init};
 use gpulint_semantic::python::tf_function::enclosing_loop;
 use gpulint_semantic::python::PythonModel;
+use gpulint_syntax::named_children;
 use gpulint_syntax::Lang;
 use gpulint_syntax::NodeExt;
 use tree_sitter::Node;
@@ -14,7 +15,9 @@ use tree_sitter::Node;
 declare_rule! {
     /// ## What it does
     /// Finds `model.predict(x)` inside a `for` or `while` loop when `x` is a single item:
-    /// `x[i]` or `x[i:i + 1]` indexed by the loop variable, `np.expand_dims(...)` /
+    /// `x[i]` or `x[i:i + 1]` indexed by the loop variable (also through a name bound to it in
+    /// the loop: `batch = data[i]` or `generator.__getitem__(i)`, then `predict(batch)` or
+    /// `predict(batch[0])`), `np.expand_dims(...)` /
     /// `tf.expand_dims(...)`, `x[None]` / `x[np.newaxis]`, `x.reshape(1, ...)` or
     /// `np.array([item])`. A loop that passes whole pre-batched chunks is left alone.
     ///
@@ -152,7 +155,7 @@ impl Rule for PredictInLoop {
             let Some(x) = argument(call, 0, "x", m) else {
                 continue;
             };
-            if !single_item(m, x, &vars) {
+            if !single_item(m, x, &vars) && !loop_indexed(m, x, lp, &vars) {
                 continue;
             }
             let recv = call
@@ -174,4 +177,43 @@ impl Rule for PredictInLoop {
             );
         }
     }
+}
+
+/// `batch = data[i]` / `batch = generator.__getitem__(i)` in the loop (indexed by a loop
+/// target), then `predict(batch)` or `predict(batch[0])`: one item or batch per iteration,
+/// followed through the name's single binding in the function.
+fn loop_indexed(m: &PythonModel<'_>, x: Node<'_>, lp: Node<'_>, vars: &[&str]) -> bool {
+    let name = match x.kind() {
+        "identifier" => x,
+        // `batch[0]`: the inputs of an `(x, y)` batch.
+        "subscript"
+            if x.field("subscript")
+                .is_some_and(|i| m.const_value(i).and_then(|c| c.as_int()).is_some()) =>
+        {
+            match x.field("value") {
+                Some(v) if v.kind() == "identifier" => v,
+                _ => return false,
+            }
+        }
+        _ => return false,
+    };
+    let Some(value) = m.value_of_name(name, m.text(name)) else {
+        return false;
+    };
+    if value.start_byte() < lp.start_byte() || value.end_byte() > lp.end_byte() {
+        return false;
+    }
+    let index = match value.kind() {
+        "subscript" => value.field("subscript"),
+        "call" => value
+            .field("function")
+            .filter(|f| {
+                f.kind() == "attribute"
+                    && f.field("attribute").map(|a| m.text(a)) == Some("__getitem__")
+            })
+            .and_then(|_| value.field("arguments"))
+            .and_then(|a| named_children(a).next()),
+        _ => None,
+    };
+    index.is_some_and(|i| i.kind() == "identifier" && vars.contains(&m.text(i)))
 }

@@ -155,17 +155,29 @@ impl Rule for StoredGraphTensor {
             if !lp.is_training() || t.grad_free(at).is_some() {
                 continue;
             }
-            let Flow::Attached(source) = t.flow(m, value, &lp.backward) else {
-                continue;
-            };
             let name = m.text(container);
+            // `losses.append(...)` then `losses[-1].backward()`: what the list holds is what
+            // the step backpropagates from, so every item carries its graph.
+            let item_backward = lp
+                .backward
+                .iter()
+                .find(|(_, loss)| loss.is_some_and(|l| single_item_of(m, l, name)));
+            let source = match (t.flow(m, value, &lp.backward), item_backward) {
+                (Flow::Attached(source), _) => source,
+                (Flow::Unknown, Some(&(b, _))) => b,
+                _ => continue,
+            };
             if t.rebound_in(m, lp, name) {
                 continue;
             }
-            // Stored to be backpropagated together later (`torch.stack(losses).sum().backward()`).
+            // Stored to be backpropagated together later (`torch.stack(losses).sum().backward()`);
+            // a backward from one item (`losses[-1]`) is not one over the whole container.
             let scope = m.enclosing_function(at);
             if t.backward_in(scope).any(|(_, loss)| {
-                loss.is_some_and(|l| gpulint_semantic::python::training::mentions(m, l, name))
+                loss.is_some_and(|l| {
+                    gpulint_semantic::python::training::mentions(m, l, name)
+                        && !single_item_of(m, l, name)
+                })
             }) {
                 continue;
             }
@@ -185,6 +197,15 @@ impl Rule for StoredGraphTensor {
             )));
         }
     }
+}
+
+/// `container[k]` with a constant integer index (`losses[-1]`): one item of the container.
+fn single_item_of(m: &PythonModel<'_>, expr: Node<'_>, container: &str) -> bool {
+    expr.kind() == "subscript"
+        && expr.field("value").is_some_and(|v| m.text(v) == container)
+        && expr
+            .field("subscript")
+            .is_some_and(|i| m.const_value(i).and_then(|c| c.as_int()).is_some())
 }
 
 /// `c.append(v)` / `c.insert(i, v)`: the container and the stored value.

@@ -7,7 +7,9 @@ use gpulint_diagnostics::Diagnostic;
 use gpulint_diagnostics::{Severity, Span};
 use gpulint_semantic::python::project::{self, WindowsTarget};
 use gpulint_semantic::python::tf::argument;
-use gpulint_semantic::python::training::{is_dataloader, under_main_guard, worker_count};
+use gpulint_semantic::python::training::{
+    is_dataloader, loader_dataset_lambda, under_main_guard, worker_count,
+};
 use gpulint_semantic::python::PythonModel;
 use gpulint_syntax::Lang;
 use tree_sitter::Node;
@@ -18,8 +20,11 @@ declare_rule! {
     /// that is created when the module is imported: at module level, or in a function that
     /// module-level code calls, with no `if __name__ == "__main__":` guard around it. Also finds
     /// such a DataLoader given a `collate_fn` or `worker_init_fn` that is a `lambda` or a
-    /// function nested in another function, which worker processes cannot import. Notebooks
-    /// are not checked (they are not re-imported by workers).
+    /// function nested in another function, which worker processes cannot import, or whose
+    /// dataset keeps a `lambda` (in the arguments of the constructor call that builds it, such
+    /// as a transform in `transforms.Compose([...])`, followed through local names): the
+    /// dataset is pickled for each worker. Notebooks are not checked (they are not re-imported
+    /// by workers).
     ///
     /// The finding is an error when the project targets native Windows, and a warning
     /// otherwise. Windows is taken as a target when the file's directory or an ancestor up to
@@ -151,6 +156,14 @@ impl Rule for DataloaderWithoutMainGuard {
                     .help("move the script's code into `main()` and call it under `if __name__ == \"__main__\":`");
                 ctx.report(target(d));
                 continue;
+            }
+            if let Some(f) = loader_dataset_lambda(m, ev.node) {
+                let d = ctx.diagnostic(f, "a lambda is kept in the dataset this DataLoader's worker processes receive; spawned workers cannot unpickle it")
+                    .primary_label("pickling the dataset for the workers fails: `Can't pickle <function <lambda>>`")
+                    .with_label(Span::of(&ev.node), "the DataLoader that loads this dataset")
+                    .with_label(Span::of(&workers), "worker processes are started here")
+                    .help("define the function at module level (`def shift(x): ...`, wrapped as `transforms.Lambda(shift)` where a transform object is needed)");
+                ctx.report(target(d));
             }
             for key in ["collate_fn", "worker_init_fn"] {
                 let Some(f) = argument(ev.node, usize::MAX, key, m) else {

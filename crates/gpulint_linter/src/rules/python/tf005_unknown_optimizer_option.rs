@@ -22,7 +22,9 @@ declare_rule! {
     /// `implementation_selector`, `auto_mixed_precision`, `use_plugin_optimizers`,
     /// `disable_meta_optimizer`, `auto_mixed_precision_onednn_bfloat16`,
     /// `auto_mixed_precision_mkl`, `min_graph_nodes` and `auto_parallel`. Keys that newer
-    /// releases add can be allowed with the `extra-keys` option.
+    /// releases add can be allowed with the `extra-keys` option. Also finds the options
+    /// passed as keyword arguments (`set_experimental_options(auto_mixed_precision=True)`):
+    /// the function takes a single dict, so that call raises `TypeError` (an error).
     ///
     /// ## Why is this risky?
     /// The options are merged into a dictionary and only the known keys are looked up: an
@@ -122,6 +124,27 @@ impl Rule for UnknownOptimizerOption {
             };
             if normalize(&q) != "tensorflow.config.optimizer.set_experimental_options" {
                 continue;
+            }
+            // `set_experimental_options(enable_mixed_precision_training=True)`: the function
+            // takes one dict, `options`; any other keyword raises a TypeError.
+            let keywords = call.field("arguments").into_iter().flat_map(named_children);
+            for kw in keywords.filter(|a| a.kind() == "keyword_argument") {
+                let Some(name) = kw.field("name").map(|n| ctx.text(n)) else {
+                    continue;
+                };
+                if name == "options" {
+                    continue;
+                }
+                let callee = call
+                    .field("function")
+                    .map(|f| ctx.text(f))
+                    .unwrap_or("set_experimental_options");
+                ctx.report(
+                    ctx.diagnostic(kw, format!("`{callee}` takes one dict of options, not keyword arguments: `{name}=` raises TypeError"))
+                        .severity(Severity::Error)
+                        .primary_label("TypeError: set_experimental_options() got an unexpected keyword argument")
+                        .help(format!("pass a dict: `{callee}({{\"{name}\": ...}})` with a key grappler reads (for mixed precision in TF2, `tf.keras.mixed_precision.set_global_policy('mixed_float16')`)")),
+                );
             }
             let Some(arg) = argument(call, 0, "options", m) else {
                 continue;

@@ -23,6 +23,10 @@ declare_rule! {
     /// - Python `for` loops over `range(N)` with a literal `N` of 1,000 or more, which tracing
     ///   unrolls.
     ///
+    /// Also finds `x.numpy()` in the traced function's own body (an error: symbolic tensors
+    /// have no value while tracing), unless the file turns on
+    /// `tf.config.run_functions_eagerly(True)`.
+    ///
     /// Small constant tables and `range()` over a few layers are fine and stay silent.
     ///
     /// ## Why is this risky?
@@ -128,9 +132,27 @@ impl Rule for NumpyInTfFunction {
 
     fn check_file(&self, ctx: &mut Context<'_>) {
         let m = ctx.python();
-        if !m.imports_tensorflow() || !m.imports_module("numpy") && !m.source.contains("range(") {
+        if !m.imports_tensorflow()
+            || !m.imports_module("numpy")
+                && !m.source.contains("range(")
+                && !m.source.contains(".numpy()")
+        {
             return;
         }
+        // `tf.config.run_functions_eagerly(True)`: tf.functions run as plain Python.
+        // Looked up once, and only when a `.numpy()` call is found in a traced body.
+        let mut eager: Option<bool> = None;
+        let mut runs_eagerly = || {
+            *eager.get_or_insert_with(|| {
+                m.calls.iter().any(|&(c, _)| {
+                    m.call_name(c)
+                        .is_some_and(|q| q.ends_with("run_functions_eagerly"))
+                        && argument(c, 0, "run_eagerly", m)
+                            .and_then(|a| m.const_value(a))
+                            .is_some_and(|v| v.truthy())
+                })
+            })
+        };
         let min = ctx.option_int("min-elements").unwrap_or(1_000_000) as i128;
         let tfn = m.tf_functions();
         let mut seen = HashSet::new();
@@ -147,6 +169,17 @@ impl Rule for NumpyInTfFunction {
             };
             let name = &m.functions[f].name;
             for n in descendants(body) {
+                if n.kind() == "call" && tensor_numpy(m, n, f) && !runs_eagerly() {
+                    ctx.report(
+                        ctx.diagnostic(n, format!("`.numpy()` inside `tf.function` `{name}`: while tracing, tensors are symbolic and have no value"))
+                            .severity(Severity::Error)
+                            .primary_label("fails when traced: symbolic tensors cannot be converted to NumPy")
+                            .with_label(Span::of(&traced.site), format!("`{name}` is traced by `tf.function` here"))
+                            .note("in graph mode a tensor is a placeholder for a value computed later, so `.numpy()` raises (AttributeError or NotImplementedError)")
+                            .help("keep the computation in TensorFlow ops, wrap the NumPy code in `tf.numpy_function`, or call `.numpy()` on the function's result outside it"),
+                    );
+                    continue;
+                }
                 let (node, why) = match n.kind() {
                     "call" => match numpy_data(m, n, min) {
                         Some(w) => (
@@ -217,4 +250,35 @@ impl Rule for NumpyInTfFunction {
             }
         }
     }
+}
+
+/// `x.numpy()` (no arguments) in the traced function `f`'s own body: not in a nested function
+/// or lambda, which may be a `tf.py_function` / `tf.numpy_function` callback that runs eagerly.
+fn tensor_numpy(m: &PythonModel<'_>, call: Node<'_>, f: usize) -> bool {
+    let Some(func) = call.field("function") else {
+        return false;
+    };
+    if func.kind() != "attribute"
+        || func.field("attribute").map(|a| m.text(a)) != Some("numpy")
+        || call
+            .field("arguments")
+            .is_some_and(|a| a.named_child_count() > 0)
+    {
+        return false;
+    }
+    if m.enclosing_function(call) != Some(f) {
+        return false;
+    }
+    let def = m.functions[f].node;
+    let mut cur = call.parent();
+    while let Some(p) = cur {
+        if p.id() == def.id() {
+            return true;
+        }
+        if p.kind() == "lambda" {
+            return false;
+        }
+        cur = p.parent();
+    }
+    false
 }

@@ -91,3 +91,59 @@ pub fn worker_loaders<'t>(m: &PythonModel<'t>) -> Vec<(Node<'t>, Node<'t>)> {
 pub fn loader_dataset_class(m: &PythonModel<'_>, loader: Node<'_>) -> Option<usize> {
     crate::python::tf::argument(loader, 0, "dataset", m).and_then(|d| dataset_class(m, d))
 }
+
+/// How many names and constructor calls [`loader_dataset_lambda`] follows.
+const MAX_DATASET_DEPTH: usize = 12;
+
+/// A `lambda` kept in the dataset a DataLoader loads, which its worker processes receive
+/// pickled under the spawn start method: in the arguments of the constructor call that builds
+/// the dataset, directly or inside lists, tuples, dicts and further constructor calls
+/// (`CIFAR10(root, transform=Compose([ToTensor(), lambda x: x - 0.5]))`), followed through
+/// names bound once (in the function, else at module level). A lambda passed to a function
+/// call (`sorted(files, key=lambda f: ...)`) is used there, not kept, and is not followed.
+pub fn loader_dataset_lambda<'t>(m: &PythonModel<'t>, loader: Node<'t>) -> Option<Node<'t>> {
+    let ds = crate::python::tf::argument(loader, 0, "dataset", m)?;
+    stored_lambda(m, ds, 0)
+}
+
+/// Is `call` a class instantiation: a local class, or a callee whose last name is in CapWords
+/// (`datasets.MNIST`, `transforms.Compose`, `Subset`), the way Python names classes.
+fn constructs(m: &PythonModel<'_>, call: Node<'_>) -> bool {
+    let Some(func) = call.field("function") else {
+        return false;
+    };
+    let last = match func.kind_name() {
+        "identifier" => {
+            if m.local_class(func, m.text(func)).is_some() {
+                return true;
+            }
+            m.text(func)
+        }
+        "attribute" => func.field("attribute").map(|a| m.text(a)).unwrap_or(""),
+        _ => "",
+    };
+    last.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+}
+
+fn stored_lambda<'t>(m: &PythonModel<'t>, expr: Node<'t>, d: usize) -> Option<Node<'t>> {
+    if d > MAX_DATASET_DEPTH {
+        return None;
+    }
+    match expr.kind_name() {
+        "lambda" => Some(expr),
+        "identifier" => {
+            let value = m.value_of_name(expr, m.text(expr))?;
+            (value.id() != expr.id())
+                .then(|| stored_lambda(m, value, d + 1))
+                .flatten()
+        }
+        "parenthesized_expression" | "list" | "tuple" | "set" | "dictionary" | "pair" => {
+            named_children(expr).find_map(|c| stored_lambda(m, c, d + 1))
+        }
+        "keyword_argument" => stored_lambda(m, expr.field("value")?, d),
+        "call" if constructs(m, expr) => {
+            named_children(expr.field("arguments")?).find_map(|a| stored_lambda(m, a, d + 1))
+        }
+        _ => None,
+    }
+}
