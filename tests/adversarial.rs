@@ -72,9 +72,11 @@ fn a_hundred_thousand_nested_blocks_and_brackets() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     let depth = 100_000;
+    // In a folder of the temporary directory: CU001 looks for launches of a kernel in the
+    // folder above its file, which must not be the shared temporary directory.
     write(
         d,
-        "deep.cu",
+        "n/deep.cu",
         format!(
             "__global__ void k(float* x, int n) {{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n{}x[i] = 1;{}\n}}\n",
             "{".repeat(depth),
@@ -83,11 +85,19 @@ fn a_hundred_thousand_nested_blocks_and_brackets() {
     );
     write(
         d,
-        "deep.py",
+        "n/deep.py",
         format!("{TRAIN}x = {}1{}\n", "[".repeat(depth), "]".repeat(depth)),
     );
-    write(d, "open.py", format!("{TRAIN}x = {}\n", "(".repeat(depth)));
-    let o = run_bounded(d, &["--verbose", "deep.cu", "deep.py", "open.py"], LIMIT);
+    write(
+        d,
+        "n/open.py",
+        format!("{TRAIN}x = {}\n", "(".repeat(depth)),
+    );
+    let o = run_bounded(
+        d,
+        &["--verbose", "n/deep.cu", "n/deep.py", "n/open.py"],
+        LIMIT,
+    );
     let c = codes(&o);
     assert!(c.contains(&"CU001".to_string()), "{c:?}");
     // The training function before the brackets is still checked.
