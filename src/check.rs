@@ -257,6 +257,8 @@ pub fn check(args: CheckArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
 
+    // Files without anything to show are only counted by the run.
+    let mut clean = run::Clean::default();
     let mut results: Vec<FileResult> = match &args.stdin_filename {
         Some(path) => {
             let Some(lang) = gpulint_syntax::Lang::of_path(path) else {
@@ -319,7 +321,7 @@ pub fn check(args: CheckArgs) -> ExitCode {
             };
             let files = plan.as_ref().map_or(&discovery.files, |p| &p.files);
             let bar = ProgressBar::new(!args.quiet, files.len());
-            let results = run::run_files(
+            let (results, clean_files) = run::run_files(
                 resolver.as_ref(),
                 files,
                 &pool,
@@ -344,6 +346,7 @@ pub fn check(args: CheckArgs) -> ExitCode {
             if let Some(code) = configuration_errors(errors) {
                 return code;
             }
+            clean = clean_files;
             results
         }
     };
@@ -442,7 +445,7 @@ pub fn check(args: CheckArgs) -> ExitCode {
     }
     let internal = results.iter().any(|r| r.status == Status::InternalError);
     if !args.quiet {
-        summary(&results, &discovery, &counts, started, args.verbose);
+        summary(&results, clean, &discovery, &counts, started, args.verbose);
     }
     if internal || !discovery.missing.is_empty() {
         return ExitCode::from(2);

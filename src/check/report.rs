@@ -80,19 +80,23 @@ pub fn statistics(reports: &[&FileReport], format: Format) -> String {
 
 pub fn summary(
     results: &[FileResult],
+    clean: run::Clean,
     discovery: &discover::Discovery,
     counts: &BTreeMap<Severity, usize>,
     started: Instant,
     verbose: bool,
 ) {
-    let checked = results
-        .iter()
-        .filter(|r| matches!(r.status, Status::Checked | Status::Prefiltered))
-        .count();
-    let prefiltered = results
-        .iter()
-        .filter(|r| r.status == Status::Prefiltered)
-        .count();
+    let checked = clean.checked
+        + clean.prefiltered
+        + results
+            .iter()
+            .filter(|r| matches!(r.status, Status::Checked | Status::Prefiltered))
+            .count();
+    let prefiltered = clean.prefiltered
+        + results
+            .iter()
+            .filter(|r| r.status == Status::Prefiltered)
+            .count();
     let partial = results.iter().filter(|r| r.partial).count();
     let skipped: Vec<(&str, &str)> = results
         .iter()

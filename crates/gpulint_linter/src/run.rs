@@ -12,6 +12,7 @@ use gpulint_syntax::Lang;
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Entries named in one note before the rest are counted.
@@ -63,7 +64,9 @@ pub struct CacheAt {
 
 /// Checks `files` in parallel on `pool`, each with its engine, through the cache when `cache`
 /// says where it is, then the extension sources the checked Python files build (unless
-/// `excluded` says the user excluded them), and annotates findings in those sources.
+/// `excluded` says the user excluded them), and annotates findings in those sources. Returns
+/// the results worth keeping, in the order of `files` (then of the extension sources), and
+/// the count of the files that had nothing to show (their results are dropped as they come).
 pub fn run_files(
     engines: &dyn Engines,
     files: &[Candidate],
@@ -72,10 +75,12 @@ pub fn run_files(
     cwd: &Path,
     progress: &dyn Progress,
     excluded: &(dyn Fn(&Path) -> bool + Sync),
-) -> Vec<FileResult> {
+) -> (Vec<FileResult>, Clean) {
     let cache = cache.map(|at| Cache::open(&at.dir, &at.key));
+    let clean_checked = AtomicUsize::new(0);
+    let clean_prefiltered = AtomicUsize::new(0);
     let key = |c: &Candidate| cwd.join(&c.path).display().to_string();
-    let check_one = |c: &Candidate| {
+    let check_file = |c: &Candidate| {
         let Some(engine) = engines.engine(&c.path) else {
             progress.inc();
             return None;
@@ -125,15 +130,32 @@ pub fn run_files(
             }
         };
         progress.inc();
-        let (mut result, entry) = out;
-        forget_text(&mut result);
-        Some((result, entry))
+        Some(out)
     };
-    let mut checked: Vec<(FileResult, Option<(String, cache::Entry)>)> =
+    // A file with nothing to show is counted and dropped here, on its worker: the run's memory
+    // does not grow with the number of files.
+    let check_one = |c: &Candidate| {
+        let (mut result, entry) = check_file(c)?;
+        if is_clean(&result) {
+            let count = if result.status == Status::Prefiltered {
+                &clean_prefiltered
+            } else {
+                &clean_checked
+            };
+            count.fetch_add(1, Ordering::Relaxed);
+            return entry.map(|e| (None, Some(e)));
+        }
+        forget_text(&mut result);
+        Some((Some(result), entry))
+    };
+    type Checked = (Option<FileResult>, Option<(String, cache::Entry)>);
+    let mut checked: Vec<Checked> =
         pool.install(|| files.par_iter().filter_map(check_one).collect());
     // The C++/CUDA sources of the extensions that checked Python files build are checked too.
     let extra = extra_sources(
-        checked.iter().flat_map(|(r, _)| &r.links),
+        checked
+            .iter()
+            .flat_map(|(r, _)| r.iter().flat_map(|r| &r.links)),
         files,
         cwd,
         excluded,
@@ -142,13 +164,41 @@ pub fn run_files(
         progress.add(extra.len() as u64);
         checked.extend(pool.install(|| extra.par_iter().filter_map(check_one).collect::<Vec<_>>()));
     }
-    let (mut results, entries): (Vec<FileResult>, Vec<_>) = checked.into_iter().unzip();
+    let mut results = Vec::new();
+    let mut entries = Vec::new();
+    for (result, entry) in checked {
+        results.extend(result);
+        entries.extend(entry);
+    }
     annotate(&mut results, cwd);
     if let Some(cache) = cache {
         // A cache that cannot be written only makes the next run slower.
-        let _ = cache.save(entries.into_iter().flatten().collect());
+        let _ = cache.save(entries);
     }
-    results
+    let clean = Clean {
+        checked: clean_checked.into_inner(),
+        prefiltered: clean_prefiltered.into_inner(),
+    };
+    (results, clean)
+}
+
+/// The files of a run that had nothing to show (see [`is_clean`]): only counted.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Clean {
+    /// Parsed and checked.
+    pub checked: usize,
+    /// Read, but not parsed: no enabled rule could match them.
+    pub prefiltered: usize,
+}
+
+/// Nothing after the check reads the result of a file that was checked (or prefiltered)
+/// completely, without findings and without extension builds: the output, `--add-noqa`, the
+/// notes of built sources and the summary only need it counted.
+fn is_clean(result: &FileResult) -> bool {
+    matches!(result.status, Status::Checked | Status::Prefiltered)
+        && !result.partial
+        && result.report.diagnostics.is_empty()
+        && result.links.is_empty()
 }
 
 /// Drops the text of a file without findings once it is checked: nothing after the check reads
@@ -281,4 +331,59 @@ pub fn describe_all(results: &[FileResult]) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Settings;
+
+    #[test]
+    fn files_without_anything_to_show_are_counted_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            Candidate {
+                display: name.to_string(),
+                path,
+                lang: Lang::Python,
+            }
+        };
+        let files = vec![
+            // A finding: kept, with its text.
+            write(
+                "a_finding.py",
+                "import torch\n\ndef train(model, loader, optimizer):\n    for x, y in loader:\n        loss = torch.nn.functional.mse_loss(model(x), y)\n        loss.backward()\n        optimizer.step()\n        torch.cuda.empty_cache()\n",
+            ),
+            // Parsed and checked, nothing found: counted.
+            write("b_clean.py", "import torch\nx = torch.ones(3)\n"),
+            // No rule can fire: not parsed, counted.
+            write("c_plain.py", "print('hello')\n"),
+            // Parsed with errors: kept for the summary's count of partly parsed files.
+            write("d_partial.py", "import torch\ndef f(:\n"),
+        ];
+        let engine = Arc::new(Engine::new(Settings::default()));
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let (results, clean) =
+            run_files(&engine, &files, &pool, None, dir.path(), &Quiet, &|_| false);
+        let kept: Vec<&str> = results
+            .iter()
+            .map(|r| r.report.display_path.as_str())
+            .collect();
+        assert_eq!(kept, ["a_finding.py", "d_partial.py"]);
+        assert!(!results[0].report.diagnostics.is_empty());
+        assert!(!results[0].report.source.text.is_empty());
+        assert!(results[1].partial);
+        assert_eq!(
+            clean,
+            Clean {
+                checked: 1,
+                prefiltered: 1
+            }
+        );
+    }
 }

@@ -87,6 +87,20 @@ const CREATORS: &[(&str, usize, bool, &str)] = &[
 
 /// The allocation a creation call makes, when its shape is a constant.
 pub fn literal_allocation<'n>(pm: &PythonModel<'_>, call: Node<'n>) -> Option<Allocation<'n>> {
+    // The qualified name of `a.b.zeros(...)` ends in `.zeros` whatever `a` is bound to: a
+    // method no creator ends in needs no resolving (most calls of a file).
+    if let Some(function) = call
+        .field("function")
+        .filter(|f| f.kind_name() == "attribute")
+    {
+        let last = pm.text(function.field("attribute")?);
+        if !CREATORS
+            .iter()
+            .any(|c| c.0.rsplit('.').next() == Some(last))
+        {
+            return None;
+        }
+    }
     let q = pm.call_name(call)?;
     let (_, shape_arg, varargs, default_dtype) = *CREATORS.iter().find(|c| c.0 == q)?;
     let args = call.field("arguments")?;

@@ -7,6 +7,7 @@ use super::value::parse_int;
 use super::{fold_binary, string_literal, PythonModel, Value, MAX_FOLD_DEPTH};
 use gpulint_syntax::named_children;
 use gpulint_syntax::NodeExt;
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
@@ -15,8 +16,9 @@ use tree_sitter::Node;
 pub(crate) struct NameIndex<'t> {
     /// Plain `name = ...` assignments per name, in document order.
     assignments: HashMap<&'t str, Vec<Node<'t>>>,
-    /// Start bytes of the identifiers that bind each name, sorted.
-    binders: HashMap<&'t str, Vec<usize>>,
+    /// Start bytes of the identifiers that bind each name, sorted: a walk of the whole file,
+    /// made only when a name bound several times is folded (most files never ask).
+    binders: OnceCell<HashMap<&'t str, Vec<usize>>>,
     /// Assignments and augmented assignments to each plain name, in document order.
     targets: HashMap<&'t str, Vec<Node<'t>>>,
     /// Calls of a method of each plain name (`name.append(...)`), in document order.
@@ -51,7 +53,11 @@ impl<'t> PythonModel<'t> {
         }
         // Nothing in between rebinds the name: no identifier that binds it starts after the
         // assignment's statement and before the use.
-        let binders = index.binders.get(name).map(Vec::as_slice).unwrap_or(&[]);
+        let binders = self
+            .binders(index)
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         let first = binders.partition_point(|&b| b < stmt.end_byte());
         if binders.get(first).is_some_and(|&b| b < start) {
             return None;
@@ -86,9 +92,11 @@ impl<'t> PythonModel<'t> {
             .map(|&i| &self.imports[i])
     }
 
-    /// Per name: its plain `name = ...` assignments, and where identifiers that bind it start
-    /// (computed once, in one walk of the file, so that asking where a name was last bound
-    /// costs a binary search and not a scan of the file).
+    /// Per name: its plain `name = ...` assignments, its method calls and its imports per
+    /// scope, from the lists the builder made (no walk of the tree: every qualified name asks
+    /// for the imports). Where identifiers that bind a name start comes later, from one walk of
+    /// the file on first need, so that asking where a name was last bound costs a binary
+    /// search and not a scan of the file.
     fn name_index(&self) -> &NameIndex<'t> {
         self.name_index.get_or_init(|| {
             let mut index = NameIndex::default();
@@ -126,6 +134,14 @@ impl<'t> PythonModel<'t> {
                     .or_default()
                     .insert(imp.name.clone(), i);
             }
+            index
+        })
+    }
+
+    /// Where identifiers that bind each name start (see [`NameIndex::binders`]).
+    fn binders<'i>(&self, index: &'i NameIndex<'t>) -> &'i HashMap<&'t str, Vec<usize>> {
+        index.binders.get_or_init(|| {
+            let mut binders: HashMap<&'t str, Vec<usize>> = HashMap::new();
             for &root in &self.roots {
                 let mut cursor = root.walk();
                 let mut path: Vec<Node<'t>> = Vec::new();
@@ -133,8 +149,7 @@ impl<'t> PythonModel<'t> {
                     let n = cursor.node();
                     if n.kind_name() == "identifier" && path.last().is_some_and(|&p| binds_in(n, p))
                     {
-                        index
-                            .binders
+                        binders
                             .entry(self.text(n))
                             .or_default()
                             .push(n.start_byte());
@@ -151,10 +166,10 @@ impl<'t> PythonModel<'t> {
                     }
                 }
             }
-            for v in index.binders.values_mut() {
+            for v in binders.values_mut() {
                 v.sort_unstable();
             }
-            index
+            binders
         })
     }
 
