@@ -242,13 +242,21 @@ impl<'t> CudaBuilder<'t> {
             headers: Default::default(),
             function_order,
             function_parent,
+            launches_by_kernel: HashMap::new(),
+            kernel_by_name: HashMap::new(),
+            kernel_by_node: HashMap::new(),
+            guard_order: Vec::new(),
+            framework_header: Default::default(),
+            line_ends: Default::default(),
         };
+        model.index();
         model.resolve_template_values();
         for g in model.guards.iter_mut() {
             g.analyze(self.source);
         }
         let kernels = self.kernels.into_iter().map(|k| k.finish(&model)).collect();
         model.kernels = kernels;
+        model.index();
         model.glue = glue::build(&model, self.glue, &self.dispatch_macros);
         model
     }
