@@ -141,6 +141,8 @@ pub struct CudaModel<'t> {
     /// Indexes into `guards` sorted by the condition's start byte: the guards inside one
     /// kernel without a scan of every guard of the file.
     guard_order: Vec<u32>,
+    /// Indexes into `allocations` sorted by start byte.
+    allocation_order: Vec<u32>,
     /// Does the file include a framework header (`<torch/`, `<ATen/` …)? Computed once.
     framework_header: std::cell::OnceCell<bool>,
     /// Byte offsets of the line ends, for line numbers in messages (built on first use).
@@ -329,6 +331,21 @@ impl<'t> CudaModel<'t> {
         out
     }
 
+    /// The allocations that lie within bytes `from..to`, in the order of `allocations`.
+    pub fn allocations_within(&self, from: usize, to: usize) -> Vec<Node<'t>> {
+        let first = self
+            .allocation_order
+            .partition_point(|&a| self.allocations[a as usize].start_byte() < from);
+        let mut out: Vec<usize> = self.allocation_order[first..]
+            .iter()
+            .map(|&a| a as usize)
+            .take_while(|&a| self.allocations[a].start_byte() <= to)
+            .filter(|&a| self.allocations[a].end_byte() <= to)
+            .collect();
+        out.sort_unstable();
+        out.into_iter().map(|a| self.allocations[a]).collect()
+    }
+
     /// The 1-based line of byte `offset`.
     pub fn line_of(&self, offset: usize) -> usize {
         let ends = self.line_ends.get_or_init(|| {
@@ -359,6 +376,9 @@ impl<'t> CudaModel<'t> {
         let mut order: Vec<u32> = (0..self.guards.len() as u32).collect();
         order.sort_by_key(|&g| (self.guards[g as usize].cond.start_byte(), g));
         self.guard_order = order;
+        let mut order: Vec<u32> = (0..self.allocations.len() as u32).collect();
+        order.sort_by_key(|&a| (self.allocations[a as usize].start_byte(), a));
+        self.allocation_order = order;
     }
 
     /// The guards that hold at an access whose innermost guard is `top`, innermost first.

@@ -246,6 +246,7 @@ impl<'t> CudaBuilder<'t> {
             kernel_by_name: HashMap::new(),
             kernel_by_node: HashMap::new(),
             guard_order: Vec::new(),
+            allocation_order: Vec::new(),
             framework_header: Default::default(),
             line_ends: Default::default(),
         };
