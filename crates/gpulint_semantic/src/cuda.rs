@@ -134,6 +134,22 @@ pub struct CudaModel<'t> {
     /// not the number of functions in the file.
     function_order: Vec<usize>,
     function_parent: Vec<Option<usize>>,
+    /// Indexes into `launches` by kernel name, in order: the launches of one kernel without a
+    /// scan of every launch of the file.
+    launches_by_kernel: HashMap<&'t str, Vec<usize>>,
+    /// Index into `kernels` of the first kernel with a function's name, and of the kernel of a
+    /// function node (by node id).
+    kernel_by_name: HashMap<String, usize>,
+    kernel_by_node: HashMap<usize, usize>,
+    /// Indexes into `guards` sorted by the condition's start byte: the guards inside one
+    /// kernel without a scan of every guard of the file.
+    guard_order: Vec<u32>,
+    /// Indexes into `allocations` sorted by start byte.
+    allocation_order: Vec<u32>,
+    /// Does the file include a framework header (`<torch/`, `<ATen/` …)? Computed once.
+    framework_header: std::cell::OnceCell<bool>,
+    /// Byte offsets of the line ends, for line numbers in messages (built on first use).
+    line_ends: std::cell::OnceCell<Vec<usize>>,
 }
 
 /// See [`CudaModel::function_order`]: the order by start byte (longest first on a tie) and
@@ -280,14 +296,92 @@ impl<'t> CudaModel<'t> {
 
     /// Launches of the kernel called `name` in this file.
     pub fn launches_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Launch<'t>> + 'a {
-        self.launches.iter().filter(move |l| l.kernel == name)
+        self.launches_by_kernel
+            .get(name)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.launches[i])
     }
 
     /// The kernel a launch starts: the first kernel of this file with its name.
     pub fn launched_kernel(&self, launch: &Launch<'t>) -> Option<&Kernel<'t>> {
-        self.kernels
+        self.kernel_by_name
+            .get(launch.kernel)
+            .map(|&i| &self.kernels[i])
+    }
+
+    /// The kernel of a function (the first kernel whose node is the function's).
+    pub fn kernel_of(&self, func: &Function<'t>) -> Option<&Kernel<'t>> {
+        self.kernel_by_node
+            .get(&func.node.id())
+            .map(|&i| &self.kernels[i])
+    }
+
+    /// Indexes of the guards whose condition lies inside kernel `k`'s bytes, in the order of
+    /// `guards`.
+    pub fn guards_in(&self, k: &Kernel<'t>) -> Vec<usize> {
+        let (ks, ke) = (k.node.start_byte(), k.node.end_byte());
+        let from = self
+            .guard_order
+            .partition_point(|&g| self.guards[g as usize].cond.start_byte() < ks);
+        let mut out: Vec<usize> = self.guard_order[from..]
             .iter()
-            .find(|k| self.functions[k.function].name == launch.kernel)
+            .map(|&g| g as usize)
+            .take_while(|&g| self.guards[g].cond.start_byte() <= ke)
+            .filter(|&g| self.guards[g].cond.end_byte() <= ke)
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// The allocations that lie within bytes `from..to`, in the order of `allocations`.
+    pub fn allocations_within(&self, from: usize, to: usize) -> Vec<Node<'t>> {
+        let first = self
+            .allocation_order
+            .partition_point(|&a| self.allocations[a as usize].start_byte() < from);
+        let mut out: Vec<usize> = self.allocation_order[first..]
+            .iter()
+            .map(|&a| a as usize)
+            .take_while(|&a| self.allocations[a].start_byte() <= to)
+            .filter(|&a| self.allocations[a].end_byte() <= to)
+            .collect();
+        out.sort_unstable();
+        out.into_iter().map(|a| self.allocations[a]).collect()
+    }
+
+    /// The 1-based line of byte `offset`.
+    pub fn line_of(&self, offset: usize) -> usize {
+        let ends = self.line_ends.get_or_init(|| {
+            self.source
+                .bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .map(|(i, _)| i)
+                .collect()
+        });
+        ends.partition_point(|&e| e < offset) + 1
+    }
+
+    /// Builds the look-up indexes of launches, kernels and guards (after `kernels` is set).
+    pub(crate) fn index(&mut self) {
+        self.launches_by_kernel.clear();
+        for (i, l) in self.launches.iter().enumerate() {
+            self.launches_by_kernel.entry(l.kernel).or_default().push(i);
+        }
+        self.kernel_by_name.clear();
+        self.kernel_by_node.clear();
+        for (i, k) in self.kernels.iter().enumerate() {
+            self.kernel_by_name
+                .entry(self.functions[k.function].name.clone())
+                .or_insert(i);
+            self.kernel_by_node.entry(k.node.id()).or_insert(i);
+        }
+        let mut order: Vec<u32> = (0..self.guards.len() as u32).collect();
+        order.sort_by_key(|&g| (self.guards[g as usize].cond.start_byte(), g));
+        self.guard_order = order;
+        let mut order: Vec<u32> = (0..self.allocations.len() as u32).collect();
+        order.sort_by_key(|&a| (self.allocations[a as usize].start_byte(), a));
+        self.allocation_order = order;
     }
 
     /// The guards that hold at an access whose innermost guard is `top`, innermost first.

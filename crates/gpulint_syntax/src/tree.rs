@@ -34,6 +34,25 @@ pub fn ancestors_of<'t>(root: Node<'t>, target: Node<'t>) -> Vec<Node<'t>> {
     if root.start_byte() > start || root.end_byte() < end || root.id() == target.id() {
         return Vec::new();
     }
+    // Going down by byte offset: `goto_first_child_for_byte` steps through the balanced
+    // hidden nodes tree-sitter keeps for long repetitions, so a node among thousands of
+    // siblings (a top-level item of a large file) is reached in logarithmic time, where
+    // stepping from sibling to sibling is linear. A zero-width target (a missing node) is
+    // found by the sibling walk below.
+    if start < end {
+        let mut path = vec![root];
+        let mut cursor = root.walk();
+        while cursor.goto_first_child_for_byte(start).is_some() {
+            let n = cursor.node();
+            if n.id() == target.id() {
+                return path;
+            }
+            if !(n.start_byte() <= start && end <= n.end_byte()) {
+                break;
+            }
+            path.push(n);
+        }
+    }
     let mut path = vec![root];
     let mut cursor = root.walk();
     'down: loop {
@@ -286,5 +305,62 @@ mod tests {
             assert_eq!(n.kind_name(), n.kind());
         }
         assert!(checked > 10_000);
+    }
+
+    /// The nodes `Node::parent` climbs through, outermost first.
+    fn parents(root: Node<'_>, n: Node<'_>) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut cur = n;
+        while cur.id() != root.id() {
+            let Some(p) = cur.parent() else { break };
+            out.push(p.id());
+            cur = p;
+        }
+        out.reverse();
+        out
+    }
+
+    /// `ancestors_of` gives the chain `Node::parent` climbs, for every node of the fixtures
+    /// (broken ones and zero-width MISSING nodes included), and from an inner root.
+    #[test]
+    fn ancestors_of_agrees_with_parent() {
+        let mut checked = 0;
+        for dir in [
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/python"),
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/cuda"),
+        ] {
+            let lang = if dir.ends_with("python") {
+                Lang::Python
+            } else {
+                Lang::Cuda
+            };
+            let mut texts: Vec<String> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+                .collect();
+            texts.push("int f( { x = ; }\nvoid g() { h(1, ; }".into());
+            for text in texts {
+                let Some(tree) = crate::parse(lang, &text) else {
+                    continue;
+                };
+                let root = tree.root_node();
+                for n in descendants(root).step_by(7) {
+                    let got: Vec<usize> = ancestors_of(root, n).iter().map(|a| a.id()).collect();
+                    assert_eq!(got, parents(root, n), "{} at {}", n.kind(), n.start_byte());
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 1_000);
+        // Below an inner root; a node outside it gives nothing.
+        let tree = crate::parse(Lang::Python, "def f():\n    return g(1)\nx = 2\n").unwrap();
+        let root = tree.root_node();
+        let f = root.named_child(0).unwrap();
+        let call = descendants(f).find(|n| n.kind() == "call").unwrap();
+        let got: Vec<usize> = ancestors_of(f, call).iter().map(|a| a.id()).collect();
+        let want: Vec<usize> = parents(root, call)[1..].to_vec();
+        assert_eq!(got, want);
+        let x = root.named_child(1).unwrap();
+        assert!(ancestors_of(f, x).is_empty());
     }
 }

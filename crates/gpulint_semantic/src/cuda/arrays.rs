@@ -428,10 +428,7 @@ impl<'t> CudaModel<'t> {
         depth: usize,
     ) -> Option<(i128, i128)> {
         self.block_range(func)?;
-        let k = self
-            .kernels
-            .iter()
-            .find(|k| k.node.id() == func.node.id())?;
+        let k = self.kernel_of(func)?;
         let name = self.text(id);
         let i = k.local(name)?;
         let [def] = k.defs[i].as_slice() else {
@@ -456,7 +453,7 @@ impl<'t> CudaModel<'t> {
     /// kernel locals defined from them (`const int tid = threadIdx.x;`), following definitions
     /// (not the conditions they sit under). Empty when the index does not read them.
     pub fn thread_names(&self, func: &Function<'t>, index: Node<'t>) -> Vec<&'t str> {
-        let k = self.kernels.iter().find(|k| k.node.id() == func.node.id());
+        let k = self.kernel_of(func);
         let mut names: Vec<&'t str> = Vec::new();
         let mut reads = false;
         let mut stack: Vec<(Node<'t>, usize)> = vec![(index, 0)];
@@ -496,7 +493,7 @@ impl<'t> CudaModel<'t> {
         base: Node<'t>,
         names: &[&str],
     ) -> bool {
-        let Some(k) = self.kernels.iter().find(|k| k.node.id() == func.node.id()) else {
+        let Some(k) = self.kernel_of(func) else {
             return true;
         };
         let Some(access) = k.accesses.iter().find(|a| a.node.id() == base.id()) else {

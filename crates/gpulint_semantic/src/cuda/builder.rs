@@ -246,7 +246,15 @@ impl<'t> CudaBuilder<'t> {
             headers: Default::default(),
             function_order,
             function_parent,
+            launches_by_kernel: HashMap::new(),
+            kernel_by_name: HashMap::new(),
+            kernel_by_node: HashMap::new(),
+            guard_order: Vec::new(),
+            allocation_order: Vec::new(),
+            framework_header: Default::default(),
+            line_ends: Default::default(),
         };
+        model.index();
         model.resolve_template_values();
         for g in model.guards.iter_mut() {
             g.analyze(self.source);
@@ -254,6 +262,7 @@ impl<'t> CudaBuilder<'t> {
         let (helpers, kernels): (Vec<_>, Vec<_>) = self.kernels.into_iter().partition(|k| k.helper);
         model.kernels = kernels.into_iter().map(|k| k.finish(&model)).collect();
         model.helpers = helpers.into_iter().map(|k| k.finish(&model)).collect();
+        model.index();
         model.glue = glue::build(&model, self.glue, &self.dispatch_macros);
         model
     }

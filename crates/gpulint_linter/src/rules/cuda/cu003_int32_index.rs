@@ -163,15 +163,12 @@ impl Rule for Int32ThreadIndex {
             if k.node.has_error() {
                 continue;
             }
-            let (ks, ke) = (k.node.start_byte(), k.node.end_byte());
             let mut done: Vec<&str> = Vec::new();
-            for g in &m.guards {
+            for g in m.guards_in(k).into_iter().map(|gi| &m.guards[gi]) {
                 if !matches!(
                     g.kind,
                     GuardKind::If | GuardKind::EarlyExit | GuardKind::Loop
-                ) || g.cond.start_byte() < ks
-                    || g.cond.end_byte() > ke
-                {
+                ) {
                     continue;
                 }
                 let mut c = g.cond;
@@ -306,7 +303,7 @@ fn check_glue(ctx: &mut Context<'_>) {
     let m = ctx.cuda();
     // Sizes narrowed one by one, then multiplied in 32 bits: an element count.
     for (decl, product) in m.narrowed_size_products() {
-        let line = m.source[..product.start_byte()].matches('\n').count() + 1;
+        let line = m.line_of(product.start_byte());
         let d = ctx
             .diagnostic(
                 decl,
@@ -358,7 +355,7 @@ fn check_glue(ctx: &mut Context<'_>) {
         } else {
             "a product of 64-bit tensor sizes"
         };
-        let line = m.source[..n.launch.start_byte()].matches('\n').count() + 1;
+        let line = m.line_of(n.launch.start_byte());
         let d = ctx
             .diagnostic(
                 n.param,

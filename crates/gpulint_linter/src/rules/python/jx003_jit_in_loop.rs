@@ -11,6 +11,7 @@ use gpulint_semantic::python::training::{mentions, Loop};
 use gpulint_semantic::python::PythonModel;
 use gpulint_syntax::Lang;
 use gpulint_syntax::{named_children, NodeExt};
+use std::collections::HashMap;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -230,13 +231,23 @@ impl JitInLoop {
     fn check_static_arguments(&self, ctx: &mut Context<'_>) {
         let m = ctx.python();
         let t = m.training();
-        for sj in static_jits(m) {
-            for &(call, scope) in &m.calls {
-                let Some(f) = call.field("function") else {
-                    continue;
-                };
-                if f.kind() != "identifier" || m.text(f) != sj.name || !visible(m, sj.scope, scope)
-                {
+        let jits = static_jits(m);
+        if jits.is_empty() {
+            return;
+        }
+        // The calls of plain names, by name, in file order: each jitted function looks at the
+        // calls of its own name, not at every call of the file.
+        let mut by_name: HashMap<&str, Vec<(Node<'_>, Option<usize>)>> = HashMap::new();
+        for &(call, scope) in &m.calls {
+            if let Some(f) = call.field("function") {
+                if f.kind() == "identifier" {
+                    by_name.entry(m.text(f)).or_default().push((call, scope));
+                }
+            }
+        }
+        for sj in jits {
+            for &(call, scope) in by_name.get(sj.name.as_str()).into_iter().flatten() {
+                if !visible(m, sj.scope, scope) {
                     continue;
                 }
                 for arg in sj.static_args(m, call) {

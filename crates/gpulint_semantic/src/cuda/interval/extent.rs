@@ -232,11 +232,7 @@ impl<'t> CudaModel<'t> {
         let func = self.enclosing_function(launch.node)?;
         let (fs, at) = (func.node.start_byte(), launch.node.start_byte());
         let mut found = None;
-        for c in self
-            .allocations
-            .iter()
-            .filter(|c| fs <= c.start_byte() && c.end_byte() <= at)
-        {
+        for c in &self.allocations_within(fs, at) {
             let f = c.field("function")?;
             if !matches!(
                 self.text(f),

@@ -260,7 +260,10 @@ impl<'t> CudaModel<'t> {
             return out;
         }
         let cx = RangeCx::new(self, k);
-        let tensors = FRAMEWORK.iter().any(|h| self.source.contains(h))
+        // The file's text is searched once, not once per kernel.
+        let tensors = *self
+            .framework_header
+            .get_or_init(|| FRAMEWORK.iter().any(|h| self.source.contains(h)))
             || self.launches_of(&self.functions[k.function].name).any(|l| {
                 l.args.iter().any(|a| {
                     let t = self.text(*a);
@@ -355,14 +358,12 @@ impl<'t> CudaModel<'t> {
             }
         }
         // Element counts in guards on global indices: `if (i < B * T * V)`.
-        let (ks, ke) = (k.node.start_byte(), k.node.end_byte());
-        for (gi, g) in self.guards.iter().enumerate() {
+        for gi in self.guards_in(k) {
+            let g = &self.guards[gi];
             if !matches!(
                 g.kind,
                 GuardKind::If | GuardKind::EarlyExit | GuardKind::Loop
-            ) || g.cond.start_byte() < ks
-                || g.cond.end_byte() > ke
-            {
+            ) {
                 continue;
             }
             for b in &g.bounds {
