@@ -10,9 +10,11 @@ mod facts;
 mod overflow;
 mod poly;
 mod range;
+mod width;
 
 pub use access::{Extent, OutOfRange};
 pub use eval::{Bound, Point, Range, RangeCx};
 pub use extent::type_range;
-pub use overflow::{type_width, Overflow, OverflowKind, Width};
+pub use overflow::{Overflow, OverflowKind};
 pub use poly::Poly;
+pub use width::{type_width, Width};
