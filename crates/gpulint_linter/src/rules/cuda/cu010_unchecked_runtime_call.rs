@@ -21,7 +21,8 @@ declare_rule! {
     ///
     /// A bare call followed, within the next three statements of its block (before any
     /// `return`, `break`, `continue` or `goto`, and before any kernel launch, which would consume
-    /// the result first), by a statement that retrieves the last error is checked too: `cudaGetLastError()` / `cudaPeekAtLastError()` (also inside a wrapper, as in
+    /// the result first), by a statement that retrieves the last error is checked too:
+    /// `cudaGetLastError()` / `cudaPeekAtLastError()` (also inside a wrapper, as in
     /// `CUDA_CHECK(cudaGetLastError())`), `getLastCudaError(…)`, `cudaCheckError()`,
     /// `C10_CUDA_KERNEL_LAUNCH_CHECK()`, a function-like macro defined in the same file whose
     /// body calls `cudaGetLastError` or `cudaPeekAtLastError`, or a name in the `check-macros`
@@ -178,9 +179,9 @@ const RETRIEVES_ERROR: &[&str] = &[
 const CHECK_WITHIN: usize = 3;
 
 /// Is one of the next [`CHECK_WITHIN`] statements after `stmt` (before any jump out of the
-/// block, and before any kernel launch) an error check that retrieves the last error: a call to `cudaGetLastError()` (in any
-/// wrapper), a known checking macro, one from `check-macros`, or a macro of this file whose body
-/// retrieves the last error?
+/// block, and before any kernel launch) an error check that retrieves the last error: a call to
+/// `cudaGetLastError()` (in any wrapper), a known checking macro, one from `check-macros`, or a
+/// macro of this file whose body retrieves the last error?
 fn followed_by_error_check(ctx: &Context<'_>, stmt: Node<'_>) -> bool {
     let mut next = stmt.next_named_sibling();
     let mut seen = 0;
@@ -203,9 +204,11 @@ fn followed_by_error_check(ctx: &Context<'_>, stmt: Node<'_>) -> bool {
             }
             // A kernel launch in between consumes what the call produced before the check,
             // which then reports the launch.
-            if std::iter::once(n)
-                .chain(gpulint_syntax::descendants(n))
-                .any(|c| c.kind() == "kernel_call_syntax")
+            if ctx
+                .cuda()
+                .launches
+                .iter()
+                .any(|l| n.start_byte() <= l.node.start_byte() && l.node.end_byte() <= n.end_byte())
             {
                 return false;
             }
