@@ -46,6 +46,12 @@ import threading
 
 # Files whose parent directory is extracted too: kernels, headers and op glue live side by side.
 NATIVE_EXTS = ('.cu', '.cuh', '.cpp', '.cc', '.cxx', '.c', '.h', '.hpp', '.hxx')
+# Files linted with their whole repository around them.
+PYTHON_EXTS = ('.py', '.ipynb')
+# The pathspec that stands for the whole tree, and the largest file then extracted (data files,
+# weights and images of that size are not source).
+WHOLE_TREE = ':/'
+MAX_TREE_BLOB = 1 << 20
 
 
 def log(msg):
@@ -143,8 +149,13 @@ class Mirrors:
 
 
 def pathspecs_for(gitdir, commit, path):
-    """The directory holding `path` (recursively) and, for native code, the files of its
-    parent directory; at the top level, the top-level files only."""
+    """What is extracted to lint `path`. For Python (`.py`, `.ipynb`): the whole repository
+    (`:/`), as a user lints a project and its imports reach modules anywhere in it (sibling
+    packages, a package installed from a subdirectory); files over MAX_TREE_BLOB are left out.
+    For native code: the directory holding `path` (recursively) and the files of its parent
+    directory; at the top level, the top-level files only."""
+    if path.lower().endswith(PYTHON_EXTS):
+        return [WHOLE_TREE]
     d = os.path.dirname(path)
 
     def files_in(directory):
@@ -164,7 +175,47 @@ def pathspecs_for(gitdir, commit, path):
     return specs
 
 
+def extract_tree(gitdir, commit, dest):
+    """Every regular file of `commit` up to MAX_TREE_BLOB bytes, read through one
+    `git cat-file --batch` process."""
+    listing = git(gitdir, 'ls-tree', '-r', '-l', '-z', commit).stdout
+    wanted = []
+    for entry in listing.split('\0'):
+        meta, _, name = entry.partition('\t')
+        parts = meta.split()
+        if len(parts) < 4 or parts[1] != 'blob' or parts[0] == '120000':
+            continue
+        if not parts[3].isdigit() or int(parts[3]) > MAX_TREE_BLOB:
+            continue
+        if name.startswith('/') or '..' in name.split('/'):
+            continue
+        wanted.append((parts[2], name))
+    if not wanted:
+        return
+    proc = git(gitdir, 'cat-file', '--batch', text=False, check=False,
+               input=''.join(f'{sha}\n' for sha, _ in wanted).encode())
+    out, pos = proc.stdout, 0
+    for sha, name in wanted:
+        nl = out.find(b'\n', pos)
+        if nl < 0:
+            break
+        header = out[pos:nl].split()
+        pos = nl + 1
+        if len(header) < 3 or header[1] != b'blob':  # `<sha> missing`
+            continue
+        size = int(header[2])
+        data = out[pos:pos + size]
+        pos += size + 1
+        target = os.path.join(dest, name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, 'wb') as f:
+            f.write(data)
+
+
 def extract(gitdir, commit, specs, dest):
+    if specs == [WHOLE_TREE]:
+        extract_tree(gitdir, commit, dest)
+        return
     proc = git(gitdir, 'archive', '--format=tar', commit, '--', *specs, text=False, check=False)
     if proc.returncode != 0:  # e.g. a mirror that lacks some large blobs: copy file by file
         extract_files(gitdir, commit, specs, dest)
