@@ -24,7 +24,7 @@ pub use data::{
     under_main_guard, worker_count, worker_loaders,
 };
 pub use flow::{is_loss_name, is_model_name, root_name, Flow};
-pub use leaks::{accumulation, mentions};
+pub use leaks::{accumulation, mentions, EpochOutput};
 
 use super::PythonModel;
 use gpulint_syntax::named_children;

@@ -29,7 +29,10 @@ declare_rule! {
     /// `backward()` runs from (`out["loss"].backward(); outputs.append(out)`, unless the entry
     /// is replaced by a detached copy first). In a `LightningModule`'s `training_step`,
     /// appending what the step returns (it holds the loss) to a list on `self` keeps every
-    /// step's graph until the list is cleared.
+    /// step's graph until the list is cleared. When the `LightningModule` also overrides
+    /// `training_epoch_end(outputs)`, Lightning (before 2.0) itself keeps every dict
+    /// `training_step` returns until the epoch ends, so a graph-attached entry other than the
+    /// `"loss"` (`{"loss": loss, "preds": preds}`) is stored across the epoch.
     ///
     /// ## Why is this risky?
     /// Every stored tensor keeps the whole graph of its step alive, with the activations saved
@@ -118,6 +121,25 @@ impl Rule for StoredGraphTensor {
                     stores.push((a, c, right));
                 }
             }
+        }
+        for o in t.lightning_epoch_outputs(m) {
+            let vtext = m.text(o.value);
+            let d = ctx
+                .diagnostic(
+                    o.pair,
+                    format!(
+                        "`{vtext}` is returned from `training_step` with its autograd graph, and Lightning keeps every step's outputs for `training_epoch_end`"
+                    ),
+                )
+                .primary_label("kept with its step's graph and activations until the epoch ends")
+                .with_label(
+                    Span::of(&o.epoch_end.field("name").unwrap_or(o.epoch_end)),
+                    "overriding `training_epoch_end` makes Lightning (before 2.0) store what each `training_step` returns",
+                );
+            ctx.report(graph_kept_alive(d, o.value, o.source).help(format!(
+                "return `{}.detach()`, or only the loss when the epoch end does not need it",
+                paren(vtext)
+            )));
         }
         stores.sort_by_key(|s| s.0.start_byte());
         for (at, container, value) in stores {

@@ -170,3 +170,96 @@ impl<'t> Training<'t> {
         })
     }
 }
+
+/// A value `training_step` returns besides the loss that Lightning keeps for
+/// `training_epoch_end`: see [`Training::lightning_epoch_outputs`].
+#[derive(Debug, Clone, Copy)]
+pub struct EpochOutput<'t> {
+    /// The `key: value` pair of the returned dict.
+    pub pair: Node<'t>,
+    /// The value, graph-attached.
+    pub value: Node<'t>,
+    /// Where the graph comes from.
+    pub source: Node<'t>,
+    /// The `training_epoch_end` method.
+    pub epoch_end: Node<'t>,
+}
+
+impl<'t> Training<'t> {
+    /// Lightning (before 2.0) keeps what every `training_step` returns in a list for the whole
+    /// epoch when the module overrides `training_epoch_end(outputs)`. In a `LightningModule`
+    /// subclass that defines both, the entries of a returned dict literal, other than the
+    /// `"loss"` Lightning backpropagates (and detaches for the list), whose value is
+    /// graph-attached: each is kept, with its graph and the step's activations, until the
+    /// epoch ends.
+    pub fn lightning_epoch_outputs(&self, m: &PythonModel<'t>) -> Vec<EpochOutput<'t>> {
+        let mut out = Vec::new();
+        for (f, func) in m.functions.iter().enumerate() {
+            if func.name != "training_step" || func.parent.is_some() {
+                continue;
+            }
+            let Some(class) = func.class.as_deref() else {
+                continue;
+            };
+            if !is_lightning_module(m, class) {
+                continue;
+            }
+            let Some(epoch_end) = m
+                .functions
+                .iter()
+                .find(|g| g.name == "training_epoch_end" && g.class.as_deref() == Some(class))
+            else {
+                continue;
+            };
+            let backward: Vec<(Node<'t>, Option<Node<'t>>)> = self
+                .backward
+                .iter()
+                .filter(|(b, _)| m.enclosing_function(*b) == Some(f))
+                .copied()
+                .collect();
+            for ret in gpulint_syntax::descendants(func.node)
+                .filter(|n| n.kind_name() == "return_statement")
+                .filter(|n| m.enclosing_function(*n) == Some(f))
+            {
+                let Some(dict) = ret.named_child(0).filter(|d| d.kind_name() == "dictionary")
+                else {
+                    continue;
+                };
+                for pair in named_children(dict).filter(|p| p.kind_name() == "pair") {
+                    let (Some(key), Some(value)) = (pair.field("key"), pair.field("value")) else {
+                        continue;
+                    };
+                    let key = crate::python::string_literal(key, m.source);
+                    if key.as_deref().is_none_or(|k| k == "loss" || k == "hiddens") {
+                        continue;
+                    }
+                    if self.grad_free(value).is_some() {
+                        continue;
+                    }
+                    if let Flow::Attached(source) = self.flow(m, value, &backward) {
+                        out.push(EpochOutput {
+                            pair,
+                            value,
+                            source,
+                            epoch_end: epoch_end.node,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Is `class` (defined in `m`) a direct `LightningModule` subclass?
+fn is_lightning_module(m: &PythonModel<'_>, class: &str) -> bool {
+    m.classes.iter().any(|c| {
+        c.name == class
+            && c.node.field("superclasses").is_some_and(|b| {
+                named_children(b).any(|x| {
+                    let t = m.text(x);
+                    t == "LightningModule" || t.ends_with(".LightningModule")
+                })
+            })
+    })
+}
