@@ -411,18 +411,55 @@ pub struct ModuleFacts {
     pub tf_init_at_import: Option<String>,
 }
 
-/// The file a dotted import refers to, if it is a local module next to `file`: `gpu_setup` →
-/// `<dir>/gpu_setup.py` or `<dir>/gpu_setup/__init__.py`. Returns the path and the number of
-/// leading components of `dotted` that name the module (the rest are attributes).
-fn local_module(file: &Path, dotted: &str) -> Option<(PathBuf, usize)> {
-    let dir = file.parent()?;
-    // `.x` is relative to this package; `..x` would leave the directory: not followed.
-    let dotted = match dotted.strip_prefix('.') {
-        Some(rest) if rest.starts_with('.') => return None,
-        Some(rest) => rest,
-        None => dotted,
+/// Files that make a directory a distribution `pip install -e` can install.
+const DISTRIBUTION_FILES: &[&str] = &["setup.py", "pyproject.toml", "setup.cfg"];
+
+/// The distributions of the project found in a directory: its subdirectories that hold a
+/// `setup.py`, `pyproject.toml` or `setup.cfg`, each as the folders its modules are imported
+/// from (the subdirectory itself and its `src/`, for the flat and the src layouts).
+#[derive(Debug, Default)]
+struct DirDistributions {
+    roots: Vec<PathBuf>,
+    read: Vec<PathBuf>,
+}
+
+static DISTRIBUTIONS: LazyLock<Mutex<HashMap<PathBuf, Arc<DirDistributions>>>> =
+    LazyLock::new(Default::default);
+
+fn read_distributions(dir: &Path) -> DirDistributions {
+    let mut facts = DirDistributions::default();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return facts;
     };
-    let parts: Vec<&str> = dotted.split('.').filter(|p| !p.is_empty()).collect();
+    let mut subdirs: Vec<PathBuf> = entries
+        .take(MAX_DIR_ENTRIES)
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    subdirs.sort();
+    for sub in subdirs {
+        if let Some(f) = DISTRIBUTION_FILES
+            .iter()
+            .map(|f| sub.join(f))
+            .find(|f| f.is_file())
+        {
+            facts.read.push(f);
+            let src = sub.join("src");
+            facts.roots.push(sub);
+            if src.is_dir() {
+                facts.roots.push(src);
+            }
+        }
+    }
+    facts
+}
+
+/// `dotted` as a module under `dir`: `<dir>/a/b.py` or `<dir>/a/b/__init__.py` for `a.b`, the
+/// longest prefix of the components that names a module. Returns the path and the number of
+/// leading components of `dotted` that name the module (the rest are attributes).
+fn module_under(dir: &Path, parts: &[&str]) -> Option<(PathBuf, usize)> {
     for n in (1..=parts.len()).rev() {
         let mut p = dir.to_path_buf();
         for part in &parts[..n] {
@@ -438,6 +475,40 @@ fn local_module(file: &Path, dotted: &str) -> Option<(PathBuf, usize)> {
         }
     }
     None
+}
+
+/// The file a dotted import refers to, if it is a module of the project: a local module next
+/// to `file` (`gpu_setup` → `<dir>/gpu_setup.py` or `<dir>/gpu_setup/__init__.py`), else a
+/// module of a distribution the project holds in a subdirectory of `file`'s directory or of an
+/// ancestor up to the repository root (`util/setup.py` with `util/gpu_setup.py`, installed
+/// with `pip install -e util`); the nearest wins. Relative imports are looked up next to
+/// `file` only. Returns the path and the number of leading components of `dotted` that name
+/// the module (the rest are attributes).
+fn local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usize)> {
+    let dir = file.parent()?;
+    // `.x` is relative to this package; `..x` would leave the directory: not followed.
+    let (dotted, relative) = match dotted.strip_prefix('.') {
+        Some(rest) if rest.starts_with('.') => return None,
+        Some(rest) => (rest, true),
+        None => (dotted, false),
+    };
+    let parts: Vec<&str> = dotted.split('.').filter(|p| !p.is_empty()).collect();
+    if parts.is_empty() {
+        return None;
+    }
+    if let Some(found) = module_under(dir, &parts) {
+        return Some(found);
+    }
+    if relative {
+        return None;
+    }
+    nearest(
+        file,
+        root,
+        |d| per_dir(&DISTRIBUTIONS, d, read_distributions),
+        |f| &f.read,
+        |f| f.roots.iter().find_map(|r| module_under(r, &parts)),
+    )
 }
 
 fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
@@ -463,7 +534,16 @@ fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
                         && m.enclosing_function(e.node).is_none()
                         && !under_main_guard(&m, e.node)
                 })
-                .and_then(|e| e.node.field("function"))
+                .map(|e| e.node)
+                // `def call(self, x, n=tf.constant(1)):` in a class of the module: a default
+                // value is evaluated when the `def` runs, at import.
+                .or_else(|| {
+                    m.calls
+                        .iter()
+                        .map(|&(c, _)| c)
+                        .find(|&c| tf.init_kind(c).is_some() && default_evaluated_at_import(&m, c))
+                })
+                .and_then(|c| c.field("function"))
                 .map(|f| m.text(f).to_string())
         } else {
             None
@@ -482,10 +562,14 @@ fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
 
 /// Does a local module imported by `m` (the module at `file`) configure TensorFlow GPU memory,
 /// either when imported or through a function of it that `m` calls? Returns the module's path.
-pub fn tf_memory_configured_by_import(m: &PythonModel<'_>, file: &Path) -> Option<PathBuf> {
+pub fn tf_memory_configured_by_import(
+    m: &PythonModel<'_>,
+    file: &Path,
+    root: &Path,
+) -> Option<PathBuf> {
     let mut checked: HashMap<PathBuf, Option<Arc<ModuleFacts>>> = HashMap::new();
     let mut facts_of = |dotted: &str| -> Option<(PathBuf, usize, Arc<ModuleFacts>)> {
-        let (path, n) = local_module(file, dotted)?;
+        let (path, n) = local_module(file, root, dotted)?;
         gpulint_source::note_dependency(&path);
         let f = checked
             .entry(path.clone())
@@ -536,6 +620,48 @@ pub fn tf_memory_configured_by_import(m: &PythonModel<'_>, file: &Path) -> Optio
     None
 }
 
+/// Is `node` inside the default value of a parameter of a `def` that runs when the module is
+/// imported (at module level or in the body of a class there, not in a function or under the
+/// `__main__` guard)?
+fn default_evaluated_at_import(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
+    let mut cur = node;
+    let mut def = None;
+    while let Some(p) = cur.parent() {
+        if matches!(p.kind(), "default_parameter" | "typed_default_parameter")
+            && p.field("value").is_some_and(|v| v.id() == cur.id())
+            && p.parent().is_some_and(|ps| ps.kind() == "parameters")
+        {
+            def = p.parent().and_then(|ps| ps.parent());
+            break;
+        }
+        if matches!(
+            p.kind(),
+            "function_definition" | "lambda" | "class_definition"
+        ) {
+            return false;
+        }
+        cur = p;
+    }
+    let Some(def) = def.filter(|d| d.kind() == "function_definition") else {
+        return false;
+    };
+    let mut cur = def;
+    while let Some(p) = cur.parent() {
+        match p.kind() {
+            "function_definition" | "lambda" => return false,
+            "if_statement"
+                if p.field("condition")
+                    .is_some_and(|c| super::order::is_main_guard(c, m)) =>
+            {
+                return false
+            }
+            _ => {}
+        }
+        cur = p;
+    }
+    true
+}
+
 fn under_main_guard(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
     let mut cur = node;
     while let Some(p) = cur.parent() {
@@ -556,6 +682,7 @@ fn under_main_guard(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
 pub fn tf_initialized_by_import(
     m: &PythonModel<'_>,
     file: &Path,
+    root: &Path,
     before: usize,
 ) -> Option<((usize, usize), PathBuf, String)> {
     let mut seen: Vec<PathBuf> = Vec::new();
@@ -563,7 +690,7 @@ pub fn tf_initialized_by_import(
         if imp.scope.is_some() || imp.start_byte >= before {
             continue;
         }
-        let Some((path, _)) = local_module(file, &imp.qualified) else {
+        let Some((path, _)) = local_module(file, root, &imp.qualified) else {
             continue;
         };
         if seen.contains(&path) {
@@ -693,12 +820,15 @@ mod tests {
         let tree = parse(Lang::Python, src).unwrap();
         let m = super::super::build(&tree, src);
         assert_eq!(
-            tf_memory_configured_by_import(&m, &main),
+            tf_memory_configured_by_import(&m, &main, Path::new("/nonexistent-root")),
             Some(pkg.join("gpu_setup.py"))
         );
         let src = "import tensorflow as tf\nimport numpy\nmodel.fit(x)\n";
         let tree = parse(Lang::Python, src).unwrap();
         let m = super::super::build(&tree, src);
-        assert_eq!(tf_memory_configured_by_import(&m, &main), None);
+        assert_eq!(
+            tf_memory_configured_by_import(&m, &main, Path::new("/nonexistent-root")),
+            None
+        );
     }
 }

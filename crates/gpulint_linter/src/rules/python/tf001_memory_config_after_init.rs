@@ -29,9 +29,11 @@ declare_rule! {
     /// initialization, is fine.
     ///
     /// Module-level configuration that follows the import of a local module (next to the
-    /// file) whose own module-level code initializes the runtime (builds a layer, creates a
-    /// tensor) is reported too; code under that module's `if __name__ == "__main__":` does not
-    /// run at import and does not count.
+    /// file, or in a distribution the project holds in a subfolder, such as `util/setup.py`
+    /// installed with `pip install -e util`) whose own module-level code initializes the
+    /// runtime (builds a layer, creates a tensor, or evaluates such a call as the default value
+    /// of a parameter of a function or method defined at import) is reported too; code under
+    /// that module's `if __name__ == "__main__":` does not run at import and does not count.
     ///
     /// ## Why is this risky?
     /// Once the runtime is initialized, `set_memory_growth` and the other calls raise
@@ -165,9 +167,12 @@ impl Rule for MemoryConfigAfterInit {
             if reported.contains(&ev.node.id()) || m.enclosing_function(ev.node).is_some() {
                 continue;
             }
-            let Some(((start, end), module, init)) =
-                project::tf_initialized_by_import(m, &ctx.file.path, ev.node.start_byte())
-            else {
+            let Some(((start, end), module, init)) = project::tf_initialized_by_import(
+                m,
+                &ctx.file.path,
+                &ctx.settings.root,
+                ev.node.start_byte(),
+            ) else {
                 continue;
             };
             reported.insert(ev.node.id());
@@ -184,7 +189,7 @@ impl Rule for MemoryConfigAfterInit {
                 .primary_label("raises RuntimeError: Physical devices cannot be modified after being initialized")
                 .with_label(
                     Span { start, end },
-                    format!("importing this runs `{module}`, whose module-level `{init}(...)` initializes the runtime"),
+                    format!("importing this runs `{module}`, whose import-time `{init}(...)` initializes the runtime"),
                 );
             ctx.report(d.help(help(config)));
         }

@@ -100,7 +100,7 @@ impl Rule for MissingMemoryGrowth {
         {
             return;
         }
-        if project::tf_memory_configured_by_import(m, path).is_some() {
+        if project::tf_memory_configured_by_import(m, path, &ctx.settings.root).is_some() {
             return;
         }
         let Some(import) = m
