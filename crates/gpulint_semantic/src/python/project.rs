@@ -662,6 +662,59 @@ fn default_evaluated_at_import(m: &PythonModel<'_>, node: tree_sitter::Node<'_>)
     true
 }
 
+/// A method of a class of a module: (module path, class, method).
+type MethodKey = (PathBuf, String, String);
+
+static METHOD_SUMMARIES: LazyLock<Mutex<HashMap<MethodKey, bool>>> =
+    LazyLock::new(Default::default);
+
+/// Does method `method` of the class `qualified` names (`trainer.Trainer`, imported from a
+/// module of the project as [`local_module`] finds it for `file`) return a graph-attached
+/// value, judged in that module with its own `backward()` calls? Cached for the run; the
+/// module's own imports are not followed further.
+pub fn method_returns_attached(file: &Path, root: &Path, qualified: &str, method: &str) -> bool {
+    let Some((path, n)) = local_module(file, root, qualified) else {
+        return false;
+    };
+    let parts: Vec<&str> = qualified
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.len() != n + 1 {
+        return false;
+    }
+    let class = parts[n];
+    gpulint_source::note_dependency(&path);
+    let key = (path.clone(), class.to_string(), method.to_string());
+    if let Some(&known) = METHOD_SUMMARIES
+        .lock()
+        .ok()
+        .and_then(|s| s.get(&key).copied())
+        .as_ref()
+    {
+        return known;
+    }
+    let found = (|| {
+        let bytes = read_small(&path, MAX_MODULE_SIZE)?;
+        let text = gpulint_source::decode(bytes).ok()?;
+        let tree = parse(Lang::Python, &text)?;
+        let m = super::build(&tree, &text);
+        if !m.imports_torch() {
+            return Some(false);
+        }
+        let f = m.functions.iter().position(|f| {
+            f.name == method && f.parent.is_none() && f.class.as_deref() == Some(class)
+        })?;
+        Some(m.training().returns_attached(&m, f, 0).is_some())
+    })()
+    .unwrap_or(false);
+    if let Ok(mut s) = METHOD_SUMMARIES.lock() {
+        s.insert(key, found);
+    }
+    found
+}
+
 fn under_main_guard(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
     let mut cur = node;
     while let Some(p) = cur.parent() {

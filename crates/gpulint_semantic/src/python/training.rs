@@ -77,7 +77,15 @@ pub struct Training<'t> {
     backward_by_scope: HashMap<Option<usize>, Vec<usize>>,
     /// Every `assignment` (not augmented) per function it sits in, in document order.
     assignments_by_scope: HashMap<Option<usize>, Vec<Node<'t>>>,
+    /// The checked file and the project root, once a rule has set them
+    /// ([`Training::set_project`]): summaries of methods of classes imported from the project's
+    /// own modules are looked up there.
+    project: std::cell::RefCell<Option<(std::path::PathBuf, std::path::PathBuf)>>,
 }
+
+/// Methods named for one training step (`trainer.train_step(batch)`): a loop calling one on
+/// any object is a training loop.
+const STEP_METHODS: &[&str] = &["train_step", "training_step"];
 
 /// Qualified names of the context managers / decorators that turn autograd off.
 const GRAD_OFF: &[&str] = &[
@@ -110,7 +118,7 @@ impl<'t> Training<'t> {
                         t.loops[i].backward.push((call, loss));
                     }
                 }
-            } else if is_optimizer_step(m, call) {
+            } else if is_optimizer_step(m, call) || is_step_method(m, call) {
                 t.mark_per_step(m, call);
                 for l in enclosing_loops(m, call) {
                     if let Some(&i) = t.loop_index.get(&l.id()) {
@@ -186,6 +194,16 @@ impl<'t> Training<'t> {
             }
         }
         t
+    }
+
+    /// Lets the summaries of methods of classes imported from the project's own modules (next
+    /// to `file`, or in a distribution of the project) be used: rules that can report across
+    /// modules call this before asking about a value. The first call wins.
+    pub fn set_project(&self, file: &std::path::Path, root: &std::path::Path) {
+        let mut p = self.project.borrow_mut();
+        if p.is_none() {
+            *p = Some((file.to_path_buf(), root.to_path_buf()));
+        }
     }
 
     fn mark_per_step(&mut self, m: &PythonModel<'t>, call: Node<'_>) {
@@ -296,6 +314,18 @@ fn backward_call<'t>(m: &PythonModel<'_>, call: Node<'t>) -> Option<Option<Node<
         }
     }
     Some(Some(object))
+}
+
+/// `trainer.train_step(...)` on an object other than `self` (a method of the same class is
+/// followed as a local call).
+fn is_step_method(m: &PythonModel<'_>, call: Node<'_>) -> bool {
+    call.field("function").is_some_and(|f| {
+        f.kind_name() == "attribute"
+            && f.field("attribute")
+                .is_some_and(|a| STEP_METHODS.contains(&m.text(a)))
+            && f.field("object")
+                .is_some_and(|o| !matches!(m.text(o), "self" | "cls"))
+    })
 }
 
 /// `optimizer.step()`, `opt.step()`, `scaler.step(optimizer)`.

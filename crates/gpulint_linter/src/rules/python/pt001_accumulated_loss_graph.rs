@@ -26,7 +26,12 @@ declare_rule! {
     /// The loss is also followed through tuple unpacking, `for` targets over a graph-attached
     /// container (`for name, v in losses.items(): totals[name] += v`, in an inner loop of the
     /// training loop), and calls of local functions and methods whose return value is
-    /// graph-attached (`loss_each = self.train_one_batch(x)`).
+    /// graph-attached (`loss_each = self.train_one_batch(x)`), including a method of an object
+    /// whose every binding instantiates one class, defined in the file or imported from a
+    /// module of the project (`losses = trainer.train_step(x)` with
+    /// `trainer = Trainer(model, optimizer)` and `from trainer import Trainer`); the items
+    /// unpacked from a container named for losses are losses (`a, b, total = losses`). A loop
+    /// that calls `train_step` / `training_step` on an object is a training loop.
     ///
     /// ## Why is this risky?
     /// The PyTorch FAQ: "`total_loss` is accumulating history across your training loop, since
@@ -97,6 +102,7 @@ impl Rule for AccumulatedLossGraph {
             return;
         }
         let t = m.training();
+        t.set_project(&ctx.file.path, &ctx.settings.root);
         if t.backward.is_empty()
             && t.loops.iter().all(|l| !l.is_training())
             && STEP_HOOKS.iter().all(|h| m.functions_named(h).is_empty())

@@ -99,6 +99,7 @@ impl Rule for StoredGraphTensor {
             return;
         }
         let t = m.training();
+        t.set_project(&ctx.file.path, &ctx.settings.root);
         if t.loops.iter().all(|l| !l.is_training()) && m.functions_named("training_step").is_empty()
         {
             return;

@@ -187,7 +187,15 @@ impl<'t> Training<'t> {
                     // `loss, logits = criterion(...)`, `out, hidden = model(x)`: an item of a
                     // graph-attached result carries the graph when its name says it is a loss
                     // or an output (a sample count or a logging dict next to it need not).
-                    Some((_, false)) if !is_loss_name(name) && !is_output_name(name) => {
+                    // `a, b, total = losses`: the items of a container named for losses are
+                    // losses, whatever the names they are unpacked into.
+                    Some((a, false))
+                        if !is_loss_name(name)
+                            && !is_output_name(name)
+                            && !a.field("right").is_some_and(|r| {
+                                r.kind_name() == "identifier" && is_loss_name(m.text(r))
+                            }) =>
+                    {
                         Flow::Unknown
                     }
                     Some((a, false)) => match a.field("right") {
@@ -226,8 +234,96 @@ impl<'t> Training<'t> {
                 Some(_) => Flow::Attached(call),
                 None => Flow::Unknown,
             },
+            None if self.instance_method_returns_attached(m, call, d) => Flow::Attached(call),
             None => Flow::Unknown,
         }
+    }
+
+    /// `trainer.train_step(x)` where every binding of `trainer` (in the calling function, or
+    /// at module level when the function does not bind it) is an instance of one class
+    /// (`trainer = Trainer(model, optimizer)`): does that class's method return a
+    /// graph-attached value? The class is looked up in the file, then, once a rule has set the
+    /// project ([`Training::set_project`]), in the project module it is imported from
+    /// (`from trainer import Trainer`).
+    fn instance_method_returns_attached(
+        &self,
+        m: &PythonModel<'t>,
+        call: Node<'t>,
+        d: usize,
+    ) -> bool {
+        let Some(func) = call
+            .field("function")
+            .filter(|f| f.kind_name() == "attribute")
+        else {
+            return false;
+        };
+        let (Some(object), Some(method)) = (func.field("object"), func.field("attribute")) else {
+            return false;
+        };
+        if object.kind_name() != "identifier" || matches!(m.text(object), "self" | "cls") {
+            return false;
+        }
+        let Some(class) = self.instance_class(m, object) else {
+            return false;
+        };
+        let method = m.text(method);
+        if m.classes.iter().any(|c| c.name == class) {
+            return m
+                .functions
+                .iter()
+                .position(|f| {
+                    f.name == method && f.parent.is_none() && f.class.as_deref() == Some(class)
+                })
+                .is_some_and(|f| self.returns_attached(m, f, d).is_some());
+        }
+        let Some((file, root)) = self.project.borrow().clone() else {
+            return false;
+        };
+        let Some(import) = m
+            .imports
+            .iter()
+            .find(|i| i.scope.is_none() && i.name == class)
+        else {
+            return false;
+        };
+        crate::python::project::method_returns_attached(&file, &root, &import.qualified, method)
+    }
+
+    /// The class every binding of `name` instantiates, if there is one: the bindings in the
+    /// function around `name` when it binds it, else those at module level.
+    fn instance_class(&self, m: &PythonModel<'t>, name: Node<'t>) -> Option<&'t str> {
+        let text = m.text(name);
+        let scope = m.enclosing_function(name);
+        let binds = |s: Option<usize>| -> Vec<Node<'t>> {
+            self.assignments_in(s)
+                .iter()
+                .copied()
+                .filter(|a| a.field("left").is_some_and(|l| m.text(l) == text))
+                .collect()
+        };
+        let mut bindings = binds(scope);
+        if bindings.is_empty() && scope.is_some() {
+            if m.function_binds(scope?, text) {
+                return None;
+            }
+            bindings = binds(None);
+        }
+        let mut class = None;
+        for a in bindings {
+            let right = a.field("right")?;
+            let callee = right
+                .field("function")
+                .filter(|_| right.kind_name() == "call")?;
+            if callee.kind_name() != "identifier" {
+                return None;
+            }
+            let c = m.text(callee);
+            if !c.starts_with(|ch: char| ch.is_ascii_uppercase()) || class.is_some_and(|k| k != c) {
+                return None;
+            }
+            class = Some(c);
+        }
+        class
     }
 
     /// Does local function `f` return a graph-attached value (judged with its own `backward()`
