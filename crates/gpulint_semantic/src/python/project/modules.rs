@@ -1,0 +1,453 @@
+//! Modules of the project a file imports: where an import resolves (next to the file, or in a
+//! distribution the project holds in a subfolder), what a module does when imported, and
+//! summaries of its classes' methods. Read only when a rule is about to report, and cached for
+//! the whole run by path.
+
+use super::{nearest, per_dir, read_small, MAX_DIR_ENTRIES};
+use crate::python::PythonModel;
+use gpulint_syntax::NodeExt;
+use gpulint_syntax::{parse, Lang};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+
+/// Local modules larger than this are not read.
+const MAX_MODULE_SIZE: u64 = 1 << 20;
+
+static MODULES: LazyLock<Mutex<HashMap<PathBuf, Option<Arc<ModuleFacts>>>>> =
+    LazyLock::new(Default::default);
+
+/// What a local module does that matters to the modules importing it.
+#[derive(Debug, Default)]
+pub struct ModuleFacts {
+    /// Configures TensorFlow GPU memory growth or a limit when imported.
+    pub tf_memory_at_import: bool,
+    /// Its module-level functions that configure TensorFlow GPU memory growth or a limit.
+    pub tf_memory_functions: Vec<String>,
+    /// The module-level call that initializes the TensorFlow runtime when it is imported
+    /// (builds a layer or tensor, lists logical devices, ...): its callee's text.
+    pub tf_init_at_import: Option<String>,
+}
+
+/// Files that make a directory a distribution `pip install -e` can install.
+const DISTRIBUTION_FILES: &[&str] = &["setup.py", "pyproject.toml", "setup.cfg"];
+
+/// The distributions of the project found in a directory: its subdirectories that hold a
+/// `setup.py`, `pyproject.toml` or `setup.cfg`, each as the folders its modules are imported
+/// from (the subdirectory itself and its `src/`, for the flat and the src layouts).
+#[derive(Debug, Default)]
+struct DirDistributions {
+    roots: Vec<PathBuf>,
+    read: Vec<PathBuf>,
+}
+
+static DISTRIBUTIONS: LazyLock<Mutex<HashMap<PathBuf, Arc<DirDistributions>>>> =
+    LazyLock::new(Default::default);
+
+fn read_distributions(dir: &Path) -> DirDistributions {
+    let mut facts = DirDistributions::default();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return facts;
+    };
+    let mut subdirs: Vec<PathBuf> = entries
+        .take(MAX_DIR_ENTRIES)
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    subdirs.sort();
+    for sub in subdirs {
+        if let Some(f) = DISTRIBUTION_FILES
+            .iter()
+            .map(|f| sub.join(f))
+            .find(|f| f.is_file())
+        {
+            facts.read.push(f);
+            let src = sub.join("src");
+            facts.roots.push(sub);
+            if src.is_dir() {
+                facts.roots.push(src);
+            }
+        }
+    }
+    facts
+}
+
+/// `dotted` as a module under `dir`: `<dir>/a/b.py` or `<dir>/a/b/__init__.py` for `a.b`, the
+/// longest prefix of the components that names a module. Returns the path and the number of
+/// leading components of `dotted` that name the module (the rest are attributes).
+fn module_under(dir: &Path, parts: &[&str]) -> Option<(PathBuf, usize)> {
+    for n in (1..=parts.len()).rev() {
+        let mut p = dir.to_path_buf();
+        for part in &parts[..n] {
+            p.push(part);
+        }
+        let as_file = p.with_extension("py");
+        if as_file.is_file() {
+            return Some((as_file, n));
+        }
+        let as_pkg = p.join("__init__.py");
+        if as_pkg.is_file() {
+            return Some((as_pkg, n));
+        }
+    }
+    None
+}
+
+/// The file a dotted import refers to, if it is a module of the project: a local module next
+/// to `file` (`gpu_setup` → `<dir>/gpu_setup.py` or `<dir>/gpu_setup/__init__.py`), else a
+/// module of a distribution the project holds in a subdirectory of `file`'s directory or of an
+/// ancestor up to the repository root (`util/setup.py` with `util/gpu_setup.py`, installed
+/// with `pip install -e util`); the nearest wins. Relative imports are looked up next to
+/// `file` only. Returns the path and the number of leading components of `dotted` that name
+/// the module (the rest are attributes).
+fn local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usize)> {
+    let dir = file.parent()?;
+    // `.x` is relative to this package; `..x` would leave the directory: not followed.
+    let (dotted, relative) = match dotted.strip_prefix('.') {
+        Some(rest) if rest.starts_with('.') => return None,
+        Some(rest) => (rest, true),
+        None => (dotted, false),
+    };
+    let parts: Vec<&str> = dotted.split('.').filter(|p| !p.is_empty()).collect();
+    if parts.is_empty() {
+        return None;
+    }
+    if let Some(found) = module_under(dir, &parts) {
+        return Some(found);
+    }
+    if relative {
+        return None;
+    }
+    nearest(
+        file,
+        root,
+        |d| per_dir(&DISTRIBUTIONS, d, read_distributions),
+        |f| &f.read,
+        |f| f.roots.iter().find_map(|r| module_under(r, &parts)),
+    )
+}
+
+fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
+    if let Some(f) = MODULES.lock().ok().and_then(|m| m.get(path).cloned()) {
+        return f;
+    }
+    let facts = (|| {
+        if std::fs::metadata(path).ok()?.len() > MAX_MODULE_SIZE {
+            return None;
+        }
+        let text = gpulint_source::decode(std::fs::read(path).ok()?).ok()?;
+        let tree = parse(Lang::Python, &text)?;
+        let m = crate::python::build(&tree, &text);
+        let tf = m.tf();
+        // A call at module level (not under `if __name__ == "__main__":`) that initializes the
+        // runtime.
+        let tf_init_at_import = if m.imports_tensorflow() {
+            m.order()
+                .module()
+                .iter()
+                .find(|e| {
+                    tf.init_kind(e.node).is_some()
+                        && m.enclosing_function(e.node).is_none()
+                        && !under_main_guard(&m, e.node)
+                })
+                .map(|e| e.node)
+                // `def call(self, x, n=tf.constant(1)):` in a class of the module: a default
+                // value is evaluated when the `def` runs, at import.
+                .or_else(|| {
+                    m.calls
+                        .iter()
+                        .map(|&(c, _)| c)
+                        .find(|&c| tf.init_kind(c).is_some() && default_evaluated_at_import(&m, c))
+                })
+                .and_then(|c| c.field("function"))
+                .map(|f| m.text(f).to_string())
+        } else {
+            None
+        };
+        Some(Arc::new(ModuleFacts {
+            tf_memory_at_import: tf.memory_configured_at_import(&m),
+            tf_memory_functions: tf.memory_config_functions(&m),
+            tf_init_at_import,
+        }))
+    })();
+    if let Ok(mut m) = MODULES.lock() {
+        m.insert(path.to_path_buf(), facts.clone());
+    }
+    facts
+}
+
+/// Does a local module imported by `m` (the module at `file`) configure TensorFlow GPU memory,
+/// either when imported or through a function of it that `m` calls? Returns the module's path.
+pub fn tf_memory_configured_by_import(
+    m: &PythonModel<'_>,
+    file: &Path,
+    root: &Path,
+) -> Option<PathBuf> {
+    let mut checked: HashMap<PathBuf, Option<Arc<ModuleFacts>>> = HashMap::new();
+    let mut facts_of = |dotted: &str| -> Option<(PathBuf, usize, Arc<ModuleFacts>)> {
+        let (path, n) = local_module(file, root, dotted)?;
+        gpulint_source::note_dependency(&path);
+        let f = checked
+            .entry(path.clone())
+            .or_insert_with(|| module_facts(&path))
+            .clone()?;
+        Some((path, n, f))
+    };
+    for imp in &m.imports {
+        if let Some((path, n, f)) = facts_of(&imp.qualified) {
+            let parts = imp
+                .qualified
+                .trim_start_matches('.')
+                .split('.')
+                .filter(|p| !p.is_empty())
+                .count();
+            let imported_fn = (n < parts).then(|| imp.qualified.rsplit('.').next().unwrap_or(""));
+            if f.tf_memory_at_import {
+                return Some(path);
+            }
+            // `from gpu_setup import enable_growth` and a call of it.
+            if let Some(name) = imported_fn {
+                if f.tf_memory_functions.iter().any(|x| x == name) {
+                    let called = m
+                        .calls
+                        .iter()
+                        .any(|(c, _)| m.call_name(*c).as_deref() == Some(imp.qualified.as_str()));
+                    if called {
+                        return Some(path);
+                    }
+                }
+            }
+        }
+    }
+    // `import gpu_setup` and a call `gpu_setup.enable_growth()`.
+    for (c, _) in &m.calls {
+        let Some(q) = m.call_name(*c) else {
+            continue;
+        };
+        let Some((module, name)) = q.rsplit_once('.') else {
+            continue;
+        };
+        if let Some((path, _, f)) = facts_of(module) {
+            if f.tf_memory_functions.iter().any(|x| x == name) {
+                return Some(path);
+            }
+        }
+    }
+    None
+}
+
+/// Is `node` inside the default value of a parameter of a `def` that runs when the module is
+/// imported (at module level or in the body of a class there, not in a function or under the
+/// `__main__` guard)?
+fn default_evaluated_at_import(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
+    let mut cur = node;
+    let mut def = None;
+    while let Some(p) = cur.parent() {
+        if matches!(p.kind(), "default_parameter" | "typed_default_parameter")
+            && p.field("value").is_some_and(|v| v.id() == cur.id())
+            && p.parent().is_some_and(|ps| ps.kind() == "parameters")
+        {
+            def = p.parent().and_then(|ps| ps.parent());
+            break;
+        }
+        if matches!(
+            p.kind(),
+            "function_definition" | "lambda" | "class_definition"
+        ) {
+            return false;
+        }
+        cur = p;
+    }
+    let Some(def) = def.filter(|d| d.kind() == "function_definition") else {
+        return false;
+    };
+    let mut cur = def;
+    while let Some(p) = cur.parent() {
+        match p.kind() {
+            "function_definition" | "lambda" => return false,
+            "if_statement"
+                if p.field("condition")
+                    .is_some_and(|c| crate::python::order::is_main_guard(c, m)) =>
+            {
+                return false
+            }
+            _ => {}
+        }
+        cur = p;
+    }
+    true
+}
+
+/// A method of a class of a module: (module path, class, method).
+type MethodKey = (PathBuf, String, String);
+
+static METHOD_SUMMARIES: LazyLock<Mutex<HashMap<MethodKey, bool>>> =
+    LazyLock::new(Default::default);
+
+/// Does method `method` of the class `qualified` names (`trainer.Trainer`, imported from a
+/// module of the project as [`local_module`] finds it for `file`) return a graph-attached
+/// value, judged in that module with its own `backward()` calls? Cached for the run; the
+/// module's own imports are not followed further.
+pub fn method_returns_attached(file: &Path, root: &Path, qualified: &str, method: &str) -> bool {
+    let Some((path, n)) = local_module(file, root, qualified) else {
+        return false;
+    };
+    let parts: Vec<&str> = qualified
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.len() != n + 1 {
+        return false;
+    }
+    let class = parts[n];
+    gpulint_source::note_dependency(&path);
+    let key = (path.clone(), class.to_string(), method.to_string());
+    if let Some(&known) = METHOD_SUMMARIES
+        .lock()
+        .ok()
+        .and_then(|s| s.get(&key).copied())
+        .as_ref()
+    {
+        return known;
+    }
+    let found = (|| {
+        let bytes = read_small(&path, MAX_MODULE_SIZE)?;
+        let text = gpulint_source::decode(bytes).ok()?;
+        let tree = parse(Lang::Python, &text)?;
+        let m = crate::python::build(&tree, &text);
+        if !m.imports_torch() {
+            return Some(false);
+        }
+        let f = m.functions.iter().position(|f| {
+            f.name == method && f.parent.is_none() && f.class.as_deref() == Some(class)
+        })?;
+        Some(m.training().returns_attached(&m, f, 0).is_some())
+    })()
+    .unwrap_or(false);
+    if let Ok(mut s) = METHOD_SUMMARIES.lock() {
+        s.insert(key, found);
+    }
+    found
+}
+
+fn under_main_guard(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
+    let mut cur = node;
+    while let Some(p) = cur.parent() {
+        if p.kind() == "if_statement"
+            && p.field("condition")
+                .is_some_and(|c| crate::python::order::is_main_guard(c, m))
+        {
+            return true;
+        }
+        cur = p;
+    }
+    false
+}
+
+/// A local module imported at module level before byte `before` of `m` (the module at `file`)
+/// whose own module-level code initializes the TensorFlow runtime when imported. Returns the
+/// import statement's byte range, the module's path and the initializing callee's text.
+pub fn tf_initialized_by_import(
+    m: &PythonModel<'_>,
+    file: &Path,
+    root: &Path,
+    before: usize,
+) -> Option<((usize, usize), PathBuf, String)> {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    for imp in &m.imports {
+        if imp.scope.is_some() || imp.start_byte >= before {
+            continue;
+        }
+        let Some((path, _)) = local_module(file, root, &imp.qualified) else {
+            continue;
+        };
+        if seen.contains(&path) {
+            continue;
+        }
+        gpulint_source::note_dependency(&path);
+        let facts = module_facts(&path);
+        seen.push(path.clone());
+        if let Some(init) = facts.and_then(|f| f.tf_init_at_import.clone()) {
+            return Some(((imp.start_byte, imp.end_byte), path, init));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distributions_and_method_summaries() {
+        let root = tempfile::tempdir().unwrap();
+        let repo = root.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("app")).unwrap();
+        std::fs::create_dir_all(repo.join("util")).unwrap();
+        std::fs::create_dir_all(repo.join("scripts")).unwrap();
+        std::fs::write(
+            repo.join("util/setup.py"),
+            "from setuptools import setup\nsetup(name='u', py_modules=['nets'])\n",
+        )
+        .unwrap();
+        std::fs::write(repo.join("util/nets.py"), "import tensorflow as tf\n").unwrap();
+        // Not a distribution: no setup.py next to it.
+        std::fs::write(repo.join("scripts/tools.py"), "x = 1\n").unwrap();
+        std::fs::write(
+            repo.join("app/trainer.py"),
+            "import torch\n\nclass Trainer:\n    def train_step(self, x):\n        loss = self.model(x).sum()\n        loss.backward()\n        return loss\n\n    def eval_step(self, x):\n        return self.model(x).sum().item()\n",
+        )
+        .unwrap();
+        let main = repo.join("app/main.py");
+        let none = Path::new("/nonexistent-root");
+        assert_eq!(
+            local_module(&main, none, "nets.Head"),
+            Some((repo.join("util/nets.py"), 1))
+        );
+        assert_eq!(local_module(&main, none, "tools"), None);
+        // Relative imports stay next to the file.
+        assert_eq!(local_module(&main, none, ".nets"), None);
+        assert!(method_returns_attached(
+            &main,
+            none,
+            "trainer.Trainer",
+            "train_step"
+        ));
+        assert!(!method_returns_attached(
+            &main,
+            none,
+            "trainer.Trainer",
+            "eval_step"
+        ));
+        assert!(!method_returns_attached(
+            &main,
+            none,
+            "trainer.Other",
+            "train_step"
+        ));
+        assert!(!method_returns_attached(
+            &main,
+            none,
+            "trainer",
+            "train_step"
+        ));
+    }
+
+    #[test]
+    fn defaults_evaluated_at_import() {
+        let src = "import tensorflow as tf\n\nclass L:\n    def call(self, n=tf.constant(1)):\n        def inner(k=tf.constant(2)):\n            return k\n        return n\n\nif __name__ == '__main__':\n    def demo(d=tf.constant(3)):\n        return d\n";
+        let tree = parse(Lang::Python, src).unwrap();
+        let m = crate::python::build(&tree, src);
+        let at_import: Vec<bool> = m
+            .calls
+            .iter()
+            .filter(|(c, _)| m.text(*c).starts_with("tf.constant"))
+            .map(|(c, _)| default_evaluated_at_import(&m, *c))
+            .collect();
+        assert_eq!(at_import, vec![true, false, false]);
+    }
+}
