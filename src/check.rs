@@ -257,9 +257,52 @@ pub fn check(args: CheckArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
 
+    // Findings recorded in the baseline are dropped as each file is done.
+    let known = match &args.baseline {
+        Some(path) => match crate::baseline::read(path) {
+            Ok(k) => Some(k),
+            Err(e) => return fail(e),
+        },
+        None => None,
+    };
+    let color = args.output_file.is_none()
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    // The output is rendered file by file, as each is done; only `--add-noqa`, `--statistics`
+    // and `--write-baseline` keep the findings themselves until the end.
+    let keep_reports = args.add_noqa.is_some() || args.statistics || args.write_baseline.is_some();
+    let finish = |mut r: FileResult| -> Done {
+        if let Some(known) = &known {
+            r.report
+                .diagnostics
+                .retain(|d| !known.contains(&d.fingerprint));
+        }
+        let mut counts = [0; 3];
+        for d in &r.report.diagnostics {
+            counts[d.severity as usize] += 1;
+        }
+        // Each finding fails the run by the `fail-on` of its own file's settings.
+        let failing = !r.report.diagnostics.is_empty() && {
+            let fail_on = resolver
+                .for_path(&r.report.source.path)
+                .map_or(Severity::Warning, |s| s.engine.settings.fail_on);
+            r.report.diagnostics.iter().any(|d| d.severity >= fail_on)
+        };
+        let chunk = (!keep_reports && !r.report.diagnostics.is_empty())
+            .then(|| render::render_file(args.output_format, &r.report, color));
+        if !keep_reports {
+            forget_findings(&mut r);
+        }
+        Done {
+            result: r,
+            chunk,
+            counts,
+            failing,
+        }
+    };
     // Files without anything to show are only counted by the run.
     let mut clean = run::Clean::default();
-    let mut results: Vec<FileResult> = match &args.stdin_filename {
+    let mut done: Vec<Done> = match &args.stdin_filename {
         Some(path) => {
             let Some(lang) = gpulint_syntax::Lang::of_path(path) else {
                 return fail(format!(
@@ -286,7 +329,12 @@ pub fn check(args: CheckArgs) -> ExitCode {
                     gpulint_source::format_size(limit)
                 ));
             }
-            vec![engine.check_bytes(path, discover::display_path(path, &cwd), bytes, lang)]
+            vec![finish(engine.check_bytes(
+                path,
+                discover::display_path(path, &cwd),
+                bytes,
+                lang,
+            ))]
         }
         None => {
             // The cache goes in the project's folder: that of the configuration file of the
@@ -321,7 +369,7 @@ pub fn check(args: CheckArgs) -> ExitCode {
             };
             let files = plan.as_ref().map_or(&discovery.files, |p| &p.files);
             let bar = ProgressBar::new(!args.quiet, files.len());
-            let (results, clean_files) = run::run_files(
+            let run = run::run_files_with(
                 resolver.as_ref(),
                 files,
                 &pool,
@@ -333,37 +381,50 @@ pub fn check(args: CheckArgs) -> ExitCode {
                 &|p: &Path| {
                     resolver.excludes_file(p) || plan.as_ref().is_some_and(|plan| !plan.owns(p))
                 },
+                &finish,
             );
             // An extension source outside the checked paths may be under a broken
             // configuration file: a usage error too.
-            let errors: Vec<String> =
-                run::extra_sources(results.iter().flat_map(|r| &r.links), files, &cwd, &|_| {
-                    false
-                })
-                .iter()
-                .filter_map(|c| resolver.for_path(&c.path).err())
-                .collect();
+            let errors: Vec<String> = run::extra_sources(
+                run.links.iter().flat_map(|(_, links)| links),
+                files,
+                &cwd,
+                &|_| false,
+            )
+            .iter()
+            .filter_map(|c| resolver.for_path(&c.path).err())
+            .collect();
             if let Some(code) = configuration_errors(errors) {
                 return code;
             }
-            clean = clean_files;
-            results
+            clean = run.clean;
+            run.kept
         }
     };
     // Folders the walk could not read: nothing under them was checked.
-    results.extend(discovery.unreadable.iter().map(|u| {
-        gpulint_linter::engine::unreadable_directory(&u.path, u.display.clone(), u.reason.clone())
+    done.extend(discovery.unreadable.iter().map(|u| {
+        finish(gpulint_linter::engine::unreadable_directory(
+            &u.path,
+            u.display.clone(),
+            u.reason.clone(),
+        ))
     }));
-    if let Some(path) = &args.baseline {
-        let known = match crate::baseline::read(path) {
-            Ok(k) => k,
-            Err(e) => return fail(e),
-        };
-        for r in &mut results {
-            r.report
-                .diagnostics
-                .retain(|d| !known.contains(&d.fingerprint));
+    let mut counts: BTreeMap<Severity, usize> = BTreeMap::new();
+    let mut failing = false;
+    let mut chunks = Vec::with_capacity(done.len());
+    let mut results = Vec::with_capacity(done.len());
+    for d in done {
+        for (severity, n) in [Severity::Info, Severity::Warning, Severity::Error]
+            .into_iter()
+            .zip(d.counts)
+        {
+            if n > 0 {
+                *counts.entry(severity).or_default() += n;
+            }
         }
+        failing |= d.failing;
+        chunks.push(d.chunk);
+        results.push(d.result);
     }
 
     // Output: sorted by path, then position, whatever the thread count.
@@ -420,13 +481,21 @@ pub fn check(args: CheckArgs) -> ExitCode {
             ExitCode::SUCCESS
         };
     }
-    let color = args.output_file.is_none()
-        && std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let out = if args.statistics {
         statistics(&reports, args.output_format)
     } else {
-        render::render(args.output_format, &reports, color)
+        // The parts of the files, in the order of their paths (stable: as found otherwise).
+        let mut order: Vec<usize> = (0..results.len()).collect();
+        order.sort_by(|&a, &b| {
+            results[a]
+                .report
+                .display_path
+                .cmp(&results[b].report.display_path)
+        });
+        render::assemble(
+            args.output_format,
+            order.iter().filter_map(|&i| chunks[i].as_ref()),
+        )
     };
     match &args.output_file {
         Some(path) => {
@@ -437,12 +506,6 @@ pub fn check(args: CheckArgs) -> ExitCode {
         None => print_out(&out),
     }
 
-    let mut counts: BTreeMap<Severity, usize> = BTreeMap::new();
-    for r in &reports {
-        for d in &r.diagnostics {
-            *counts.entry(d.severity).or_default() += 1;
-        }
-    }
     let internal = results.iter().any(|r| r.status == Status::InternalError);
     if !args.quiet {
         summary(&results, clean, &discovery, &counts, started, args.verbose);
@@ -450,17 +513,37 @@ pub fn check(args: CheckArgs) -> ExitCode {
     if internal || !discovery.missing.is_empty() {
         return ExitCode::from(2);
     }
-    // Each finding fails the run by the `fail-on` of its own file's settings.
-    let failing = reports.iter().any(|r| {
-        let fail_on = resolver
-            .for_path(&r.source.path)
-            .map_or(Severity::Warning, |s| s.engine.settings.fail_on);
-        r.diagnostics.iter().any(|d| d.severity >= fail_on)
-    });
     if failing && !args.exit_zero {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// What `check` keeps of a file with something to show until the run ends.
+struct Done {
+    /// The result; without its text and findings once they are rendered.
+    result: FileResult,
+    /// The file's part of the output, unless the findings themselves are kept.
+    chunk: Option<render::Chunk>,
+    /// Findings by severity (info, warning, error).
+    counts: [usize; 3],
+    /// A finding at or above the `fail-on` of the file's settings.
+    failing: bool,
+}
+
+/// Drops what was rendered of a result: the summary only needs its status, path, reason
+/// and extension builds.
+fn forget_findings(r: &mut FileResult) {
+    r.report.diagnostics = Vec::new();
+    r.report.notebook = None;
+    r.dependencies = Vec::new();
+    if !r.report.source.text.is_empty() {
+        r.report.source = Arc::new(gpulint_source::SourceFile::new(
+            r.report.source.path.clone(),
+            r.report.source.display_path.clone(),
+            String::new(),
+        ));
     }
 }
 

@@ -152,7 +152,11 @@ pub fn summary(
         n(Severity::Info)
     );
     if verbose {
-        for line in run::describe_all(results) {
+        for line in run::describe_all(
+            results
+                .iter()
+                .map(|r| (r.report.display_path.as_str(), r.links.as_slice())),
+        ) {
             let _ = writeln!(err, "{line}");
         }
         for r in results.iter().filter(|r| r.partial) {

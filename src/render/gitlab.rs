@@ -3,7 +3,7 @@
 //! `fingerprint`, `severity` and `location.path` + `location.lines.begin`, the fields GitLab
 //! requires; `type` and `categories` are kept for Code Climate consumers.
 
-use super::{each, file_place, slash_path};
+use super::{file_place, slash_path};
 use gpulint_diagnostics::{FileReport, Severity};
 use serde::Serialize;
 
@@ -46,39 +46,36 @@ pub fn severity(s: Severity) -> &'static str {
     }
 }
 
-pub fn render(reports: &[&FileReport]) -> String {
-    let issues: Vec<Issue<'_>> = each(reports)
-        .map(|(r, d)| {
-            let mut body = String::new();
-            for note in &d.notes {
-                body.push_str(&format!("note: {note}\n"));
-            }
-            if let Some(help) = &d.help {
-                body.push_str(&format!("help: {help}\n"));
-            }
-            body.push_str(&format!("See `gpulint explain {}`.", d.code));
-            Issue {
-                kind: "issue",
-                check_name: d.code,
-                description: format!("{} [{}]: {}", d.code, d.name, d.message),
-                content: Content { body },
-                categories: ["Bug Risk"],
-                severity: severity(d.severity),
-                fingerprint: &d.fingerprint,
-                location: {
-                    let place = file_place(r, d);
-                    Location {
-                        path: slash_path(&r.display_path),
-                        lines: Lines {
-                            begin: place.line,
-                            end: place.end_line,
-                        },
-                    }
-                },
-            }
-        })
-        .collect();
-    let mut s = serde_json::to_string_pretty(&issues).unwrap_or_else(|_| "[]".into());
-    s.push('\n');
-    s
+/// The issues of one file, as elements of the report's array.
+pub fn items(r: &FileReport) -> String {
+    let issues = r.diagnostics.iter().map(|d| {
+        let mut body = String::new();
+        for note in &d.notes {
+            body.push_str(&format!("note: {note}\n"));
+        }
+        if let Some(help) = &d.help {
+            body.push_str(&format!("help: {help}\n"));
+        }
+        body.push_str(&format!("See `gpulint explain {}`.", d.code));
+        Issue {
+            kind: "issue",
+            check_name: d.code,
+            description: format!("{} [{}]: {}", d.code, d.name, d.message),
+            content: Content { body },
+            categories: ["Bug Risk"],
+            severity: severity(d.severity),
+            fingerprint: &d.fingerprint,
+            location: {
+                let place = file_place(r, d);
+                Location {
+                    path: slash_path(&r.display_path),
+                    lines: Lines {
+                        begin: place.line,
+                        end: place.end_line,
+                    },
+                }
+            },
+        }
+    });
+    super::pretty_items(issues, 1)
 }

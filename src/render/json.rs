@@ -1,4 +1,3 @@
-use super::each;
 use gpulint_diagnostics::FileReport;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -25,25 +24,24 @@ pub struct JsonFinding<'a> {
     pub fingerprint: Cow<'a, str>,
 }
 
-pub fn render(reports: &[&FileReport]) -> String {
-    let items: Vec<JsonFinding<'_>> = each(reports)
-        .map(|(r, d)| JsonFinding {
-            code: Cow::Borrowed(d.code),
-            name: Cow::Borrowed(d.name),
-            severity: Cow::Borrowed(d.severity.as_str()),
-            message: Cow::Borrowed(&d.message),
-            path: Cow::Borrowed(&r.display_path),
-            line: d.location.line,
-            column: d.location.column,
-            end_line: d.location.end_line,
-            end_column: d.location.end_column,
-            help: d.help.as_deref().map(Cow::Borrowed),
-            notes: Cow::Borrowed(&d.notes),
-            cell: d.cell,
-            fingerprint: Cow::Borrowed(&d.fingerprint),
-        })
-        .collect();
-    write(&items)
+/// The findings of one file, as elements of the array of `--output-format json`.
+pub fn items(r: &FileReport) -> String {
+    let items = r.diagnostics.iter().map(|d| JsonFinding {
+        code: Cow::Borrowed(d.code),
+        name: Cow::Borrowed(d.name),
+        severity: Cow::Borrowed(d.severity.as_str()),
+        message: Cow::Borrowed(&d.message),
+        path: Cow::Borrowed(&r.display_path),
+        line: d.location.line,
+        column: d.location.column,
+        end_line: d.location.end_line,
+        end_column: d.location.end_column,
+        help: d.help.as_deref().map(Cow::Borrowed),
+        notes: Cow::Borrowed(&d.notes),
+        cell: d.cell,
+        fingerprint: Cow::Borrowed(&d.fingerprint),
+    });
+    super::pretty_items(items, 1)
 }
 
 /// The JSON report of these findings, as `--output-format json` prints it.

@@ -2,7 +2,7 @@
 //! finding. A run without findings is one passing test case, so that CI test reports show that
 //! gpulint ran.
 
-use super::{each, file_place, position, slash_path};
+use super::{file_place, position, slash_path, Chunk};
 use gpulint_diagnostics::{Diagnostic, FileReport};
 use std::fmt::Write;
 
@@ -45,8 +45,50 @@ fn details(report: &FileReport, d: &Diagnostic) -> String {
     text
 }
 
-pub fn render(reports: &[&FileReport]) -> String {
-    let total = each(reports).count();
+/// The test suite of one file's findings.
+pub fn suite(r: &FileReport) -> String {
+    let mut out = String::new();
+    if r.diagnostics.is_empty() {
+        return out;
+    }
+    let path = escape(&slash_path(&r.display_path));
+    let n = r.diagnostics.len();
+    let _ = writeln!(
+        out,
+        "  <testsuite name=\"{path}\" tests=\"{n}\" failures=\"{n}\" errors=\"0\" skipped=\"0\">"
+    );
+    for d in &r.diagnostics {
+        // The name says where, as the terminal formats do (`cell N:line:col` in a
+        // notebook); `line` is the line of the file on disk.
+        let at = position(r, d);
+        let at = at
+            .strip_prefix(&r.display_path)
+            .unwrap_or(&at)
+            .trim_start_matches(':');
+        let _ = writeln!(
+            out,
+            "    <testcase name=\"{} {} at {}\" classname=\"{path}\" file=\"{path}\" line=\"{}\">",
+            d.code,
+            d.name,
+            escape(at),
+            file_place(r, d).line
+        );
+        let _ = writeln!(
+            out,
+            "      <failure message=\"{}\" type=\"{}\">{}</failure>",
+            escape(&d.message),
+            d.severity,
+            escape(&details(r, d))
+        );
+        out.push_str("    </testcase>\n");
+    }
+    out.push_str("  </testsuite>\n");
+    out
+}
+
+/// The report of a run from the test suites of its files (see [`suite`]).
+pub fn document<'a>(parts: impl Iterator<Item = &'a Chunk> + Clone) -> String {
+    let total: usize = parts.clone().map(|c| c.findings).sum();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
@@ -58,39 +100,8 @@ pub fn render(reports: &[&FileReport]) -> String {
         out.push_str("    <testcase name=\"no findings\" classname=\"gpulint\"/>\n");
         out.push_str("  </testsuite>\n");
     }
-    for r in reports.iter().filter(|r| !r.diagnostics.is_empty()) {
-        let path = escape(&slash_path(&r.display_path));
-        let n = r.diagnostics.len();
-        let _ = writeln!(
-            out,
-            "  <testsuite name=\"{path}\" tests=\"{n}\" failures=\"{n}\" errors=\"0\" skipped=\"0\">"
-        );
-        for d in &r.diagnostics {
-            // The name says where, as the terminal formats do (`cell N:line:col` in a
-            // notebook); `line` is the line of the file on disk.
-            let at = position(r, d);
-            let at = at
-                .strip_prefix(&r.display_path)
-                .unwrap_or(&at)
-                .trim_start_matches(':');
-            let _ = writeln!(
-                out,
-                "    <testcase name=\"{} {} at {}\" classname=\"{path}\" file=\"{path}\" line=\"{}\">",
-                d.code,
-                d.name,
-                escape(at),
-                file_place(r, d).line
-            );
-            let _ = writeln!(
-                out,
-                "      <failure message=\"{}\" type=\"{}\">{}</failure>",
-                escape(&d.message),
-                d.severity,
-                escape(&details(r, d))
-            );
-            out.push_str("    </testcase>\n");
-        }
-        out.push_str("  </testsuite>\n");
+    for part in parts {
+        out.push_str(&part.text);
     }
     out.push_str("</testsuites>\n");
     out

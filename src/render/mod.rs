@@ -32,15 +32,90 @@ pub enum Format {
 
 /// Renders `reports` (already sorted by path) in `format`.
 pub fn render(format: Format, reports: &[&FileReport], color: bool) -> String {
-    match format {
-        Format::Full => full::render(reports, color),
-        Format::Concise => concise::render(reports),
-        Format::Json => json::render(reports),
-        Format::Sarif => sarif::render(reports),
-        Format::Github => github::render(reports),
-        Format::Gitlab => gitlab::render(reports),
-        Format::Junit => junit::render(reports),
+    let chunks: Vec<Chunk> = reports
+        .iter()
+        .map(|r| render_file(format, r, color))
+        .collect();
+    assemble(format, chunks.iter())
+}
+
+/// The part of the output that one file's findings make, rendered as soon as the file is
+/// checked (on the thread that checked it): the file's text is no longer needed afterwards.
+/// [`assemble`] joins the parts of a run, in path order, into the output.
+#[derive(Debug, Clone, Default)]
+pub struct Chunk {
+    text: String,
+    /// Findings rendered in `text`.
+    findings: usize,
+}
+
+/// The part of the output of `report`'s findings in `format`.
+pub fn render_file(format: Format, report: &FileReport, color: bool) -> Chunk {
+    let reports = [report];
+    let text = match format {
+        Format::Full => full::render(&reports, color),
+        Format::Concise => concise::render(&reports),
+        Format::Json => json::items(report),
+        Format::Sarif => sarif::results(report),
+        Format::Github => github::render(&reports),
+        Format::Gitlab => gitlab::items(report),
+        Format::Junit => junit::suite(report),
+    };
+    Chunk {
+        text,
+        findings: report.diagnostics.len(),
     }
+}
+
+/// The output of a run from the parts of its files (in output order).
+pub fn assemble<'a>(format: Format, chunks: impl Iterator<Item = &'a Chunk> + Clone) -> String {
+    let parts = chunks.filter(|c| c.findings > 0);
+    match format {
+        Format::Full | Format::Concise | Format::Github => parts.map(|c| c.text.as_str()).collect(),
+        Format::Json | Format::Gitlab => json_array(parts),
+        Format::Sarif => sarif::document(parts),
+        Format::Junit => junit::document(parts),
+    }
+}
+
+/// A top-level JSON array as `serde_json::to_string_pretty` writes it, of items already
+/// written at depth 1 (see [`pretty_items`]), with a line end.
+fn json_array<'a>(parts: impl Iterator<Item = &'a Chunk>) -> String {
+    let mut out = String::from("[");
+    let mut any = false;
+    for part in parts {
+        out.push_str(if any { ",\n" } else { "\n" });
+        out.push_str(&part.text);
+        any = true;
+    }
+    if any {
+        out.push('\n');
+    }
+    out.push_str("]\n");
+    out
+}
+
+/// `items` pretty-printed as the elements of an array whose elements are `depth` levels of
+/// two spaces deep, joined as `serde_json::to_string_pretty` joins them.
+fn pretty_items<T: serde::Serialize>(items: impl IntoIterator<Item = T>, depth: usize) -> String {
+    let mut out = String::new();
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(",\n");
+        }
+        let text = serde_json::to_string_pretty(&item).unwrap_or_default();
+        // Strings never hold a raw line end in JSON: every line is a line of the layout.
+        for (j, line) in text.split('\n').enumerate() {
+            if j > 0 {
+                out.push('\n');
+            }
+            for _ in 0..depth {
+                out.push_str("  ");
+            }
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 /// All findings in output order, with the report each belongs to.
@@ -119,7 +194,53 @@ fn slash_path(p: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::visible;
+    use super::{assemble, pretty_items, sarif, visible, Chunk, Format};
+    use serde_json::{json, Value};
+
+    #[test]
+    fn arrays_joined_from_the_parts_of_files_are_laid_out_as_the_whole_array() {
+        let a = vec![
+            json!({"a": 1, "b": [1, 2], "c": {}, "d": []}),
+            json!({"e": "x\ny", "f": [{"g": null}]}),
+        ];
+        let b = vec![json!({"h": "i"})];
+        let chunks = [
+            Chunk {
+                text: pretty_items(&a, 1),
+                findings: 2,
+            },
+            Chunk::default(),
+            Chunk {
+                text: pretty_items(&b, 1),
+                findings: 1,
+            },
+        ];
+        let whole: Vec<&Value> = a.iter().chain(&b).collect();
+        let expected = serde_json::to_string_pretty(&whole).unwrap() + "\n";
+        assert_eq!(assemble(Format::Json, chunks.iter()), expected);
+        assert_eq!(assemble(Format::Gitlab, chunks.iter()), expected);
+        assert_eq!(assemble(Format::Json, [Chunk::default()].iter()), "[]\n");
+    }
+
+    #[test]
+    fn sarif_results_from_the_parts_of_files_sit_in_the_log_as_serde_json_lays_it_out() {
+        let items = vec![
+            json!({"ruleId": "X", "locations": [{"region": {"startLine": 1}}]}),
+            json!({"ruleId": "Y", "relatedLocations": []}),
+        ];
+        let parts = [Chunk {
+            text: pretty_items(&items, 4),
+            findings: 2,
+        }];
+        for (log, results) in [
+            (sarif::document(parts.iter()), json!(items)),
+            (sarif::document([].iter()), json!([])),
+        ] {
+            let value: Value = serde_json::from_str(&log).unwrap();
+            assert_eq!(value["runs"][0]["results"], results);
+            assert_eq!(serde_json::to_string_pretty(&value).unwrap() + "\n", log);
+        }
+    }
 
     #[test]
     fn control_characters_are_shown_as_question_marks_of_the_same_byte_length() {

@@ -1,4 +1,4 @@
-use super::{each, slash_path};
+use super::{slash_path, Chunk};
 use gpulint_diagnostics::{FileReport, Severity};
 use gpulint_linter::registry;
 use serde_json::{json, Value};
@@ -40,26 +40,10 @@ fn full_description(doc: &str) -> String {
     lines.join(" ").replace('`', "")
 }
 
-pub fn render(reports: &[&FileReport]) -> String {
+/// The results of one file's findings, as elements of the run's `results`.
+pub fn results(r: &FileReport) -> String {
     let metas = registry::all_metas();
-    let rules: Vec<Value> = metas
-        .iter()
-        .map(|m| {
-            let doc = m.doc_markdown();
-            json!({
-                "id": m.code,
-                "name": m.name,
-                "shortDescription": { "text": m.summary },
-                "fullDescription": { "text": full_description(&doc) },
-                "helpUri": help_uri(&m.page_name()),
-                "help": { "text": doc.clone(), "markdown": doc },
-                "defaultConfiguration": { "level": level(m.severity) },
-                "properties": { "tags": [m.lang.as_str(), m.severity.as_str()] }
-            })
-        })
-        .collect();
-    let results: Vec<Value> = each(reports)
-        .map(|(r, d)| {
+    let results = r.diagnostics.iter().map(|d| {
             let index = metas.iter().position(|m| m.code == d.code).unwrap_or(0);
             let mut text = d.message.clone();
             if let Some(help) = &d.help {
@@ -134,6 +118,27 @@ pub fn render(reports: &[&FileReport]) -> String {
                 result["relatedLocations"] = Value::Array(related);
             }
             result
+        });
+    super::pretty_items(results, 4)
+}
+
+/// The SARIF log of a run from the results of its files (see [`results`]).
+pub fn document<'a>(parts: impl Iterator<Item = &'a Chunk>) -> String {
+    let metas = registry::all_metas();
+    let rules: Vec<Value> = metas
+        .iter()
+        .map(|m| {
+            let doc = m.doc_markdown();
+            json!({
+                "id": m.code,
+                "name": m.name,
+                "shortDescription": { "text": m.summary },
+                "fullDescription": { "text": full_description(&doc) },
+                "helpUri": help_uri(&m.page_name()),
+                "help": { "text": doc.clone(), "markdown": doc },
+                "defaultConfiguration": { "level": level(m.severity) },
+                "properties": { "tags": [m.lang.as_str(), m.severity.as_str()] }
+            })
         })
         .collect();
     let doc = json!({
@@ -150,12 +155,34 @@ pub fn render(reports: &[&FileReport]) -> String {
                 }
             },
             "columnKind": "unicodeCodePoints",
-            "results": results,
+            "results": [],
         }]
     });
-    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    s.push('\n');
-    s
+    let empty = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    // The only `"results": []` of the layout: inside strings quotes are escaped.
+    let key = "\"results\": []";
+    let Some(at) = empty.find(key) else {
+        return empty + "\n";
+    };
+    let line_start = empty[..at].rfind('\n').map_or(0, |n| n + 1);
+    let indent = &empty[line_start..at];
+    let mut out = String::with_capacity(empty.len());
+    out.push_str(&empty[..at]);
+    out.push_str("\"results\": [");
+    let mut any = false;
+    for part in parts {
+        out.push_str(if any { ",\n" } else { "\n" });
+        out.push_str(&part.text);
+        any = true;
+    }
+    if any {
+        out.push('\n');
+        out.push_str(indent);
+    }
+    out.push(']');
+    out.push_str(&empty[at + key.len()..]);
+    out.push('\n');
+    out
 }
 
 /// A file's `artifactLocation`: a URI relative to `%SRCROOT%` (the working directory) for a

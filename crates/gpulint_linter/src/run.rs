@@ -76,6 +76,48 @@ pub fn run_files(
     progress: &dyn Progress,
     excluded: &(dyn Fn(&Path) -> bool + Sync),
 ) -> (Vec<FileResult>, Clean) {
+    let run = run_files_with(
+        engines,
+        files,
+        pool,
+        cache,
+        cwd,
+        progress,
+        excluded,
+        &|r: FileResult| r,
+    );
+    (run.kept, run.clean)
+}
+
+/// What [`run_files_with`] returns.
+pub struct Run<T> {
+    /// What `finish` made of each result worth keeping, in the order of the files (then of
+    /// the extension sources).
+    pub kept: Vec<T>,
+    /// The files that had nothing to show.
+    pub clean: Clean,
+    /// The extension builds of the checked files (as shown, and the builds), in the same order.
+    pub links: Vec<(String, Vec<Link>)>,
+}
+
+/// [`run_files`], with `finish` turning each result worth keeping into what the caller keeps
+/// of it, on the worker that checked the file, as soon as it is complete (annotated): a caller
+/// that renders the findings there need not keep any file's text until the run ends.
+///
+/// The Python files are checked first: the extension builds they hold say which sources are
+/// checked too and which findings are annotated, so every other file's result is complete
+/// when it is checked.
+#[allow(clippy::too_many_arguments)]
+pub fn run_files_with<T: Send>(
+    engines: &dyn Engines,
+    files: &[Candidate],
+    pool: &rayon::ThreadPool,
+    cache: Option<&CacheAt>,
+    cwd: &Path,
+    progress: &dyn Progress,
+    excluded: &(dyn Fn(&Path) -> bool + Sync),
+    finish: &(dyn Fn(FileResult) -> T + Sync),
+) -> Run<T> {
     let cache = cache.map(|at| Cache::open(&at.dir, &at.key));
     let clean_checked = AtomicUsize::new(0);
     let clean_prefiltered = AtomicUsize::new(0);
@@ -134,7 +176,7 @@ pub fn run_files(
     };
     // A file with nothing to show is counted and dropped here, on its worker: the run's memory
     // does not grow with the number of files.
-    let check_one = |c: &Candidate| {
+    let check_one = |c: &Candidate, built_by: Option<&BuiltBy>| {
         let (mut result, entry) = check_file(c)?;
         if is_clean(&result) {
             let count = if result.status == Status::Prefiltered {
@@ -143,34 +185,67 @@ pub fn run_files(
                 &clean_checked
             };
             count.fetch_add(1, Ordering::Relaxed);
-            return entry.map(|e| (None, Some(e)));
+            return Some(Slot {
+                kept: None,
+                linked: None,
+                entry,
+            });
         }
         forget_text(&mut result);
-        Some((Some(result), entry))
+        if let Some(built_by) = built_by {
+            built_by.annotate(&mut result, cwd);
+        }
+        let linked = (!result.links.is_empty())
+            .then(|| (result.report.display_path.clone(), result.links.clone()));
+        Some(Slot {
+            kept: Some(finish(result)),
+            linked,
+            entry,
+        })
     };
-    type Checked = (Option<FileResult>, Option<(String, cache::Entry)>);
-    let mut checked: Vec<Checked> =
-        pool.install(|| files.par_iter().filter_map(check_one).collect());
+    // Python files first (only they build extensions), then the rest with the notes of the
+    // extension builds at hand.
+    let builds =
+        |c: &Candidate| c.lang == Lang::Python && Lang::of_path(&c.path) != Some(Lang::Cuda);
+    let (first, rest): (Vec<usize>, Vec<usize>) =
+        (0..files.len()).partition(|&i| builds(&files[i]));
+    // Only the files with something to keep take room until the end (by their index).
+    let keep = |i: usize, slot: Option<Slot<T>>| slot.filter(Slot::holds).map(|s| (i, s));
+    let mut slots: Vec<(usize, Slot<T>)> = pool.install(|| {
+        first
+            .par_iter()
+            .filter_map(|&i| keep(i, check_one(&files[i], None)))
+            .collect()
+    });
+    let linked = || slots.iter().filter_map(|(_, s)| s.linked.as_ref());
+    let built_by = BuiltBy::new(linked().map(|(p, l)| (p.as_str(), l.as_slice())), cwd);
     // The C++/CUDA sources of the extensions that checked Python files build are checked too.
-    let extra = extra_sources(
-        checked
-            .iter()
-            .flat_map(|(r, _)| r.iter().flat_map(|r| &r.links)),
-        files,
-        cwd,
-        excluded,
-    );
+    let extra = extra_sources(linked().flat_map(|(_, l)| l), files, cwd, excluded);
     if !extra.is_empty() {
         progress.add(extra.len() as u64);
-        checked.extend(pool.install(|| extra.par_iter().filter_map(check_one).collect::<Vec<_>>()));
     }
-    let mut results = Vec::new();
+    let checked: Vec<(usize, Slot<T>)> = pool.install(|| {
+        rest.par_iter()
+            .map(|&i| (i, &files[i]))
+            .chain(
+                extra
+                    .par_iter()
+                    .enumerate()
+                    .map(|(j, c)| (files.len() + j, c)),
+            )
+            .filter_map(|(i, c)| keep(i, check_one(c, built_by.as_ref())))
+            .collect()
+    });
+    slots.extend(checked);
+    slots.sort_unstable_by_key(|(i, _)| *i);
+    let mut kept = Vec::new();
+    let mut links = Vec::new();
     let mut entries = Vec::new();
-    for (result, entry) in checked {
-        results.extend(result);
-        entries.extend(entry);
+    for (_, slot) in slots {
+        entries.extend(slot.entry);
+        kept.extend(slot.kept);
+        links.extend(slot.linked);
     }
-    annotate(&mut results, cwd);
     if let Some(cache) = cache {
         // A cache that cannot be written only makes the next run slower.
         let _ = cache.save(entries);
@@ -179,7 +254,21 @@ pub fn run_files(
         checked: clean_checked.into_inner(),
         prefiltered: clean_prefiltered.into_inner(),
     };
-    (results, clean)
+    Run { kept, clean, links }
+}
+
+/// What the run keeps of one checked file until it ends.
+struct Slot<T> {
+    kept: Option<T>,
+    /// The file as shown and the extensions it builds, when it builds any.
+    linked: Option<(String, Vec<Link>)>,
+    entry: Option<(String, cache::Entry)>,
+}
+
+impl<T> Slot<T> {
+    fn holds(&self) -> bool {
+        self.kept.is_some() || self.linked.is_some() || self.entry.is_some()
+    }
 }
 
 /// The files of a run that had nothing to show (see [`is_clean`]): only counted.
@@ -253,36 +342,61 @@ pub fn extra_sources<'a>(
 /// Adds to every finding in a source built by a Python entry a note naming the entries (and
 /// the same as related locations).
 pub fn annotate(results: &mut [FileResult], cwd: &Path) {
-    let mut built_by: BTreeMap<PathBuf, Vec<(String, Option<usize>, String)>> = BTreeMap::new();
-    for r in results.iter() {
-        for link in &r.links {
-            for source in &link.sources {
-                built_by.entry(identity(source, cwd)).or_default().push((
-                    link.entry
-                        .clone()
-                        .unwrap_or_else(|| r.report.display_path.clone()),
-                    // A notebook's line is cell-relative: no place in the file to point at.
-                    link.cell.is_none().then_some(link.line),
-                    link.describe(&r.report.display_path),
-                ));
+    let linked = results
+        .iter()
+        .map(|r| (r.report.display_path.as_str(), r.links.as_slice()));
+    let Some(built_by) = BuiltBy::new(linked, cwd) else {
+        return;
+    };
+    for r in results.iter_mut() {
+        built_by.annotate(r, cwd);
+    }
+}
+
+/// The Python entries that build each C++/CUDA source (by [`identity`]): what, where, and
+/// how it is described.
+pub struct BuiltBy(BTreeMap<PathBuf, Vec<(String, Option<usize>, String)>>);
+
+impl BuiltBy {
+    /// From the extension builds of the Python files (as shown, and their builds); `None`
+    /// when there are none.
+    pub fn new<'a>(
+        linked: impl IntoIterator<Item = (&'a str, &'a [Link])>,
+        cwd: &Path,
+    ) -> Option<BuiltBy> {
+        let mut built_by: BTreeMap<PathBuf, Vec<(String, Option<usize>, String)>> = BTreeMap::new();
+        for (display, links) in linked {
+            for link in links {
+                for source in &link.sources {
+                    built_by.entry(identity(source, cwd)).or_default().push((
+                        link.entry.clone().unwrap_or_else(|| display.to_string()),
+                        // A notebook's line is cell-relative: no place in the file to point at.
+                        link.cell.is_none().then_some(link.line),
+                        link.describe(display),
+                    ));
+                }
             }
         }
+        if built_by.is_empty() {
+            return None;
+        }
+        for entries in built_by.values_mut() {
+            entries.sort();
+            entries.dedup();
+        }
+        Some(BuiltBy(built_by))
     }
-    if built_by.is_empty() {
-        return;
-    }
-    for entries in built_by.values_mut() {
-        entries.sort();
-        entries.dedup();
-    }
-    for r in results.iter_mut() {
+
+    /// Adds the note and related locations to the findings of `r` when it is a source that
+    /// Python entries build.
+    pub fn annotate(&self, r: &mut FileResult, cwd: &Path) {
         if r.report.diagnostics.is_empty()
             || Lang::of_path(&r.report.source.path) != Some(Lang::Cuda)
         {
-            continue;
+            return;
         }
-        let Some(entries) = built_by.get(&identity(&r.report.source.path, cwd)) else {
-            continue;
+        let Some(entries) = self.0.get(&identity(&r.report.source.path, cwd)) else {
+            return;
         };
         let mut names: Vec<&str> = entries
             .iter()
@@ -310,15 +424,15 @@ pub fn annotate(results: &mut [FileResult], cwd: &Path) {
 }
 
 /// For `--verbose`: what each extension build links, and what of it could not be read (in
-/// the order of the files, then of the calls).
-pub fn describe_all(results: &[FileResult]) -> Vec<String> {
+/// the order of the files, then of the calls), from the files as shown and their builds.
+pub fn describe_all<'a>(linked: impl IntoIterator<Item = (&'a str, &'a [Link])>) -> Vec<String> {
     let mut out = Vec::new();
-    for r in results {
-        for link in &r.links {
+    for (display, links) in linked {
+        for link in links {
             let n = link.sources.len();
             let mut line = format!(
                 "linked {}: {n} source{}",
-                link.describe(&r.report.display_path),
+                link.describe(display),
                 if n == 1 { "" } else { "s" }
             );
             if link.inline > 0 {
