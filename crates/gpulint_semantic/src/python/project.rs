@@ -537,17 +537,12 @@ pub fn tf_memory_configured_by_import(m: &PythonModel<'_>, file: &Path) -> Optio
 }
 
 fn under_main_guard(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
-    let mut cur = node;
-    while let Some(p) = cur.parent() {
-        if p.kind() == "if_statement"
+    // The ancestors found once (climbing with `Node::parent` is quadratic in the depth).
+    m.ancestors(node).into_iter().any(|p| {
+        p.kind() == "if_statement"
             && p.field("condition")
                 .is_some_and(|c| super::order::is_main_guard(c, m))
-        {
-            return true;
-        }
-        cur = p;
-    }
-    false
+    })
 }
 
 /// A local module imported at module level before byte `before` of `m` (the module at `file`)
