@@ -280,3 +280,45 @@ fn time_is_linear_in_the_nesting_of_python_blocks() {
     };
     assert_linear("nested blocks in .py", "deep.py", sizes, python_blocks);
 }
+
+/// The safety net: a file whose work budget runs out gets a GL003 finding that says where the
+/// analysis stopped, keeps the findings of the rules that ran before, and gives the same output
+/// every time (the budget counts work, not time).
+#[test]
+fn a_file_whose_work_budget_runs_out_says_where_the_analysis_stopped() {
+    let src = training_functions(40);
+    let check = |units| {
+        gpulint_source::budget::with_budget(units, || {
+            gpulint::check_source(Path::new("budget/train.py"), &src, &Settings::default())
+        })
+    };
+    let full = check(u64::MAX / 2);
+    assert!(
+        !full.iter().any(|d| d.code == "GL003"),
+        "a budget large enough stops nothing: {full:?}"
+    );
+    assert!(full.iter().any(|d| d.code == "PT002"));
+    let stopped = check(0);
+    let notes: Vec<_> = stopped.iter().filter(|d| d.code == "GL003").collect();
+    assert_eq!(notes.len(), 1, "{stopped:?}");
+    assert!(
+        notes[0].message.starts_with("analysis stopped at line "),
+        "{}",
+        notes[0].message
+    );
+    // What was found before the budget ran out is kept; nothing is found twice or invented.
+    for d in stopped.iter().filter(|d| d.code != "GL003") {
+        assert!(
+            full.iter()
+                .any(|f| f.code == d.code && f.span == d.span && f.message == d.message),
+            "{d:?} is not a finding of the complete run"
+        );
+    }
+    // Deterministic: the same place every time.
+    let again = check(0);
+    assert_eq!(
+        format!("{stopped:?}"),
+        format!("{again:?}"),
+        "the same output every time"
+    );
+}

@@ -14,6 +14,7 @@ use crate::settings::Settings;
 use gpulint_diagnostics::{Diagnostic, Span};
 use gpulint_manifest::{env, Manifest};
 use gpulint_semantic::Model;
+use gpulint_source::budget;
 use gpulint_source::SourceFile;
 use gpulint_syntax::Lang;
 use tree_sitter::{Node, Tree};
@@ -35,6 +36,10 @@ pub struct ParseInfo {
 
 /// Runs the enabled rules of `table` over one parsed file: one tree, or one per notebook cell
 /// (sharing the file's text).
+///
+/// The work is metered (see [`gpulint_source::budget`]): when the file's budget runs out, the
+/// findings of the rule run it ran out in are dropped, the rule runs not yet done are skipped,
+/// and a GL003 finding says where the analysis stopped. Everything found before stays.
 pub fn check_tree(
     file: &SourceFile,
     trees: &[Tree],
@@ -42,6 +47,50 @@ pub fn check_tree(
     table: &RuleTable,
     settings: &Settings,
 ) -> (Vec<Diagnostic>, ParseInfo) {
+    let ((mut diagnostics, info, skipped), _, stop) =
+        budget::metered(budget::for_file(file.text.len()), || {
+            check_tree_metered(file, trees, lang, table, settings)
+        });
+    if let Some(stop) = stop {
+        diagnostics.push(stopped(file, stop, skipped));
+    }
+    (diagnostics, info)
+}
+
+/// The GL003 finding of a file whose work budget ran out.
+fn stopped(file: &SourceFile, stop: budget::Stop, skipped: usize) -> Diagnostic {
+    // A whole-file analysis stopped outside any tree walk: its place is unknown.
+    let at = if stop.at == budget::UNKNOWN {
+        0
+    } else {
+        stop.at.min(file.text.len())
+    };
+    let (line, _) = file.position(at);
+    Diagnostic::new(
+        &crate::rules::tool::GL003,
+        Span::new(at, at),
+        format!(
+            "analysis stopped at line {line}, in {}: the file's work budget ({} units for {} bytes) ran out; {} rule run{} not done, so findings may be missing",
+            stop.analysis,
+            budget::for_file(file.text.len()),
+            file.text.len(),
+            skipped,
+            if skipped == 1 { " was" } else { "s were" },
+        ),
+    )
+    .primary_label("the analysis stopped here")
+    .help("split the file, or exclude it if it is generated; please report the file so that the analysis can be made linear")
+}
+
+/// [`check_tree`] on the current budget; also returns how many rule runs were skipped.
+fn check_tree_metered(
+    file: &SourceFile,
+    trees: &[Tree],
+    lang: Lang,
+    table: &RuleTable,
+    settings: &Settings,
+) -> (Vec<Diagnostic>, ParseInfo, usize) {
+    budget::enter("the semantic model", budget::UNKNOWN);
     let mut builder =
         gpulint_semantic::Builder::new(lang, &file.text, &settings.semantic_options());
     let mut info = ParseInfo::default();
@@ -71,35 +120,49 @@ pub fn check_tree(
     }
     let tree = &trees[0];
     let mut diagnostics = Vec::new();
-    // Each rule runs with a context of its own; its findings are appended.
-    let mut run = |rule: &'static dyn Rule, check: &dyn Fn(&dyn Rule, &mut Context<'_>)| {
-        let mut ctx = Context {
-            file,
-            tree,
-            trees,
-            lang,
-            model: &model,
-            settings,
-            rule: rule.meta(),
-            diagnostics: Vec::new(),
+    let mut skipped = 0;
+    // Each rule runs with a context of its own; its findings are appended, unless the work
+    // budget ran out during the run (they may rest on a walk cut short); once it has, the
+    // remaining runs are skipped.
+    let mut run =
+        |rule: &'static dyn Rule, at: usize, check: &dyn Fn(&dyn Rule, &mut Context<'_>)| {
+            if budget::exhausted() {
+                skipped += 1;
+                return;
+            }
+            budget::enter(rule.meta().code, at);
+            let mut ctx = Context {
+                file,
+                tree,
+                trees,
+                lang,
+                model: &model,
+                settings,
+                rule: rule.meta(),
+                diagnostics: Vec::new(),
+            };
+            check(rule, &mut ctx);
+            if budget::exhausted() {
+                skipped += 1;
+            } else {
+                diagnostics.append(&mut ctx.diagnostics);
+            }
         };
-        check(rule, &mut ctx);
-        diagnostics.append(&mut ctx.diagnostics);
-    };
     for node in wanted {
         for rule in table.rules_for(node.kind_id()) {
-            run(*rule, &|r, ctx| r.check(node, ctx));
+            run(*rule, node.start_byte(), &|r, ctx| r.check(node, ctx));
         }
     }
     for rule in table.rules() {
-        run(*rule, &|r, ctx| r.check_file(ctx));
+        run(*rule, budget::UNKNOWN, &|r, ctx| r.check_file(ctx));
     }
 
     // Nothing is reported from evidence inside a region the parser did not understand.
     if !info.error_spans.is_empty() {
-        diagnostics.retain(|d| !info.error_spans.iter().any(|e| overlaps(*e, d.span)));
+        let regions = merged(&info.error_spans);
+        diagnostics.retain(|d| !overlaps_any(&regions, d.span));
     }
-    (diagnostics, info)
+    (diagnostics, info, skipped)
 }
 
 /// The single iterative walk over one tree.
@@ -129,8 +192,33 @@ fn walk_tree<'t>(
     });
 }
 
-fn overlaps(a: Span, b: Span) -> bool {
-    a.start < b.end.max(b.start + 1) && b.start < a.end.max(a.start + 1)
+/// A span as the half-open byte range it occupies (an empty span occupies its first byte).
+fn extent(s: Span) -> (usize, usize) {
+    (s.start, s.end.max(s.start + 1))
+}
+
+/// The byte ranges of `spans`, merged into disjoint ranges in order.
+fn merged(spans: &[Span]) -> Vec<(usize, usize)> {
+    let mut ranges: Vec<(usize, usize)> = spans.iter().map(|s| extent(*s)).collect();
+    ranges.sort_unstable();
+    let mut out: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    for (start, end) in ranges {
+        match out.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => out.push((start, end)),
+        }
+    }
+    out
+}
+
+/// Does `span` overlap one of the disjoint, ordered `regions`? A binary search: asking each
+/// region about each finding grows with their product.
+fn overlaps_any(regions: &[(usize, usize)], span: Span) -> bool {
+    let (start, end) = extent(span);
+    // The first region that ends after `span` starts is the only one that can overlap it
+    // first; it overlaps when it starts before `span` ends.
+    let i = regions.partition_point(|r| r.1 <= start);
+    regions.get(i).is_some_and(|r| r.0 < end)
 }
 
 /// Runs `rules` over a manifest and returns their findings, without duplicates (the same

@@ -241,7 +241,11 @@ impl Engine {
                 };
                 checked(report, partial, dependencies, links)
             }
-            Ok(None) => skipped(path, display, "the parser gave up on it".into()),
+            Ok(None) => skipped(
+                path,
+                display,
+                "the parser gave up on it (its work budget for a file of this size ran out)".into(),
+            ),
             Err(payload) => internal_error(path, display, payload),
         }
     }

@@ -6,6 +6,8 @@ use gpulint_diagnostics::{Diagnostic, Span};
 use gpulint_source::SourceFile;
 use gpulint_syntax::Lang;
 use gpulint_syntax::NodeExt;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use tree_sitter::{Node, Tree};
 
 /// What a suppression covers.
@@ -39,12 +41,6 @@ pub struct Suppression {
     /// 0-based inclusive line range covered.
     pub lines: (usize, usize),
     pub used_blanket: bool,
-}
-
-impl Suppression {
-    fn covers(&self, line: usize) -> bool {
-        self.scope == Scope::File || (self.lines.0 <= line && line <= self.lines.1)
-    }
 }
 
 /// A parsed directive before its coverage is known.
@@ -298,27 +294,55 @@ pub fn apply(
     if suppressions.is_empty() {
         return;
     }
-    diagnostics.retain(|d| {
-        let line = file.line_index(d.span.start);
-        let mut suppressed = false;
-        for s in suppressions.iter_mut() {
-            if !s.covers(line) {
-                continue;
-            }
+    // A sweep over the findings in line order, keeping the suppressions whose range has begun
+    // and not yet ended: linear in the findings and suppressions (plus the matches), where
+    // asking every suppression about every finding grows with their product.
+    let lines: Vec<usize> = diagnostics
+        .iter()
+        .map(|d| file.line_index(d.span.start))
+        .collect();
+    let range = |s: &Suppression| match s.scope {
+        Scope::File => (0, usize::MAX),
+        _ => s.lines,
+    };
+    let mut order: Vec<usize> = (0..diagnostics.len()).collect();
+    order.sort_by_key(|&i| lines[i]);
+    let mut by_start: Vec<usize> = (0..suppressions.len()).collect();
+    by_start.sort_by_key(|&i| range(&suppressions[i]).0);
+    let mut next = 0;
+    let mut active: BinaryHeap<Reverse<(usize, usize)>> = BinaryHeap::new();
+    let mut suppressed = vec![false; diagnostics.len()];
+    for i in order {
+        let line = lines[i];
+        while next < by_start.len() && range(&suppressions[by_start[next]]).0 <= line {
+            let s = by_start[next];
+            active.push(Reverse((range(&suppressions[s]).1, s)));
+            next += 1;
+        }
+        while active.peek().is_some_and(|Reverse((end, _))| *end < line) {
+            active.pop();
+        }
+        let code = diagnostics[i].code;
+        for &Reverse((_, s)) in active.iter() {
+            let s = &mut suppressions[s];
             if s.codes.is_empty() {
                 s.used_blanket = true;
-                suppressed = true;
+                suppressed[i] = true;
             }
             for c in s.codes.iter_mut() {
-                if c.code == d.code
-                    || (c.code.ends_with('*') && d.code.starts_with(c.code.trim_end_matches('*')))
+                if c.code == code
+                    || (c.code.ends_with('*') && code.starts_with(c.code.trim_end_matches('*')))
                 {
                     c.used = true;
-                    suppressed = true;
+                    suppressed[i] = true;
                 }
             }
         }
-        !suppressed
+    }
+    let mut i = 0;
+    diagnostics.retain(|_| {
+        i += 1;
+        !suppressed[i - 1]
     });
 }
 

@@ -195,7 +195,8 @@ impl<'a, 't> Interp<'a, 't> {
     /// Counts one step; false once the budget is spent.
     pub fn tick(&mut self) -> bool {
         self.steps += 1;
-        self.steps <= MAX_STEPS
+        // The file's work budget too (see `gpulint_source::budget`).
+        self.steps <= MAX_STEPS && gpulint_source::budget::spend(1)
     }
 
     pub fn lookup(&mut self, frame: &Frame, name: &str, at: Node<'_>) -> Val {

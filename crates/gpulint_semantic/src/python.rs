@@ -208,6 +208,22 @@ impl<'t> PythonModel<'t> {
         })
     }
 
+    /// The ancestors of `node`, innermost first, up to the root of its tree (module or notebook
+    /// cell). Found once going down from the root: climbing with `Node::parent` descends from
+    /// the root at every step, which is quadratic in the depth (a 200,000-deep expression).
+    pub fn ancestors(&self, node: Node<'_>) -> Vec<Node<'t>> {
+        let Some(root) = self
+            .roots
+            .iter()
+            .find(|r| r.start_byte() <= node.start_byte() && node.end_byte() <= r.end_byte())
+        else {
+            return Vec::new();
+        };
+        let mut path = gpulint_syntax::ancestors_of(*root, node);
+        path.reverse();
+        path
+    }
+
     /// The index of a `function_definition` node in [`PythonModel::functions`].
     pub fn function_of_node(&self, def: Node<'_>) -> Option<usize> {
         self.function_index.get(&def.id()).copied()

@@ -4,6 +4,7 @@
 //!
 //! The bottom of the workspace: it knows nothing of languages, rules or configuration.
 
+pub mod budget;
 pub mod deps;
 mod file;
 pub mod fs;

@@ -91,8 +91,40 @@ pub fn parse(lang: Lang, text: &str) -> Option<Tree> {
     cell.with(|p| {
         let mut parser = p.borrow_mut();
         parser.reset();
-        parser.parse(text, None)
+        parse_bounded(&mut parser, text, text.len())
     })
+}
+
+/// Parser operations allowed per byte of the text parsed (plus [`PARSE_MIN_OPERATIONS`]).
+/// tree-sitter needs 1 to 10 per byte on real files and on thousands of mutated ones; only
+/// error recovery gone wild on hostile input needs more (105 per byte, 20 s for 139 KB, on a
+/// mutant of the fuzz run), and there each operation is slow.
+pub const PARSE_OPERATIONS_PER_BYTE: u64 = 20;
+
+/// The parser operations allowed on a small text.
+pub const PARSE_MIN_OPERATIONS: u64 = 2_000_000;
+
+/// Parses `text` (of which `len` bytes are to be parsed) with a bounded number of parser
+/// operations: `None` when the parser runs out of them (the file is then reported as not
+/// parsed, GL002). The bound counts the parser's own operations (its progress callback runs
+/// every 100), not time, so a file parses or gives up the same way on every machine.
+fn parse_bounded(parser: &mut Parser, text: &str, len: usize) -> Option<Tree> {
+    let allowed = PARSE_MIN_OPERATIONS.saturating_add(PARSE_OPERATIONS_PER_BYTE * len as u64) / 100;
+    let mut checks: u64 = 0;
+    let mut progress = |_: &tree_sitter::ParseState| {
+        checks += 1;
+        if checks > allowed {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    };
+    let bytes = text.as_bytes();
+    parser.parse_with_options(
+        &mut |i, _| bytes.get(i..).unwrap_or_default(),
+        None,
+        Some(tree_sitter::ParseOptions::new().progress_callback(&mut progress)),
+    )
 }
 
 /// Parses only the byte range `start..end` of `text` (a notebook cell inside the notebook's
@@ -125,7 +157,7 @@ pub fn parse_range(lang: Lang, text: &str, start: usize, end: usize) -> Option<T
         let mut parser = p.borrow_mut();
         parser.reset();
         parser.set_included_ranges(&[range]).ok()?;
-        let tree = parser.parse(text, None);
+        let tree = parse_bounded(&mut parser, text, end.saturating_sub(start));
         let _ = parser.set_included_ranges(&[]);
         tree
     })

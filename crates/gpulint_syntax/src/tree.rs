@@ -29,7 +29,7 @@ pub fn walk<'t>(tree: &'t Tree, mut visit: impl FnMut(Node<'t>, bool)) {
 /// The nodes from `root` down to `target`, outermost first, `target` excluded (empty when
 /// `target` is not below `root`). Found going down with a cursor: `Node::parent` starts again
 /// from the root at every step, so walking up to the root that way is quadratic in the depth.
-pub fn ancestors_of<'t>(root: Node<'t>, target: Node<'t>) -> Vec<Node<'t>> {
+pub fn ancestors_of<'t>(root: Node<'t>, target: Node<'_>) -> Vec<Node<'t>> {
     let (start, end) = (target.start_byte(), target.end_byte());
     if root.start_byte() > start || root.end_byte() < end || root.id() == target.id() {
         return Vec::new();
@@ -236,6 +236,13 @@ impl<'t> Iterator for Descendants<'t> {
 
     fn next(&mut self) -> Option<Node<'t>> {
         if self.done {
+            return None;
+        }
+        // Each node visited spends a unit of the file's work budget; a walk that runs out ends
+        // early (the engine then reports where the analysis stopped).
+        if !gpulint_source::budget::spend(1) {
+            gpulint_source::budget::stopped_at(self.cursor.node().start_byte());
+            self.done = true;
             return None;
         }
         if !self.started {

@@ -98,6 +98,15 @@ declare_rule! {
     /// Findings whose evidence lies inside such a region are not reported. Shown only with
     /// `--verbose` or when selected explicitly (`--select GL003`).
     ///
+    /// Also says that the analysis of a file stopped before it was complete ("analysis stopped
+    /// at line N, in RULE"): the work spent on each file is bounded, in proportion to its size
+    /// and counted in units of work (syntax nodes visited, interpreter steps), not in time, so
+    /// the same file stops at the same place on every machine. The findings of the rules that
+    /// ran before are reported; those of the rule that ran out and of the rules after it are
+    /// missing. This one is always shown (unless GL003 is ignored or not selected): without it
+    /// an incomplete result would look clean. It should not happen on real code; it means an
+    /// analysis was slower than linear on this file, which is worth reporting.
+    ///
     /// ## Why is this risky?
     /// It is not a risk of the code itself, but a limit of the check: the regions named were not
     /// analysed, so a clean result says less about them.

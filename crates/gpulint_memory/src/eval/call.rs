@@ -66,8 +66,13 @@ impl<'a, 't> Interp<'a, 't> {
                     .unwrap_or((call.start_byte(), call.end_byte())),
             ),
         };
-        let left =
-            gpulint_syntax::ancestor_of_kind(call, &["assignment"]).and_then(|a| a.field("left"));
+        // The ancestors found once (climbing with `Node::parent` is quadratic in the depth).
+        let left = self
+            .pm
+            .ancestors(call)
+            .into_iter()
+            .find(|a| a.kind_name() == "assignment")
+            .and_then(|a| a.field("left"));
         let train = left.is_some_and(|l| self.text(l).to_ascii_lowercase().contains("train"));
         let target = left
             .filter(|l| l.kind_name() == "identifier")

@@ -37,16 +37,33 @@ impl<'a, 't> Interp<'a, 't> {
                 .field("name")
                 .map(|n| self.text(n).to_string())
                 .unwrap_or_default();
+            // The `def`s of the class's own body (directly, or under decorators), found from
+            // the class's children: asking every function of the file about every class, each
+            // with `Node::parent` (which descends from the root), grows with their product.
             let mut methods = HashMap::new();
-            for (i, f) in self.pm.functions.iter().enumerate() {
-                if f.class.as_deref() == Some(name.as_str())
-                    && f.parent.is_none()
-                    && f.node
-                        .parent()
-                        .and_then(|b| b.parent())
-                        .is_some_and(|c| c.id() == node.id() || is_decorated_in(f.node, node))
-                {
-                    methods.insert(f.name.clone(), i);
+            let mut cursor = node.walk();
+            let blocks: Vec<Node<'t>> = node.children(&mut cursor).collect();
+            for block in blocks {
+                let mut cursor = block.walk();
+                for stmt in block.children(&mut cursor) {
+                    let defs: Vec<Node<'t>> = if stmt.kind_name() == "decorated_definition" {
+                        let mut c = stmt.walk();
+                        stmt.children(&mut c).collect()
+                    } else {
+                        vec![stmt]
+                    };
+                    for def in defs {
+                        if def.kind_name() != "function_definition" {
+                            continue;
+                        }
+                        let Some(i) = self.pm.function_of_node(def) else {
+                            continue;
+                        };
+                        let f = &self.pm.functions[i];
+                        if f.class.as_deref() == Some(name.as_str()) && f.parent.is_none() {
+                            methods.insert(f.name.clone(), i);
+                        }
+                    }
                 }
             }
             self.classes.push(ClassDef {
@@ -57,6 +74,10 @@ impl<'a, 't> Interp<'a, 't> {
             });
         }
         // Bases: framework names or earlier classes of the file.
+        let mut first_of_name: HashMap<String, usize> = HashMap::new();
+        for (j, c) in self.classes.iter().enumerate() {
+            first_of_name.entry(c.name.clone()).or_insert(j);
+        }
         for i in 0..self.classes.len() {
             let node = self.classes[i].node;
             let mut bases = Vec::new();
@@ -66,7 +87,7 @@ impl<'a, 't> Interp<'a, 't> {
                         continue;
                     }
                     let t = self.text(b);
-                    if let Some(j) = self.classes.iter().position(|c| c.name == t) {
+                    if let Some(&j) = first_of_name.get(t) {
                         bases.push(Val::Class(j));
                     } else if let Some(q) = self.pm.qualified_name(b) {
                         bases.push(Val::Q(Rc::from(q.as_str())));
@@ -130,15 +151,6 @@ impl<'a, 't> Interp<'a, 't> {
         }
         None
     }
-}
-
-fn is_decorated_in(func: Node<'_>, class: Node<'_>) -> bool {
-    // def inside a decorated_definition inside the class body.
-    func.parent()
-        .filter(|p| p.kind_name() == "decorated_definition")
-        .and_then(|p| p.parent())
-        .and_then(|b| b.parent())
-        .is_some_and(|c| c.id() == class.id())
 }
 
 /// `torch.nn.Module` and the Lightning module classes.

@@ -11,7 +11,7 @@ use super::CudaBuilder;
 use super::GridKind;
 use crate::Options;
 use gpulint_syntax::{parse, Lang};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -141,6 +141,33 @@ pub struct Resolver<'a> {
     trusted: &'a [String],
     /// Functions visited in the current question; past `MAX_VISITS` the answer is "unknown".
     visits: std::cell::Cell<usize>,
+    /// Per file (as `files`), built on first use: the names it defines, and for each callee
+    /// name the functions that call it (in order). Scanning every function and call of a file
+    /// for each question grows with the file's size per question.
+    indexes: Vec<std::cell::OnceCell<FileIndex>>,
+}
+
+/// See [`Resolver::indexes`].
+#[derive(Default)]
+struct FileIndex {
+    defined: HashSet<String>,
+    callers: HashMap<String, Vec<usize>>,
+}
+
+impl FileIndex {
+    fn of(f: &FileFacts) -> FileIndex {
+        let mut index = FileIndex::default();
+        for (gi, g) in f.fns.iter().enumerate() {
+            index.defined.insert(g.name.clone());
+            for c in &g.calls {
+                let list = index.callers.entry(c.callee.clone()).or_default();
+                if list.last() != Some(&gi) {
+                    list.push(gi);
+                }
+            }
+        }
+        index
+    }
 }
 
 /// Caller visits per question (a call graph with much fan-in is not explored exhaustively).
@@ -172,6 +199,7 @@ impl<'a> Resolver<'a> {
             }
         }
         Resolver {
+            indexes: files.iter().map(|_| std::cell::OnceCell::new()).collect(),
             files,
             trusted,
             visits: std::cell::Cell::new(0),
@@ -189,8 +217,12 @@ impl<'a> Resolver<'a> {
         self.files
             .iter()
             .enumerate()
-            .filter(move |(i, (_, f))| *i == home || !f.fns.iter().any(|g| g.name == name))
+            .filter(move |(i, _)| *i == home || !self.index(*i).defined.contains(&name))
             .map(|(i, (_, f))| (i, f.as_ref()))
+    }
+
+    fn index(&self, file: usize) -> &FileIndex {
+        self.indexes[file].get_or_init(|| FileIndex::of(&self.files[file].1))
     }
 
     fn bound(&self, home: usize, name: &str) -> bool {
@@ -268,8 +300,12 @@ impl<'a> Resolver<'a> {
     ) -> Vec<(usize, usize)> {
         let mut found = Vec::new();
         for (ci, cf) in self.sees(home, name) {
-            for (gi, g) in cf.fns.iter().enumerate() {
-                if g.name == name || !g.calls.iter().any(|c| c.callee == name) {
+            let Some(calling) = self.index(ci).callers.get(name) else {
+                continue;
+            };
+            for &gi in calling {
+                let g = &cf.fns[gi];
+                if g.name == name {
                     continue;
                 }
                 if callers.len() < 8 && !callers.iter().any(|c| c.0 == g.name) {

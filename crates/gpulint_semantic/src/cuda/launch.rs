@@ -270,12 +270,12 @@ impl<'t> CudaModel<'t> {
     /// one definition visible at the launch. `None` when any part is unknown.
     pub fn launch_dims(&self, launch: &Launch<'t>, which: usize) -> Option<[i128; 3]> {
         let e = *launch.config.get(which)?;
-        let func = self.enclosing_function(launch.node);
-        let fi = func.and_then(|f| {
-            self.functions
-                .iter()
-                .position(|g| g.node.id() == f.node.id())
-        });
+        // The enclosing function as `enclosing_function` chooses it, with its index (looking
+        // the index up among all functions costs the file's functions per launch).
+        let fi = self
+            .functions_around(launch.node)
+            .min_by_key(|&i| (self.functions[i].node.byte_range().len(), i));
+        let func = fi.map(|i| &self.functions[i]);
         let at = launch.node.start_byte();
         let eval = |n: Node<'_>| match func {
             Some(f) => self.eval_in_function(f, n),

@@ -267,17 +267,13 @@ impl<'t> PythonModel<'t> {
     /// The right-hand side of the last plain `name = <value>` before `at` in the file (in
     /// source order, whatever the scope): a cheap "what was it set to" for flow-insensitive
     /// facts.
+    ///
+    /// Looked up in the per-name index (a binary search among the name's own assignments):
+    /// scanning back through every assignment of the file costs the file's size per question.
     pub fn last_assigned_before(&self, name: &str, at: Node<'_>) -> Option<Node<'t>> {
-        let hi = self
-            .assignments
-            .partition_point(|a| a.start_byte() < at.start_byte());
-        self.assignments[..hi]
-            .iter()
-            .rev()
-            .find(|a| {
-                a.kind_name() == "assignment" && a.field("left").map(|l| self.text(l)) == Some(name)
-            })?
-            .field("right")
+        let own = self.name_index().assignments.get(name)?;
+        let hi = own.partition_point(|a| a.start_byte() < at.start_byte());
+        own[..hi].last()?.field("right")
     }
 
     /// The value a plain name is bound to where it is used: the single `name = <value>` in the

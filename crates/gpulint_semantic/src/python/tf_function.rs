@@ -159,12 +159,16 @@ pub fn find_call_in<'t>(
     pred: impl Fn(Node<'t>) -> bool,
 ) -> Option<Node<'t>> {
     let range = scope.byte_range();
-    let inside = |n: Node<'_>| range.start <= n.start_byte() && n.end_byte() <= range.end;
-    let calls: Vec<Node<'t>> = m
+    // The calls are in document order: only those starting inside `scope` are looked at (a
+    // scan of every call of the file per loop grows with the loops times the calls).
+    let lo = m
         .calls
+        .partition_point(|(c, _)| c.start_byte() < range.start);
+    let calls: Vec<Node<'t>> = m.calls[lo..]
         .iter()
         .map(|(c, _)| *c)
-        .filter(|c| inside(*c))
+        .take_while(|c| c.start_byte() < range.end)
+        .filter(|c| c.end_byte() <= range.end)
         .collect();
     if let Some(c) = calls.iter().copied().find(|c| pred(*c)) {
         return Some(c);
@@ -173,12 +177,7 @@ pub fn find_call_in<'t>(
         let Some(f) = m.local_callee(c) else {
             continue;
         };
-        let body = m.functions[f].node.byte_range();
-        if let Some((hit, _)) = m
-            .calls
-            .iter()
-            .find(|(d, g)| *g == Some(f) && body.contains(&d.start_byte()) && pred(*d))
-        {
+        if let Some((hit, _)) = m.calls_in(f).find(|(d, _)| pred(*d)) {
             return Some(*hit);
         }
     }

@@ -120,13 +120,17 @@ impl Rule for UncheckedKernelLaunch {
         let extra = ctx.option_strings("check-macros");
         let m = ctx.cuda();
         let helpers = m.check_helpers();
+        // The statement's names are read once and looked up among the helpers (reading them
+        // again for each helper grows with the helpers times the statement).
+        let helpers: std::collections::HashSet<&str> = helpers.iter().copied().collect();
         let is_check = |n: Node<'_>| {
             let t = m.text(n);
             LAUNCH_CHECKS.iter().any(|c| t.contains(c))
                 || extra.iter().any(|c| t.contains(c.as_str()))
-                || helpers
-                    .iter()
-                    .any(|h| gpulint_semantic::cuda::guards::name_tokens(t).contains(h))
+                || (!helpers.is_empty()
+                    && gpulint_semantic::cuda::guards::name_tokens(t)
+                        .iter()
+                        .any(|tok| helpers.contains(tok)))
         };
         for l in &m.launches {
             if l.node.has_error() {

@@ -167,11 +167,28 @@ fn is_harmless(callee: &str) -> bool {
     HARMLESS.contains(&last) || callee.starts_with("log")
 }
 
-/// Calls under `node`, not in nested functions or lambdas.
+/// Calls under `node`, not in nested functions or lambdas: one walk that does not go into
+/// them (asking each call for its enclosing function climbs with `Node::parent`, quadratic in
+/// the depth).
 fn calls_in(node: Node<'_>) -> impl Iterator<Item = Node<'_>> {
-    descendants(node).filter(move |n| {
-        n.kind() == "call"
-            && gpulint_syntax::ancestor_of_kind(*n, &["function_definition", "lambda"])
-                .is_none_or(|a| a.start_byte() < node.start_byte())
-    })
+    let mut out = Vec::new();
+    let nested = |n: Node<'_>| matches!(n.kind(), "function_definition" | "lambda");
+    if !nested(node) {
+        let mut cursor = node.walk();
+        'walk: loop {
+            let n = cursor.node();
+            if n.kind() == "call" {
+                out.push(n);
+            }
+            if !nested(n) && cursor.goto_first_child() {
+                continue;
+            }
+            while !cursor.goto_next_sibling() {
+                if !cursor.goto_parent() || cursor.node().id() == node.id() {
+                    break 'walk;
+                }
+            }
+        }
+    }
+    out.into_iter()
 }

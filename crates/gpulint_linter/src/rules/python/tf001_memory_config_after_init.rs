@@ -207,20 +207,23 @@ fn help(config: ConfigFn) -> &'static str {
 /// The `except` clause that swallows a failure of `call`: the call sits in the body of a `try`
 /// whose handlers only `pass`, print or log.
 fn swallowing_handler<'t>(m: &PythonModel<'t>, call: Node<'t>) -> Option<Node<'t>> {
-    let mut cur = call;
+    // The ancestors, innermost first, found once (climbing with `Node::parent` is quadratic in
+    // the depth).
+    let up = m.ancestors(call);
+    let mut i = 0;
     let try_stmt = loop {
-        let parent = cur.parent()?;
+        let parent = *up.get(i)?;
         match parent.kind() {
             "function_definition" | "class_definition" | "lambda" => return None,
             // Inside a handler, not the protected body.
             "except_clause" | "finally_clause" | "else_clause"
-                if parent.parent()?.kind() == "try_statement" =>
+                if up.get(i + 1)?.kind() == "try_statement" =>
             {
-                cur = parent.parent()?;
+                i += 2;
                 continue;
             }
             "try_statement" => break parent,
-            _ => cur = parent,
+            _ => i += 1,
         }
     };
     let handlers: Vec<Node<'t>> = named_children(try_stmt)

@@ -8,7 +8,7 @@ use gpulint_semantic::python::tf::{argument, ConfigFn};
 use gpulint_semantic::python::PythonModel;
 use gpulint_syntax::Lang;
 use gpulint_syntax::NodeExt;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
 declare_rule! {
@@ -247,7 +247,17 @@ impl Rule for MemoryGrowthWithVirtualDevices {
         let mut reported = HashSet::new();
         for seq in 0..order.sequences().len() {
             let events = order.events(seq);
-            let position = |n: Node<'_>| events.iter().position(|e| e.node.id() == n.id());
+            // Where each configuration call first occurs in this sequence, from one pass over
+            // its events (looking each call up by a scan costs the events per call and pair).
+            let wanted: HashSet<usize> =
+                growth.iter().chain(&logical).map(|c| c.call.id()).collect();
+            let mut first: HashMap<usize, usize> = HashMap::new();
+            for (i, e) in events.iter().enumerate() {
+                if wanted.contains(&e.node.id()) {
+                    first.entry(e.node.id()).or_insert(i);
+                }
+            }
+            let position = |n: Node<'_>| first.get(&n.id()).copied();
             for g in &growth {
                 if reported.contains(&g.call.id()) {
                     continue;

@@ -6,9 +6,10 @@ use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};
 use gpulint_semantic::python::tf::normalize;
 use gpulint_semantic::python::PythonModel;
+use gpulint_syntax::named_children;
 use gpulint_syntax::Lang;
 use gpulint_syntax::NodeExt;
-use gpulint_syntax::{descendants, named_children};
+use std::collections::HashMap;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -104,26 +105,59 @@ fn in_explicit_graph(m: &PythonModel<'_>, node: Node<'_>) -> bool {
     false
 }
 
+/// Where each name is used other than by `name.x.y = ...` writes (start bytes, in document
+/// order), from one walk of the trees: looking for the uses of one `ConfigProto` variable by
+/// walking its whole scope costs the scope's size per variable.
+fn uses_by_name<'t>(m: &PythonModel<'t>) -> HashMap<&'t str, Vec<usize>> {
+    let mut uses: HashMap<&'t str, Vec<usize>> = HashMap::new();
+    for &root in &m.roots {
+        // The ancestors of the cursor's node, innermost last.
+        let mut path: Vec<Node<'t>> = Vec::new();
+        let mut cursor = root.walk();
+        'walk: loop {
+            let n = cursor.node();
+            if n.kind() == "identifier" {
+                // `name.gpu_options.allow_growth = True`: configuring it is not using it.
+                let mut up = path.len();
+                while up > 0 && path[up - 1].kind() == "attribute" {
+                    up -= 1;
+                }
+                let written = up < path.len()
+                    && up > 0
+                    && path[up - 1].kind() == "assignment"
+                    && path[up - 1].field("left").map(|l| l.id()) == Some(path[up].id());
+                if !written {
+                    uses.entry(m.text(n)).or_default().push(n.start_byte());
+                }
+            }
+            if cursor.goto_first_child() {
+                path.push(n);
+                continue;
+            }
+            while !cursor.goto_next_sibling() {
+                if !cursor.goto_parent() {
+                    break 'walk;
+                }
+                path.pop();
+            }
+        }
+    }
+    for v in uses.values_mut() {
+        v.sort_unstable();
+    }
+    uses
+}
+
 /// Is `name` used in `scope` other than by `def` (the binding) and `name.x.y = ...` writes?
-fn name_used(m: &PythonModel<'_>, scope: Node<'_>, def: Node<'_>, name: &str) -> bool {
-    descendants(scope).any(|n| {
-        if n.kind() != "identifier"
-            || m.text(n) != name
-            || def.byte_range().contains(&n.start_byte())
-        {
-            return false;
-        }
-        // `name.gpu_options.allow_growth = True`: configuring it is not using it.
-        let mut top = n;
-        while let Some(p) = top.parent().filter(|p| p.kind() == "attribute") {
-            top = p;
-        }
-        let written = top.id() != n.id()
-            && top.parent().is_some_and(|p| {
-                p.kind() == "assignment" && p.field("left").map(|l| l.id()) == Some(top.id())
-            });
-        !written
-    })
+fn name_used(uses: &HashMap<&str, Vec<usize>>, scope: Node<'_>, def: Node<'_>, name: &str) -> bool {
+    let Some(at) = uses.get(name) else {
+        return false;
+    };
+    let count = |range: std::ops::Range<usize>| {
+        at.partition_point(|&b| b < range.end) - at.partition_point(|&b| b < range.start)
+    };
+    // The uses inside `def` itself are `def`'s own identifier: not a use.
+    count(scope.byte_range()) > count(def.byte_range())
 }
 
 impl Rule for Tf1ApiInTf2 {
@@ -198,6 +232,28 @@ impl Rule for Tf1ApiInTf2 {
             }
         }
         // A ConfigProto / GPUOptions that never reaches a session.
+        // `name.gpu_options.… = …`, `name.allow_growth = …`: where each name's GPU memory
+        // options are set (start bytes of the assignments, in document order).
+        let mut memory_writes: HashMap<&str, Vec<usize>> = HashMap::new();
+        for a in &m.attribute_assignments {
+            let Some(t) = a.field("left").map(|l| m.text(l)) else {
+                continue;
+            };
+            let Some(dot) = t.find('.') else {
+                continue;
+            };
+            let rest = &t[dot..];
+            if rest.starts_with(".gpu_options.")
+                || rest == ".allow_growth"
+                || rest == ".per_process_gpu_memory_fraction"
+            {
+                memory_writes
+                    .entry(&t[..dot])
+                    .or_default()
+                    .push(a.start_byte());
+            }
+        }
+        let mut uses = None;
         for (call, q, _) in &names {
             if !matches!(
                 q.as_str(),
@@ -230,17 +286,15 @@ impl Rule for Tf1ApiInTf2 {
                         })
                 })
             });
-            let memory_attr = m.attribute_assignments.iter().any(|a| {
-                a.field("left").is_some_and(|l| {
-                    let t = m.text(l);
-                    scope.byte_range().contains(&a.start_byte())
-                        && t.starts_with(name)
-                        && (t[name.len()..].starts_with(".gpu_options.")
-                            || t[name.len()..] == *".allow_growth"
-                            || t[name.len()..] == *".per_process_gpu_memory_fraction")
-                })
+            let memory_attr = memory_writes.get(name).is_some_and(|at| {
+                let i = at.partition_point(|&b| b < scope.start_byte());
+                at.get(i).is_some_and(|&b| b < scope.end_byte())
             });
-            if !(memory_kw || memory_attr) || name_used(m, scope, left, name) {
+            if !(memory_kw || memory_attr) {
+                continue;
+            }
+            let uses = uses.get_or_insert_with(|| uses_by_name(m));
+            if name_used(uses, scope, left, name) {
                 continue;
             }
             let callee = call

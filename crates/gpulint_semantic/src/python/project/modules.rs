@@ -242,14 +242,17 @@ pub fn tf_memory_configured_by_import(
 /// imported (at module level or in the body of a class there, not in a function or under the
 /// `__main__` guard)?
 fn default_evaluated_at_import(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
+    // The ancestors found once, innermost first (climbing with `Node::parent` is quadratic in
+    // the depth).
+    let ancestors = m.ancestors(node);
     let mut cur = node;
-    let mut def = None;
-    while let Some(p) = cur.parent() {
+    let mut def_at = None;
+    for (i, p) in ancestors.iter().enumerate() {
         if matches!(p.kind(), "default_parameter" | "typed_default_parameter")
             && p.field("value").is_some_and(|v| v.id() == cur.id())
-            && p.parent().is_some_and(|ps| ps.kind() == "parameters")
+            && ancestors.get(i + 1).is_some_and(|ps| ps.kind() == "parameters")
         {
-            def = p.parent().and_then(|ps| ps.parent());
+            def_at = Some(i + 2);
             break;
         }
         if matches!(
@@ -258,26 +261,22 @@ fn default_evaluated_at_import(m: &PythonModel<'_>, node: tree_sitter::Node<'_>)
         ) {
             return false;
         }
-        cur = p;
+        cur = *p;
     }
-    let Some(def) = def.filter(|d| d.kind() == "function_definition") else {
+    let Some(def_at) = def_at.filter(|&d| {
+        ancestors
+            .get(d)
+            .is_some_and(|d| d.kind() == "function_definition")
+    }) else {
         return false;
     };
-    let mut cur = def;
-    while let Some(p) = cur.parent() {
-        match p.kind() {
-            "function_definition" | "lambda" => return false,
-            "if_statement"
-                if p.field("condition")
-                    .is_some_and(|c| crate::python::order::is_main_guard(c, m)) =>
-            {
-                return false
-            }
-            _ => {}
-        }
-        cur = p;
-    }
-    true
+    !ancestors[def_at + 1..].iter().any(|p| match p.kind() {
+        "function_definition" | "lambda" => true,
+        "if_statement" => p
+            .field("condition")
+            .is_some_and(|c| crate::python::order::is_main_guard(c, m)),
+        _ => false,
+    })
 }
 
 /// A method of a class of a module: (module path, class, method).
@@ -334,17 +333,12 @@ pub fn method_returns_attached(file: &Path, root: &Path, qualified: &str, method
 }
 
 fn under_main_guard(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
-    let mut cur = node;
-    while let Some(p) = cur.parent() {
-        if p.kind() == "if_statement"
+    // The ancestors found once (climbing with `Node::parent` is quadratic in the depth).
+    m.ancestors(node).into_iter().any(|p| {
+        p.kind() == "if_statement"
             && p.field("condition")
                 .is_some_and(|c| crate::python::order::is_main_guard(c, m))
-        {
-            return true;
-        }
-        cur = p;
-    }
-    false
+    })
 }
 
 /// A local module imported at module level before byte `before` of `m` (the module at `file`)

@@ -117,9 +117,9 @@ fn descent_of<'t>(
         "identifier" => {
             let name = m.text(expr);
             // A loop or comprehension variable over a part of a parameter.
-            let mut cur = call.parent();
             let def = m.functions[f].node;
-            while let Some(n) = cur {
+            // The ancestors found once (climbing with `Node::parent` is quadratic in the depth).
+            for n in m.ancestors(call) {
                 if n.id() == def.id() {
                     break;
                 }
@@ -148,7 +148,6 @@ fn descent_of<'t>(
                         return None;
                     }
                 }
-                cur = n.parent();
             }
             // A local bound from a part of a parameter: `child = node.left`.
             let body = def.field("body")?;

@@ -28,11 +28,10 @@ pub fn worker_count<'t>(m: &PythonModel<'_>, call: Node<'t>) -> Option<Node<'t>>
 
 /// Is `node` inside the body of an `if __name__ == "__main__":` block?
 pub fn under_main_guard(m: &PythonModel<'_>, node: Node<'_>) -> bool {
-    let mut child = node;
-    let mut cur = node.parent();
-    while let Some(p) = cur {
+    let mut child = node.id();
+    for p in m.ancestors(node) {
         if p.kind_name() == "if_statement" {
-            let in_body = p.field("consequence").is_some_and(|c| c.id() == child.id());
+            let in_body = p.field("consequence").is_some_and(|c| c.id() == child);
             if in_body
                 && p.field("condition")
                     .is_some_and(|c| crate::python::order::is_main_guard(c, m))
@@ -40,8 +39,7 @@ pub fn under_main_guard(m: &PythonModel<'_>, node: Node<'_>) -> bool {
                 return true;
             }
         }
-        child = p;
-        cur = p.parent();
+        child = p.id();
     }
     false
 }
