@@ -43,6 +43,12 @@ pub struct HeaderFacts {
     pub fields: HashMap<String, Vec<String>>,
     /// Macros and functions whose body queries the CUDA error state.
     pub check_helpers: Vec<String>,
+    /// It includes a framework header (see [`crate::cuda::interval::FRAMEWORK`]): the code it
+    /// serves works on framework tensors.
+    pub framework: bool,
+    /// It includes a 16-bit float header or uses a 16-bit float type (see
+    /// [`crate::cuda::interval::HALF_FLOATS`]).
+    pub half_floats: bool,
     /// Its own quoted includes, as written.
     includes: Vec<String>,
 }
@@ -68,6 +74,16 @@ impl Headers {
             .flatten()
             .map(String::as_str)
             .collect()
+    }
+
+    /// Does a header this file includes include a framework header?
+    pub fn framework(&self) -> bool {
+        self.files.iter().any(|h| h.framework)
+    }
+
+    /// Does a header this file includes use 16-bit floats?
+    pub fn half_floats(&self) -> bool {
+        self.files.iter().any(|h| h.half_floats)
     }
 
     pub fn check_helpers(&self) -> impl Iterator<Item = &str> {
@@ -274,7 +290,12 @@ fn header_facts(path: &Path) -> Option<Arc<HeaderFacts>> {
 
 /// Records an alias; one name aliased to different types in different scopes (two structs
 /// with their own `using index_t = …;`) is ambiguous, recorded as the empty type.
+/// `using index_t = typename Base::index_t;` re-exports the alias of another scope under the
+/// same name: not a declaration of its own.
 fn add_alias(aliases: &mut HashMap<String, String>, name: &str, ty: &str) {
+    if crate::cuda::last_name(ty) == name {
+        return;
+    }
     match aliases.get(name) {
         Some(prev) if prev != ty => {
             aliases.insert(name.to_string(), String::new());
@@ -290,6 +311,8 @@ fn add_alias(aliases: &mut HashMap<String, String>, name: &str, ty: &str) {
 pub fn facts_of(source: &str) -> HeaderFacts {
     let mut f = HeaderFacts {
         includes: quoted_includes(source),
+        framework: crate::cuda::interval::includes_framework(source),
+        half_floats: crate::cuda::interval::uses_half_floats(source),
         ..Default::default()
     };
     let Some(tree) = parse(Lang::Cuda, source) else {
@@ -365,6 +388,7 @@ mod tests {
 #define NOT_A_CHECK(x) (x + 1)
 struct Params { using index_t = uint32_t; int batch, dim; index_t u_batch_stride; };
 struct A { using idx = uint32_t; }; struct B { using idx = uint64_t; }; struct C { using idx = uint64_t; };
+struct T { using off_t = int64_t; }; struct U : T { using off_t = typename T::off_t; };
 inline void finish(const char* what) { cudaError_t e = cudaPeekAtLastError(); (void)e; }
 inline void other() {}
 "#;
@@ -375,6 +399,7 @@ inline void other() {}
         );
         assert_eq!(f.fields.get("dim").unwrap(), &vec!["int".to_string()]);
         assert_eq!(f.aliases.get("idx").map(String::as_str), Some(""));
+        assert_eq!(f.aliases.get("off_t").map(String::as_str), Some("int64_t"));
         assert_eq!(
             f.fields.get("u_batch_stride").unwrap(),
             &vec!["index_t".to_string()]

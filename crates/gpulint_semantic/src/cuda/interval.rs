@@ -4,6 +4,7 @@
 //! leave its buffer, and whether 32-bit index arithmetic can overflow.
 
 mod access;
+mod culprit;
 mod eval;
 mod extent;
 mod facts;
@@ -13,8 +14,11 @@ mod range;
 mod width;
 
 pub use access::{Extent, OutOfRange};
+pub use culprit::{Culprit, CulpritKind};
 pub use eval::{Bound, Point, Range, RangeCx};
 pub use extent::type_range;
-pub use overflow::{Overflow, OverflowKind};
+pub use overflow::{
+    includes_framework, uses_half_floats, Overflow, OverflowKind, FRAMEWORK, HALF_FLOATS,
+};
 pub use poly::Poly;
 pub use width::{type_width, Width};

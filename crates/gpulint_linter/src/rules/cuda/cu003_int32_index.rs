@@ -7,7 +7,7 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};
-use gpulint_semantic::cuda::interval::OverflowKind;
+use gpulint_semantic::cuda::interval::{CulpritKind, OverflowKind};
 use gpulint_semantic::cuda::narrow::{method_name, narrowing_of, COUNT_CALLS, INT32_LIMITS};
 use gpulint_semantic::cuda::{CudaModel, Flags, GuardKind, Kernel};
 use gpulint_syntax::descendants;
@@ -42,10 +42,15 @@ declare_rule! {
     ///   (`int idx = row * cols + col; img[idx]`, `x + r * cols`), or an element count that bounds
     ///   a global index (`if (i < B * T * V)`). With the sizes at the launches in the same file
     ///   (constants) it is an error when the product passes the type's limit; otherwise it is a
-    ///   warning in kernels that index framework tensors (the file includes PyTorch, ATen, c10,
-    ///   TensorFlow or CUTLASS headers, or a launch passes `x.numel()`/`x.size(d)`), and only when
-    ///   both factors range over data sizes: products with `threadIdx`, `blockDim`, or constants,
-    ///   and products widened first (`static_cast<int64_t>(row) * cols`), are not reported;
+    ///   warning in kernels that index framework tensors (the file, or a project header it
+    ///   includes, includes PyTorch, ATen, c10, TensorFlow or CUTLASS headers, or a launch passes
+    ///   `x.numel()`/`x.size(d)`), and only when both factors range over data sizes: products
+    ///   with `threadIdx`, `blockDim`, or constants, and products widened first
+    ///   (`static_cast<int64_t>(row) * cols`), are not reported. A file that uses 16-bit floats
+    ///   (`__half`, `__nv_bfloat16`, `<cuda_fp16.h>`) without a framework works on deep-learning
+    ///   tensors too, but that speaks for its floating-point and templated buffers only: offsets
+    ///   into integer buffers (`ids[step * tokens + r]`, also nested in the index of a table)
+    ///   are not reported there;
     ///
     ///   Offsets count wherever they go: a pointer parameter advanced in place (`src +=
     ///   first_batch * element_count`), a pointer local built as `base + offset`, a 64-bit local
@@ -61,8 +66,18 @@ declare_rule! {
     ///   chunk_size` on a pointer local, `inp + idx * P` on a pointer parameter. A factor read
     ///   from memory (`tl.block_to_chunk[blockIdx.x]`) has no bound in the file and counts as a
     ///   data size; compile-time tile counts (template parameters, `Traits::kRows`, `constexpr`
-    ///   locals initialised from them) do not. One finding per kernel or helper, at the first
-    ///   product whose factors are all bounded, else at the first.
+    ///   locals initialised from them) do not. A `using index_t = typename Base::index_t;` that
+    ///   re-exports an alias under the same name takes the type of the alias it re-exports.
+    ///
+    ///   One finding per kernel or helper, for the first product whose factors are all bounded,
+    ///   else the first. It is reported where the type must change when that is another
+    ///   statement: at the declaration of the 32-bit local the product is stored in (`int
+    ///   qk_offset;` … `qk_offset = ((b * h + hi) * q + qi) * k + ki;`), of a factor that is a
+    ///   32-bit local holding a global index (`int first_batch = (blockDim.y * blockIdx.x +
+    ///   threadIdx.y) * 4;` … `src += first_batch * element_count;`), or of a helper's 32-bit
+    ///   parameter to which a call passes a 64-bit value (`long idx` passed to `int idx`, then
+    ///   `inp + idx * P`). A factor holding one block coordinate (`const int b = blockIdx.x;`)
+    ///   leaves the finding at the product.
     /// - a product of 64-bit sizes stored in a 32-bit local (`const int n = C * H * W;` with
     ///   `int64_t` dimensions);
     /// - a launch that passes `x.numel()` (or a 64-bit local holding it, or a product of
@@ -266,18 +281,43 @@ fn check_arithmetic<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>
             };
             let reach = match o.proven {
                 Some(v) => format!("with the sizes at the launches in this file it reaches {v}, past the limit of `{ty}`"),
-                None => "past 2³¹ − 1 elements it wraps (the kernel indexes framework tensors, which reach that size)".to_string(),
+                None => "past 2³¹ − 1 elements it wraps (the kernel indexes framework or 16-bit float tensors, which reach that size)".to_string(),
             };
             let (l, r) = (
                 o.node.field("left").map(|n| short(m.text(n))).unwrap_or_default(),
                 o.node.field("right").map(|n| short(m.text(n))).unwrap_or_default(),
             );
-            ctx.diagnostic(
-                o.node,
-                format!("`{what}` is computed in 32-bit `{ty}` and becomes {role}: {reach}"),
-            )
-            .primary_label(format!("evaluated in `{ty}`"))
-            .help(format!("widen before multiplying: `static_cast<int64_t>({l}) * {r}`, or keep the sizes and the index in `int64_t`; confirm at run time with `{SANITIZER}`"))
+            match m.overflow_culprit(k, o) {
+                None => ctx
+                    .diagnostic(
+                        o.node,
+                        format!("`{what}` is computed in 32-bit `{ty}` and becomes {role}: {reach}"),
+                    )
+                    .primary_label(format!("evaluated in `{ty}`"))
+                    .help(format!("widen before multiplying: `static_cast<int64_t>({l}) * {r}`, or keep the sizes and the index in `int64_t`; confirm at run time with `{SANITIZER}`")),
+                Some(c) => {
+                    let line = m.line_of(o.node.start_byte());
+                    let name = c.name;
+                    let (message, label) = match c.kind {
+                        CulpritKind::Destination => (
+                            format!("`{name}` is declared 32-bit, and `{what}` (line {line}), stored in it, is computed in 32-bit `{ty}` and becomes {role}: {reach}"),
+                            "declared 32-bit".to_string(),
+                        ),
+                        CulpritKind::GlobalIndex => (
+                            format!("global index `{name}` is declared 32-bit, and `{what}` (line {line}) multiplies it in 32-bit `{ty}` into {role}: {reach}"),
+                            "declared 32-bit".to_string(),
+                        ),
+                        CulpritKind::NarrowedParam { call_line } => (
+                            format!("parameter `{name}` is 32-bit, and the call at line {call_line} passes it a 64-bit value; `{what}` (line {line}) multiplies it in 32-bit `{ty}` into {role}: {reach}"),
+                            "narrows the 64-bit argument".to_string(),
+                        ),
+                    };
+                    ctx.diagnostic(c.node, message)
+                        .primary_label(label)
+                        .with_label(Span::of(&o.node), format!("evaluated in `{ty}`"))
+                        .help(format!("declare `{name}` as `int64_t`, or widen before multiplying: `static_cast<int64_t>({l}) * {r}`; confirm at run time with `{SANITIZER}`"))
+                }
+            }
         }
     };
     if let Some(u) = o.used_at {

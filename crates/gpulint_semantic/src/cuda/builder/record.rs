@@ -41,8 +41,12 @@ impl<'t> CudaBuilder<'t> {
             "declaration" => self.record_constant_declaration(node),
             "alias_declaration" => {
                 if let (Some(name), Some(ty)) = (node.field("name"), node.field("type")) {
-                    self.aliases
-                        .insert(text(name, self.source), text(ty, self.source));
+                    let (name, ty) = (text(name, self.source), text(ty, self.source));
+                    // `using index_t = typename Traits::index_t;` re-exports a type declared
+                    // elsewhere under the same name: that declaration says what it is.
+                    if crate::cuda::last_name(ty) != name {
+                        self.aliases.insert(name, ty);
+                    }
                 }
             }
             "type_definition" => {
