@@ -10,6 +10,7 @@
 
 mod bindings;
 mod builder;
+pub mod call_sites;
 pub mod env;
 pub mod extensions;
 pub mod jit;
@@ -26,6 +27,7 @@ pub mod torch;
 pub mod training;
 mod value;
 
+pub use bindings::Env;
 pub use builder::{build, PythonBuilder};
 pub use value::{fold_binary, string_literal, Value};
 

@@ -11,6 +11,10 @@ use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
+/// Values for some identifiers, consulted first when folding (see
+/// [`PythonModel::const_value_with`]).
+pub type Env<'a> = &'a dyn Fn(Node<'_>) -> Option<Value>;
+
 /// See [`PythonModel::name_index`].
 #[derive(Debug, Default)]
 pub(crate) struct NameIndex<'t> {
@@ -181,13 +185,20 @@ impl<'t> PythonModel<'t> {
             .map(|b| b.value)
     }
 
+    /// [`PythonModel::const_value`], with `env` giving the value of some identifiers first (a
+    /// parameter bound to what a call site passes): `None` from `env` falls back to the usual
+    /// folding of the name.
+    pub fn const_value_with(&self, expr: Node<'_>, env: Env<'_>) -> Option<Value> {
+        self.fold(expr, 0, Some(env))
+    }
+
     /// The folded value of a constant expression: literals, tuples, arithmetic, module-level
     /// names bound once, and argparse defaults (`args.batch_size`).
     pub fn const_value(&self, expr: Node<'_>) -> Option<Value> {
-        self.fold(expr, 0)
+        self.fold(expr, 0, None)
     }
 
-    fn fold(&self, expr: Node<'_>, depth: usize) -> Option<Value> {
+    fn fold(&self, expr: Node<'_>, depth: usize, env: Option<Env<'_>>) -> Option<Value> {
         if depth > MAX_FOLD_DEPTH {
             return None;
         }
@@ -204,19 +215,19 @@ impl<'t> PythonModel<'t> {
             "false" => Some(Value::Bool(false)),
             "none" => Some(Value::None),
             "string" | "concatenated_string" => string_literal(expr, self.source).map(Value::Str),
-            "parenthesized_expression" => self.fold(expr.named_child(0)?, d),
+            "parenthesized_expression" => self.fold(expr.named_child(0)?, d, env),
             "tuple" | "list" => {
                 let mut items = Vec::new();
                 for c in named_children(expr) {
                     if c.kind_name() == "comment" {
                         continue;
                     }
-                    items.push(self.fold(c, d)?);
+                    items.push(self.fold(c, d, env)?);
                 }
                 Some(Value::Tuple(items))
             }
             "unary_operator" => {
-                let v = self.fold(expr.field("argument")?, d)?;
+                let v = self.fold(expr.field("argument")?, d, env)?;
                 let op = self.text(expr.field("operator")?);
                 match (op, v) {
                     ("-", Value::Int(i)) => Some(Value::Int(-i)),
@@ -226,13 +237,16 @@ impl<'t> PythonModel<'t> {
                 }
             }
             "binary_operator" => {
-                let l = self.fold(expr.field("left")?, d)?;
-                let r = self.fold(expr.field("right")?, d)?;
+                let l = self.fold(expr.field("left")?, d, env)?;
+                let r = self.fold(expr.field("right")?, d, env)?;
                 let op = self.text(expr.field("operator")?);
                 fold_binary(op, l, r)
             }
             "identifier" => {
                 let name = self.text(expr);
+                if let Some(v) = env.and_then(|e| e(expr)) {
+                    return Some(v);
+                }
                 // A local variable shadows the module constant: only fold at module level or
                 // when the function does not bind the name itself.
                 if let Some(f) = self.enclosing_function(expr) {
@@ -242,12 +256,12 @@ impl<'t> PythonModel<'t> {
                 }
                 let b = self.module_bindings.get(name)?;
                 if b.count != 1 {
-                    return self.fold(self.module_value_at(name, expr)?, d);
+                    return self.fold(self.module_value_at(name, expr)?, d, env);
                 }
                 if b.value.id() == expr.id() {
                     return None;
                 }
-                self.fold(b.value, d)
+                self.fold(b.value, d, env)
             }
             "attribute" => {
                 // `args.batch_size` where `args` comes from `parse_args()`.
@@ -255,7 +269,7 @@ impl<'t> PythonModel<'t> {
                 let object = expr.field("object")?;
                 if object.kind_name() == "identifier" && !self.argparse_defaults.is_empty() {
                     if let Some(v) = self.argparse_defaults.get(attr) {
-                        return self.fold(*v, d);
+                        return self.fold(*v, d, env);
                     }
                 }
                 None

@@ -26,7 +26,7 @@ pub struct TfFunctions<'t> {
     pub creations: Vec<Node<'t>>,
 }
 
-fn is_tf_function(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
+pub(super) fn is_tf_function(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
     m.qualified_name(expr).is_some_and(|q| {
         matches!(
             normalize(&q).as_str(),

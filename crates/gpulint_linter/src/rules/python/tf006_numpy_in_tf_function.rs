@@ -4,8 +4,10 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};
+use gpulint_semantic::python::call_sites::{parameter_values, parameters};
 use gpulint_semantic::python::tf::argument;
-use gpulint_semantic::python::PythonModel;
+use gpulint_semantic::python::tf_function::Traced;
+use gpulint_semantic::python::{PythonModel, Value};
 use gpulint_syntax::descendants;
 use gpulint_syntax::Lang;
 use gpulint_syntax::NodeExt;
@@ -19,6 +21,13 @@ declare_rule! {
     /// - `np.load(...)`, and `np.random.*` draws (frozen at trace time);
     /// - `np.zeros`/`ones`/`full`/`empty`/`arange`/`eye`/`array` whose literal size reaches
     ///   the threshold (10⁶ elements by default);
+    /// - `np.zeros`/`ones`/`empty`/`full` whose shape is computed from a parameter of the
+    ///   traced function (or of a function nested in it). When every call site in the file
+    ///   passes a constant, the size is computed from them (the largest one is reported, e.g.
+    ///   "`build(1000)` makes this a 8.0 GB constant") and the allocation stays silent when it
+    ///   is below the threshold at every call site; when some call site passes a non-constant
+    ///   or none is visible, the finding says that the size comes from the parameter, so each
+    ///   new value retraces the function and bakes a new constant into the graph;
     /// - module-level names bound to such arrays (captured by the closure);
     /// - Python `for` loops over `range(N)` with a literal `N` of 1,000 or more, which tracing
     ///   unrolls.
@@ -27,7 +36,11 @@ declare_rule! {
     /// have no value while tracing), unless the file turns on
     /// `tf.config.run_functions_eagerly(True)`.
     ///
-    /// Small constant tables and `range()` over a few layers are fine and stay silent.
+    /// Small constant tables and `range()` over a few layers are fine and stay silent, and so
+    /// is NumPy code in a lambda or nested function handed to `tf.numpy_function` /
+    /// `tf.py_function` (it runs eagerly, at every call). A shape read from a tensor
+    /// (`np.zeros(x.shape)`) or a function traced with an `input_signature` is not a Python
+    /// value passed by the caller and is not reported as parameter-sized.
     ///
     /// ## Why is this risky?
     /// "tf.function works best with TensorFlow ops; NumPy and Python calls are converted to
@@ -125,6 +138,277 @@ fn numpy_data(m: &PythonModel<'_>, call: Node<'_>, min: i128) -> Option<String> 
     (n >= min).then(|| format!("creates a {n}-element array, embedded in the graph as a constant"))
 }
 
+/// `np.zeros`/`ones`/`empty`/`full` whose shape is computed from parameters of the traced
+/// function `f` (or of a function nested in it): with the size its visible call sites give
+/// when they all pass constants (silent when every one is below `min` elements), else a
+/// warning that each new value retraces and bakes a new constant.
+fn parameter_sized(
+    m: &PythonModel<'_>,
+    call: Node<'_>,
+    f: usize,
+    traced: &Traced<'_>,
+    min: i128,
+) -> Option<String> {
+    let q = m.call_name(call)?;
+    let kind = q.strip_prefix("numpy.")?;
+    if !matches!(kind, "zeros" | "ones" | "empty" | "full") {
+        return None;
+    }
+    let shape = argument(call, 0, "shape", m)?;
+    let mut params = Vec::new();
+    shape_parameters(m, shape, f, &mut params, 0)?;
+    let (g, _) = *params.first()?;
+    if g == f && traced.stable_signature {
+        // With an `input_signature` the parameter is a symbolic tensor, not a Python value.
+        return None;
+    }
+    let mut names: Vec<&str> = params.iter().map(|(_, p)| m.text(*p)).collect();
+    names.dedup();
+    let names_text = names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let owner = &m.functions[g].name;
+    let what = if names.len() == 1 {
+        "parameter"
+    } else {
+        "parameters"
+    };
+    let sized = format!("sizes its array by {what} {names_text} of `{owner}`");
+    // One function's parameters: evaluate the shape per call site and keep the largest.
+    let one_function = params.iter().all(|(h, _)| *h == g);
+    let values = parameter_values(m, g);
+    let mut largest: Option<(i128, Option<Node<'_>>)> = None;
+    let mut known = !values.sites.is_empty();
+    if one_function {
+        for site in &values.sites {
+            let env = |id: Node<'_>| -> Option<Value> {
+                let (_, p) = params.iter().find(|(_, p)| p.id() == id.id())?;
+                let i = values.index(m.text(*p))?;
+                let vs = site.values.get(i)?.as_ref()?;
+                let best = vs.iter().filter_map(Value::as_int).max()?;
+                Some(Value::Int(best))
+            };
+            match m
+                .const_value_with(shape, &env)
+                .and_then(|v| shape_elements(&v))
+            {
+                Some(n) if largest.is_none_or(|(b, _)| n > b) => {
+                    largest = Some((n, Some(site.call)))
+                }
+                Some(_) => {}
+                None => known = false,
+            }
+        }
+    } else {
+        let env = |id: Node<'_>| -> Option<Value> {
+            let (h, p) = params.iter().find(|(_, p)| p.id() == id.id())?;
+            parameter_values(m, *h)
+                .largest_int(m.text(*p))
+                .map(Value::Int)
+        };
+        match m
+            .const_value_with(shape, &env)
+            .and_then(|v| shape_elements(&v))
+        {
+            Some(n) => largest = Some((n, None)),
+            None => known = false,
+        }
+    }
+    if known {
+        let (n, site) = largest?;
+        if n < min {
+            return None;
+        }
+        let dtype_arg = match kind {
+            "full" => argument(call, 2, "dtype", m),
+            _ => argument(call, 1, "dtype", m),
+        };
+        let size = match dtype_arg {
+            None => format!(
+                "a {} constant ({n} float64 elements)",
+                human_bytes(n.saturating_mul(8))
+            ),
+            Some(d) => match dtype_bytes(m, d) {
+                Some(b) => format!(
+                    "a {} constant ({n} elements)",
+                    human_bytes(n.saturating_mul(b))
+                ),
+                None => format!("a {n}-element constant"),
+            },
+        };
+        let by = match site {
+            Some(c) => format!("`{}` makes this", first_line(m.text(c))),
+            None => "the call sites make this".to_string(),
+        };
+        return Some(format!("{sized}: {by} {size}, embedded in the graph"));
+    }
+    Some(format!(
+        "{sized}, which the call sites in this file do not give as a constant: each new value retraces `{owner}` and bakes a new constant of that size into the graph"
+    ))
+}
+
+fn first_line(s: &str) -> String {
+    let line = s.lines().next().unwrap_or(s);
+    if line.len() < s.len() {
+        format!("{line} ...")
+    } else {
+        line.to_string()
+    }
+}
+
+/// Collects the parameter identifiers a shape is computed from. `None` when a part of the shape
+/// is neither an integer constant, nor a parameter (of `f` or of a function nested in it, not
+/// rebound), nor arithmetic, a tuple or a list of those: `x.shape`, `len(x)`, a local.
+fn shape_parameters<'t>(
+    m: &PythonModel<'_>,
+    e: Node<'t>,
+    f: usize,
+    out: &mut Vec<(usize, Node<'t>)>,
+    depth: usize,
+) -> Option<()> {
+    if depth > 16 {
+        return None;
+    }
+    match e.kind() {
+        "integer" => Some(()),
+        "parenthesized_expression" | "tuple" | "list" => {
+            for c in gpulint_syntax::named_children(e) {
+                if c.kind() != "comment" {
+                    shape_parameters(m, c, f, out, depth + 1)?;
+                }
+            }
+            Some(())
+        }
+        "binary_operator" => {
+            shape_parameters(m, e.field("left")?, f, out, depth + 1)?;
+            shape_parameters(m, e.field("right")?, f, out, depth + 1)
+        }
+        "unary_operator" => shape_parameters(m, e.field("argument")?, f, out, depth + 1),
+        "identifier" => {
+            if m.const_value(e).is_some() {
+                return Some(());
+            }
+            let name = m.text(e);
+            let mut g = m.enclosing_function(e)?;
+            loop {
+                if m.function_binds(g, name) {
+                    let is_param = parameters(m, g).iter().any(|p| p.name == name);
+                    // A parameter reassigned in the body (`n = tf.shape(x)[0]`) is not the
+                    // caller's value.
+                    if !is_param || m.value_of_name(e, name).is_some() {
+                        return None;
+                    }
+                    out.push((g, e));
+                    return Some(());
+                }
+                if g == f {
+                    return None;
+                }
+                g = m.functions[g].parent?;
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Elements of a folded shape (`1000` or `(n, n, n)`), when every dimension is a non-negative
+/// integer.
+fn shape_elements(v: &Value) -> Option<i128> {
+    match v {
+        Value::Tuple(items) => items.iter().try_fold(1i128, |acc, i| {
+            i.as_int()
+                .filter(|n| *n >= 0)
+                .map(|n| acc.saturating_mul(n))
+        }),
+        other => other.as_int().filter(|n| *n >= 0),
+    }
+}
+
+/// Bytes per element of a NumPy dtype argument (`np.float32`, `"float16"`, `float`).
+fn dtype_bytes(m: &PythonModel<'_>, d: Node<'_>) -> Option<i128> {
+    let q = match d.kind() {
+        "string" => gpulint_semantic::python::string_literal(d, m.source)?,
+        _ => m.qualified_name(d).unwrap_or_else(|| m.text(d).to_string()),
+    };
+    let last = q.rsplit('.').next().unwrap_or(&q);
+    Some(match last {
+        "bool" | "bool_" | "int8" | "uint8" | "i1" | "u1" => 1,
+        "float16" | "half" | "int16" | "uint16" | "f2" | "i2" | "u2" => 2,
+        "float32" | "single" | "int32" | "uint32" | "f4" | "i4" | "u4" => 4,
+        "float" | "float64" | "double" | "float_" | "int" | "int64" | "uint64" | "int_"
+        | "complex64" | "f8" | "i8" | "u8" => 8,
+        "complex" | "complex128" => 16,
+        _ => return None,
+    })
+}
+
+/// `8_000_000_000` → `8.0 GB` (decimal units).
+fn human_bytes(b: i128) -> String {
+    let b = b as f64;
+    if b >= 1e9 {
+        format!("{:.1} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else {
+        format!("{:.1} KB", b / 1e3)
+    }
+}
+
+/// Is `call` inside a lambda or nested function that is handed to `tf.numpy_function` /
+/// `tf.py_function` (which run it eagerly, at every call, outside the graph)?
+fn in_eager_callback(m: &PythonModel<'_>, call: Node<'_>, f: usize) -> bool {
+    let is_eager_wrapper = |c: Node<'_>| {
+        m.call_name(c).is_some_and(|q| {
+            matches!(
+                q.rsplit('.').next(),
+                Some("numpy_function" | "py_function" | "py_func")
+            ) && q.starts_with("tensorflow.")
+        })
+    };
+    // A nested `def` passed by name.
+    let mut g = m.enclosing_function(call);
+    while let Some(i) = g {
+        if i == f {
+            break;
+        }
+        let name = m.functions[i].name.as_str();
+        let passed = m.calls.iter().any(|&(c, _)| {
+            is_eager_wrapper(c)
+                && c.field("arguments").is_some_and(|a| {
+                    gpulint_syntax::named_children(a).any(|x| {
+                        let x = if x.kind() == "keyword_argument" {
+                            x.field("value")
+                        } else {
+                            Some(x)
+                        };
+                        x.is_some_and(|x| x.kind() == "identifier" && m.text(x) == name)
+                    })
+                })
+        });
+        if passed {
+            return true;
+        }
+        g = m.functions[i].parent;
+    }
+    // A lambda written in the wrapper's arguments.
+    let def = m.functions[f].node;
+    let mut cur = call.parent();
+    let mut in_lambda = false;
+    while let Some(p) = cur {
+        if p.id() == def.id() {
+            break;
+        }
+        in_lambda |= p.kind() == "lambda";
+        if in_lambda && p.kind() == "call" && is_eager_wrapper(p) {
+            return true;
+        }
+        cur = p.parent();
+    }
+    false
+}
+
 impl Rule for NumpyInTfFunction {
     fn meta(&self) -> &'static RuleMeta {
         &TF006
@@ -181,13 +465,20 @@ impl Rule for NumpyInTfFunction {
                     continue;
                 }
                 let (node, why) = match n.kind() {
-                    "call" => match numpy_data(m, n, min) {
-                        Some(w) => (
-                            n,
-                            format!("`{}` {w}", ctx.text(n.field("function").unwrap_or(n))),
-                        ),
-                        None => continue,
-                    },
+                    "call" => {
+                        let callee = ctx.text(n.field("function").unwrap_or(n));
+                        let why = match numpy_data(m, n, min) {
+                            Some(w) => format!("`{callee}` {w}"),
+                            None => match parameter_sized(m, n, f, traced, min) {
+                                Some(w) => format!("`{callee}` {w}"),
+                                None => continue,
+                            },
+                        };
+                        if in_eager_callback(m, n, f) {
+                            continue;
+                        }
+                        (n, why)
+                    }
                     "identifier" => {
                         let field_name = n.parent().is_some_and(|p| {
                             (p.kind() == "attribute"
