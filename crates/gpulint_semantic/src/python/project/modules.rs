@@ -250,7 +250,9 @@ fn default_evaluated_at_import(m: &PythonModel<'_>, node: tree_sitter::Node<'_>)
     for (i, p) in ancestors.iter().enumerate() {
         if matches!(p.kind(), "default_parameter" | "typed_default_parameter")
             && p.field("value").is_some_and(|v| v.id() == cur.id())
-            && ancestors.get(i + 1).is_some_and(|ps| ps.kind() == "parameters")
+            && ancestors
+                .get(i + 1)
+                .is_some_and(|ps| ps.kind() == "parameters")
         {
             def_at = Some(i + 2);
             break;
