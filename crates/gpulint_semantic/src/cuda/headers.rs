@@ -43,9 +43,6 @@ pub struct HeaderFacts {
     pub fields: HashMap<String, Vec<String>>,
     /// Macros and functions whose body queries the CUDA error state.
     pub check_helpers: Vec<String>,
-    /// It includes a framework header (see [`crate::cuda::interval::FRAMEWORK`]): the code it
-    /// serves works on framework tensors.
-    pub framework: bool,
     /// It includes a 16-bit float header or uses a 16-bit float type (see
     /// [`crate::cuda::interval::HALF_FLOATS`]).
     pub half_floats: bool,
@@ -74,11 +71,6 @@ impl Headers {
             .flatten()
             .map(String::as_str)
             .collect()
-    }
-
-    /// Does a header this file includes include a framework header?
-    pub fn framework(&self) -> bool {
-        self.files.iter().any(|h| h.framework)
     }
 
     /// Does a header this file includes use 16-bit floats?
@@ -311,7 +303,6 @@ fn add_alias(aliases: &mut HashMap<String, String>, name: &str, ty: &str) {
 pub fn facts_of(source: &str) -> HeaderFacts {
     let mut f = HeaderFacts {
         includes: quoted_includes(source),
-        framework: crate::cuda::interval::includes_framework(source),
         half_floats: crate::cuda::interval::uses_half_floats(source),
         ..Default::default()
     };

@@ -42,12 +42,13 @@ declare_rule! {
     ///   (`int idx = row * cols + col; img[idx]`, `x + r * cols`), or an element count that bounds
     ///   a global index (`if (i < B * T * V)`). With the sizes at the launches in the same file
     ///   (constants) it is an error when the product passes the type's limit; otherwise it is a
-    ///   warning in kernels that index framework tensors (the file, or a project header it
-    ///   includes, includes PyTorch, ATen, c10, TensorFlow or CUTLASS headers, or a launch passes
+    ///   warning in kernels that index framework tensors (the file includes PyTorch, ATen, c10,
+    ///   TensorFlow or CUTLASS headers, or a launch passes
     ///   `x.numel()`/`x.size(d)`), and only when both factors range over data sizes: products
     ///   with `threadIdx`, `blockDim`, or constants, and products widened first
     ///   (`static_cast<int64_t>(row) * cols`), are not reported. A file that uses 16-bit floats
-    ///   (`__half`, `__nv_bfloat16`, `<cuda_fp16.h>`) without a framework works on deep-learning
+    ///   (`__half`, `__nv_bfloat16`, `<cuda_fp16.h>`; itself or in a project header it includes)
+    ///   without a framework works on deep-learning
     ///   tensors too, but that speaks for its floating-point and templated buffers only: offsets
     ///   into integer buffers (`ids[step * tokens + r]`, also nested in the index of a table)
     ///   are not reported there;

@@ -97,7 +97,7 @@ impl<'t> CudaModel<'t> {
         // The file's text is searched once, not once per kernel.
         let framework = *self
             .framework_header
-            .get_or_init(|| includes_framework(self.source) || self.headers.framework())
+            .get_or_init(|| includes_framework(self.source))
             || self.launches_of(&self.functions[k.function].name).any(|l| {
                 l.args.iter().any(|a| {
                     let t = self.text(*a);
