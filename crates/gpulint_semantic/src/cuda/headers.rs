@@ -43,9 +43,6 @@ pub struct HeaderFacts {
     pub fields: HashMap<String, Vec<String>>,
     /// Macros and functions whose body queries the CUDA error state.
     pub check_helpers: Vec<String>,
-    /// It includes a 16-bit float header or uses a 16-bit float type (see
-    /// [`crate::cuda::interval::HALF_FLOATS`]).
-    pub half_floats: bool,
     /// Its own quoted includes, as written.
     includes: Vec<String>,
 }
@@ -71,11 +68,6 @@ impl Headers {
             .flatten()
             .map(String::as_str)
             .collect()
-    }
-
-    /// Does a header this file includes use 16-bit floats?
-    pub fn half_floats(&self) -> bool {
-        self.files.iter().any(|h| h.half_floats)
     }
 
     pub fn check_helpers(&self) -> impl Iterator<Item = &str> {
@@ -303,7 +295,6 @@ fn add_alias(aliases: &mut HashMap<String, String>, name: &str, ty: &str) {
 pub fn facts_of(source: &str) -> HeaderFacts {
     let mut f = HeaderFacts {
         includes: quoted_includes(source),
-        half_floats: crate::cuda::interval::uses_half_floats(source),
         ..Default::default()
     };
     let Some(tree) = parse(Lang::Cuda, source) else {

@@ -17,8 +17,6 @@ pub use access::{Extent, OutOfRange};
 pub use culprit::{Culprit, CulpritKind};
 pub use eval::{Bound, Point, Range, RangeCx};
 pub use extent::type_range;
-pub use overflow::{
-    includes_framework, uses_half_floats, Overflow, OverflowKind, FRAMEWORK, HALF_FLOATS,
-};
+pub use overflow::{includes_framework, Overflow, OverflowKind, FRAMEWORK};
 pub use poly::Poly;
 pub use width::{type_width, Width};

@@ -43,15 +43,9 @@ declare_rule! {
     ///   a global index (`if (i < B * T * V)`). With the sizes at the launches in the same file
     ///   (constants) it is an error when the product passes the type's limit; otherwise it is a
     ///   warning in kernels that index framework tensors (the file includes PyTorch, ATen, c10,
-    ///   TensorFlow or CUTLASS headers, or a launch passes
-    ///   `x.numel()`/`x.size(d)`), and only when both factors range over data sizes: products
-    ///   with `threadIdx`, `blockDim`, or constants, and products widened first
-    ///   (`static_cast<int64_t>(row) * cols`), are not reported. A file that uses 16-bit floats
-    ///   (`__half`, `__nv_bfloat16`, `<cuda_fp16.h>`; itself or in a project header it includes)
-    ///   without a framework works on deep-learning
-    ///   tensors too, but that speaks for its floating-point and templated buffers only: offsets
-    ///   into integer buffers (`ids[step * tokens + r]`, also nested in the index of a table)
-    ///   are not reported there;
+    ///   TensorFlow or CUTLASS headers, or a launch passes `x.numel()`/`x.size(d)`), and only when
+    ///   both factors range over data sizes: products with `threadIdx`, `blockDim`, or constants,
+    ///   and products widened first (`static_cast<int64_t>(row) * cols`), are not reported;
     ///
     ///   Offsets count wherever they go: a pointer parameter advanced in place (`src +=
     ///   first_batch * element_count`), a pointer local built as `base + offset`, a 64-bit local
@@ -282,7 +276,7 @@ fn check_arithmetic<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>
             };
             let reach = match o.proven {
                 Some(v) => format!("with the sizes at the launches in this file it reaches {v}, past the limit of `{ty}`"),
-                None => "past 2³¹ − 1 elements it wraps (the kernel indexes framework or 16-bit float tensors, which reach that size)".to_string(),
+                None => "past 2³¹ − 1 elements it wraps (the kernel indexes framework tensors, which reach that size)".to_string(),
             };
             let (l, r) = (
                 o.node.field("left").map(|n| short(m.text(n))).unwrap_or_default(),

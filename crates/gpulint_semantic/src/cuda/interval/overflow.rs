@@ -59,31 +59,9 @@ pub const FRAMEWORK: &[&str] = &[
     "<cute/",
 ];
 
-/// 16-bit float headers and types: `__half` and `__nv_bfloat16` are deep-learning tensor
-/// types (FasterTransformer, llm.c and the like include no framework, only these). Weaker
-/// evidence than a framework: it speaks for the floating-point buffers, not for integer ones
-/// (token ids, offsets).
-pub const HALF_FLOATS: &[&str] = &["<cuda_fp16.h>", "<cuda_bf16.h>", "__half", "__nv_bfloat16"];
-
 /// Does `source` include a framework header?
 pub fn includes_framework(source: &str) -> bool {
     FRAMEWORK.iter().any(|h| source.contains(h))
-}
-
-/// Does `source` include a 16-bit float header or use a 16-bit float type?
-pub fn uses_half_floats(source: &str) -> bool {
-    HALF_FLOATS.iter().any(|h| source.contains(h))
-}
-
-/// Which buffers of a kernel are evidenced to reach 2³¹ elements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tensors {
-    /// None: no framework and no 16-bit floats.
-    No,
-    /// Floating-point (and templated) buffers: the file uses 16-bit floats.
-    Floats,
-    /// All: the file works on framework tensors.
-    All,
 }
 
 impl<'t> CudaModel<'t> {
@@ -95,7 +73,7 @@ impl<'t> CudaModel<'t> {
         }
         let cx = RangeCx::new(self, k);
         // The file's text is searched once, not once per kernel.
-        let framework = *self
+        let tensors = *self
             .framework_header
             .get_or_init(|| includes_framework(self.source))
             || self.launches_of(&self.functions[k.function].name).any(|l| {
@@ -104,49 +82,6 @@ impl<'t> CudaModel<'t> {
                     t.contains("numel()") || t.contains(".size(") || t.contains("NumElements")
                 })
             });
-        let tensors = if framework {
-            Tensors::All
-        } else if uses_half_floats(self.source) || self.headers.half_floats() {
-            Tensors::Floats
-        } else {
-            Tensors::No
-        };
-        // Does a root used at `used` index a buffer the evidence speaks for?
-        let large_buffer = |used: Node<'t>| match tensors {
-            Tensors::All => true,
-            Tensors::No => false,
-            Tensors::Floats => !self.integer_buffer(k, used),
-        };
-        // With 16-bit floats as the only evidence, the accesses to integer buffers: an offset
-        // into one nested in the index of a float buffer (`table[ids[off + r] * h + c]`) is an
-        // offset into the integer buffer, not into the table.
-        let integer_accesses: std::collections::HashSet<usize> = if tensors == Tensors::Floats {
-            k.accesses
-                .iter()
-                .filter(|a| self.integer_buffer(k, a.node))
-                .map(|a| a.node.id())
-                .collect()
-        } else {
-            Default::default()
-        };
-        let in_integer_index = |root: Node<'t>, n: Node<'t>| {
-            if integer_accesses.is_empty() {
-                return false;
-            }
-            let mut cur = n;
-            while cur.id() != root.id() {
-                match cur.parent() {
-                    Some(up) => {
-                        if integer_accesses.contains(&up.id()) {
-                            return true;
-                        }
-                        cur = up;
-                    }
-                    None => break,
-                }
-            }
-            false
-        };
         let mut seen: Vec<String> = Vec::new();
         // Index roots: the index of each access, the offsets of the pointer it goes through,
         // and the definitions of the 32-bit locals they read (a few steps back).
@@ -206,9 +141,6 @@ impl<'t> CudaModel<'t> {
                 .filter(|n| n.kind_name() == "identifier")
                 .take(257)
             {
-                if in_integer_index(root, id) {
-                    continue;
-                }
                 let name = self.text(id);
                 let Some(v) = k.local(name) else {
                     continue;
@@ -228,11 +160,7 @@ impl<'t> CudaModel<'t> {
             }
         }
         for (root, at, used) in &roots {
-            let tensors = large_buffer(*used);
             for p in std::iter::once(*root).chain(descendants(*root).take(512)) {
-                if in_integer_index(*root, p) {
-                    continue;
-                }
                 if let Some(o) = self.product_overflow(&cx, k, p, at, tensors) {
                     let key = compact(self.text(p));
                     if !seen.contains(&key) {
@@ -245,9 +173,7 @@ impl<'t> CudaModel<'t> {
                 }
             }
         }
-        // Element counts in guards on global indices: `if (i < B * T * V)`, when the kernel
-        // reads or writes a buffer the evidence speaks for.
-        let tensors = k.accesses.iter().any(|a| a.global && large_buffer(a.node));
+        // Element counts in guards on global indices: `if (i < B * T * V)`.
         for gi in self.guards_in(k) {
             let g = &self.guards[gi];
             if !matches!(
@@ -311,27 +237,6 @@ impl<'t> CudaModel<'t> {
             }
         }
         out
-    }
-
-    /// Is `used` (an access, a pointer advanced in place, a pointer local's initialiser) on a
-    /// buffer of integers (`const int* ids`)? Template and floating-point element types are
-    /// not.
-    fn integer_buffer(&self, k: &Kernel<'t>, used: Node<'t>) -> bool {
-        let base = match k.accesses.iter().find(|a| a.node.id() == used.id()) {
-            Some(a) => a.base,
-            None => match used.kind_name() {
-                "assignment_expression" => match used.field("left") {
-                    Some(l) => self.text(l),
-                    None => return false,
-                },
-                _ => return false,
-            },
-        };
-        let ty = match k.param(base) {
-            Some(p) => p.node.field("type").map(|t| self.text(t)),
-            None => k.types.get(base).copied(),
-        };
-        ty.is_some_and(|t| matches!(self.resolved_width(t), Width::W32 { .. } | Width::W64))
     }
 
     /// Does `e` fold to a constant in kernel `k` (its parameters and locals shadow constants of
