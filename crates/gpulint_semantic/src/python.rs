@@ -132,6 +132,9 @@ pub struct PythonModel<'t> {
     training: OnceCell<training::Training<'t>>,
     torch: OnceCell<torch::TorchFacts<'t>>,
     tf_functions: OnceCell<tf_function::TfFunctions<'t>>,
+    /// Per local function: the indices in `calls` of the calls that invoke it (computed once;
+    /// see [`call_sites`]).
+    calls_to: OnceCell<HashMap<usize, Vec<usize>>>,
 }
 
 /// The module's local call graph: for each function, the calls in its own body that invoke a

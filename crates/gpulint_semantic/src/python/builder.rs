@@ -416,6 +416,7 @@ impl<'t> PythonBuilder<'t> {
             training: OnceCell::new(),
             torch: OnceCell::new(),
             tf_functions: OnceCell::new(),
+            calls_to: OnceCell::new(),
         }
     }
 }

@@ -13,6 +13,7 @@ use super::tf::argument;
 use super::tf_function::is_tf_function;
 use super::{PythonModel, Value};
 use gpulint_syntax::{named_children, NodeExt};
+use std::collections::HashMap;
 use tree_sitter::Node;
 
 /// How many calls up a parameter passed on as an argument is followed.
@@ -125,10 +126,14 @@ fn values_at<'t>(m: &PythonModel<'t>, f: usize, depth: usize) -> ParameterValues
     let params = parameters(m, f);
     let method = m.functions[f].class.is_some() && !is_staticmethod(m, f);
     let mut sites = Vec::new();
-    for &(call, caller) in &m.calls {
-        if !calls_function(m, call, f) {
-            continue;
-        }
+    let calls_to = m
+        .calls_to
+        .get_or_init(|| calls_by_callee(m))
+        .get(&f)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for &i in calls_to {
+        let (call, caller) = m.calls[i];
         let bound = method && is_bound_call(m, call);
         let splat = call.field("arguments").is_some_and(|a| {
             named_children(a).any(|c| matches!(c.kind(), "list_splat" | "dictionary_splat"))
@@ -155,25 +160,38 @@ fn values_at<'t>(m: &PythonModel<'t>, f: usize, depth: usize) -> ParameterValues
     ParameterValues { params, sites }
 }
 
-/// Does `call` invoke local function `f`: directly, or through a name bound once to
-/// `tf.function(f)`?
-fn calls_function(m: &PythonModel<'_>, call: Node<'_>, f: usize) -> bool {
-    if m.local_callee(call) == Some(f) {
-        return true;
+/// For each local function, the indices in `m.calls` of the calls that invoke it (each call
+/// resolved once, so asking for many functions stays linear in the file).
+fn calls_by_callee(m: &PythonModel<'_>) -> HashMap<usize, Vec<usize>> {
+    let mut out: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (i, &(call, _)) in m.calls.iter().enumerate() {
+        if let Some(f) = called_function(m, call) {
+            out.entry(f).or_default().push(i);
+        }
     }
-    let Some(func) = call.field("function").filter(|n| n.kind() == "identifier") else {
-        return false;
-    };
-    let Some(v) = m
+    out
+}
+
+/// The local function `call` invokes: directly, or through a name bound once to
+/// `tf.function(f)`.
+fn called_function(m: &PythonModel<'_>, call: Node<'_>) -> Option<usize> {
+    if let Some(f) = m.local_callee(call) {
+        return Some(f);
+    }
+    let func = call
+        .field("function")
+        .filter(|n| n.kind() == "identifier")?;
+    let v = m
         .value_of_name(func, m.text(func))
-        .filter(|v| v.kind() == "call")
-    else {
-        return false;
-    };
-    v.field("function").is_some_and(|h| is_tf_function(m, h))
-        && argument(v, 0, "func", m)
-            .filter(|t| t.kind() == "identifier")
-            .is_some_and(|t| m.functions_named(m.text(t)) == [f])
+        .filter(|v| v.kind() == "call")?;
+    if !v.field("function").is_some_and(|h| is_tf_function(m, h)) {
+        return None;
+    }
+    let t = argument(v, 0, "func", m).filter(|t| t.kind() == "identifier")?;
+    match m.functions_named(m.text(t)) {
+        [f] => Some(*f),
+        _ => None,
+    }
 }
 
 fn is_staticmethod(m: &PythonModel<'_>, f: usize) -> bool {
@@ -224,20 +242,32 @@ fn rebinds(m: &PythonModel<'_>, c: usize, name: &str) -> bool {
         a.kind() == "augmented_assignment"
             && m.enclosing_function(a) == Some(c)
             && a.field("left").is_some_and(|l| m.text(l) == name)
-    }) || m.binding_sites.iter().any(|&(f, n)| {
-        let target = match n.kind() {
-            "for_statement" => n.field("left"),
-            "named_expression" | "function_definition" | "class_definition" => n.field("name"),
-            "as_pattern_target" => Some(n),
-            _ => None,
-        };
-        f == c
-            && target.is_some_and(|t| {
-                t.kind() == "identifier" && m.text(t) == name
-                    || gpulint_syntax::descendants(t)
-                        .any(|d| d.kind() == "identifier" && m.text(d) == name)
+    }) || {
+        // Binding sites are in document order: only those inside `c`'s body are looked at.
+        let (start, end) = (body.start_byte(), body.end_byte());
+        let first = m
+            .binding_sites
+            .partition_point(|(_, n)| n.start_byte() < start);
+        m.binding_sites[first..]
+            .iter()
+            .take_while(|(_, n)| n.start_byte() < end)
+            .any(|&(f, n)| {
+                let target = match n.kind() {
+                    "for_statement" => n.field("left"),
+                    "named_expression" | "function_definition" | "class_definition" => {
+                        n.field("name")
+                    }
+                    "as_pattern_target" => Some(n),
+                    _ => None,
+                };
+                f == c
+                    && target.is_some_and(|t| {
+                        t.kind() == "identifier" && m.text(t) == name
+                            || gpulint_syntax::descendants(t)
+                                .any(|d| d.kind() == "identifier" && m.text(d) == name)
+                    })
             })
-    })
+    }
 }
 
 #[cfg(test)]

@@ -358,7 +358,12 @@ fn human_bytes(b: i128) -> String {
 
 /// Is `call` inside a lambda or nested function that is handed to `tf.numpy_function` /
 /// `tf.py_function` (which run it eagerly, at every call, outside the graph)?
-fn in_eager_callback(m: &PythonModel<'_>, call: Node<'_>, f: usize) -> bool {
+fn in_eager_callback(
+    m: &PythonModel<'_>,
+    call: Node<'_>,
+    f: usize,
+    passed_to_eager: &std::cell::OnceCell<HashSet<String>>,
+) -> bool {
     let is_eager_wrapper = |c: Node<'_>| {
         m.call_name(c).is_some_and(|q| {
             matches!(
@@ -367,27 +372,36 @@ fn in_eager_callback(m: &PythonModel<'_>, call: Node<'_>, f: usize) -> bool {
             ) && q.starts_with("tensorflow.")
         })
     };
-    // A nested `def` passed by name.
+    // A nested `def` passed by name. The names passed to the wrappers are collected once per
+    // file (a scan of every call for every NumPy call would grow with their product).
     let mut g = m.enclosing_function(call);
     while let Some(i) = g {
         if i == f {
             break;
         }
-        let name = m.functions[i].name.as_str();
-        let passed = m.calls.iter().any(|&(c, _)| {
-            is_eager_wrapper(c)
-                && c.field("arguments").is_some_and(|a| {
-                    gpulint_syntax::named_children(a).any(|x| {
-                        let x = if x.kind() == "keyword_argument" {
-                            x.field("value")
-                        } else {
-                            Some(x)
-                        };
-                        x.is_some_and(|x| x.kind() == "identifier" && m.text(x) == name)
-                    })
-                })
+        let passed = passed_to_eager.get_or_init(|| {
+            let mut names = HashSet::new();
+            for &(c, _) in &m.calls {
+                if !is_eager_wrapper(c) {
+                    continue;
+                }
+                let Some(a) = c.field("arguments") else {
+                    continue;
+                };
+                for x in gpulint_syntax::named_children(a) {
+                    let x = if x.kind() == "keyword_argument" {
+                        x.field("value")
+                    } else {
+                        Some(x)
+                    };
+                    if let Some(x) = x.filter(|x| x.kind() == "identifier") {
+                        names.insert(m.text(x).to_string());
+                    }
+                }
+            }
+            names
         });
-        if passed {
+        if passed.contains(m.functions[i].name.as_str()) {
             return true;
         }
         g = m.functions[i].parent;
@@ -438,6 +452,7 @@ impl Rule for NumpyInTfFunction {
             })
         };
         let min = ctx.option_int("min-elements").unwrap_or(1_000_000) as i128;
+        let passed_to_eager = std::cell::OnceCell::new();
         let tfn = m.tf_functions();
         let mut seen = HashSet::new();
         for (f, traced) in tfn.traced.iter().enumerate() {
@@ -474,7 +489,7 @@ impl Rule for NumpyInTfFunction {
                                 None => continue,
                             },
                         };
-                        if in_eager_callback(m, n, f) {
+                        if in_eager_callback(m, n, f, &passed_to_eager) {
                             continue;
                         }
                         (n, why)
