@@ -17,6 +17,6 @@ pub use access::{Extent, OutOfRange};
 pub use culprit::{Culprit, CulpritKind};
 pub use eval::{Bound, Point, Range, RangeCx};
 pub use extent::type_range;
-pub use overflow::{includes_framework, Overflow, OverflowKind, FRAMEWORK};
+pub use overflow::{Overflow, OverflowKind};
 pub use poly::Poly;
 pub use width::{type_width, Width};

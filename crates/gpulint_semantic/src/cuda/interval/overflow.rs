@@ -49,7 +49,7 @@ pub enum OverflowKind {
 }
 
 /// Framework headers: the kernel indexes tensors, whose element counts reach 2³¹.
-pub const FRAMEWORK: &[&str] = &[
+const FRAMEWORK: &[&str] = &[
     "<torch/",
     "<ATen/",
     "<c10/",
@@ -60,7 +60,7 @@ pub const FRAMEWORK: &[&str] = &[
 ];
 
 /// Does `source` include a framework header?
-pub fn includes_framework(source: &str) -> bool {
+fn includes_framework(source: &str) -> bool {
     FRAMEWORK.iter().any(|h| source.contains(h))
 }
 
