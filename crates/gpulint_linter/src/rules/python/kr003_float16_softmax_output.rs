@@ -18,7 +18,9 @@ declare_rule! {
     /// applies softmax in float16: `Dense(..., activation="softmax")`, `Activation("softmax")`
     /// or `Softmax()` without `dtype="float32"`, when it is the last layer of a
     /// `Sequential([...])` list, the last `model.add(...)`, or the layer whose output is the
-    /// `outputs` of `Model(inputs, outputs)`. Modules that never train (`compile`, `fit`,
+    /// `outputs` of `Model(inputs, outputs)` (the value bound last before that call: an
+    /// `outputs` reassigned in between, for example to a float32 `Activation("softmax")`, no
+    /// longer ends the model). Modules that never train (`compile`, `fit`,
     /// `GradientTape`) are left alone, and so are models built above a module-level policy
     /// call (an earlier notebook section, still in float32).
     ///
@@ -144,12 +146,27 @@ fn is_output(m: &PythonModel<'_>, layer: Node<'_>) -> bool {
             return false;
         };
         let scope = m.enclosing_function(p);
+        let assigned = p.end_byte();
+        // The value the model is built from is the last one bound to the name before the
+        // `Model(...)` call (notebook cells run in order): a reassignment in between, such as
+        // `outputs = Activation("softmax", dtype="float32")(x)`, replaces this layer's output.
+        let rebound_before = |model_call: usize| {
+            m.assignments.iter().any(|a| {
+                a.start_byte() > assigned
+                    && a.start_byte() < model_call
+                    && m.enclosing_function(*a) == scope
+                    && a.field("left")
+                        .is_some_and(|l| l.kind() == "identifier" && m.text(l) == name)
+            })
+        };
         return m.calls.iter().any(|(c, s)| {
             *s == scope
+                && c.start_byte() > assigned
                 && m.call_name(*c).is_some_and(|q| {
                     matches!(normalize(&q).as_str(), "keras.Model" | "keras.models.Model")
                 })
                 && argument(*c, 1, "outputs", m).is_some_and(|o| m.text(o) == name)
+                && !rebound_before(c.start_byte())
         });
     }
     false
