@@ -263,6 +263,17 @@ impl Engine {
                 for cell in &nb.cells {
                     trees.push(lang::parse_range(lang, &file.text, cell.start, cell.end)?);
                 }
+                // Cells that a per-backend cell magic keeps from running are not checked.
+                let magics: Vec<Option<&str>> =
+                    nb.cells.iter().map(|c| c.magic.as_deref()).collect();
+                let off = gpulint_semantic::gated_off_cells(&file.text, &trees, &magics);
+                if off.iter().any(|&o| o) {
+                    trees = trees
+                        .into_iter()
+                        .zip(off)
+                        .filter_map(|(t, o)| (!o).then_some(t))
+                        .collect();
+                }
                 if trees.is_empty() {
                     return Some((Vec::new(), false, Vec::new()));
                 }

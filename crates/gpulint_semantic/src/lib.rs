@@ -90,6 +90,17 @@ pub fn with_notebook_model<R>(json: &str, f: impl FnOnce(&PythonModel<'_>) -> R)
     with_trees(&nb.source, &trees, f)
 }
 
+/// For each notebook cell (aligned with `trees`, one per code cell, and with `magics`, the
+/// cells' cell magics): does a per-backend cell magic keep it from running (see
+/// [`python::cells`])? The cells' model is built only when some magic names a backend.
+pub fn gated_off_cells(source: &str, trees: &[Tree], magics: &[Option<&str>]) -> Vec<bool> {
+    if trees.is_empty() || !python::cells::may_gate(magics) {
+        return vec![false; trees.len()];
+    }
+    with_trees(source, trees, |m| python::cells::gated_off(m, magics))
+        .unwrap_or_else(|| vec![false; trees.len()])
+}
+
 fn with_trees<R>(
     src: &str,
     trees: &[tree_sitter::Tree],

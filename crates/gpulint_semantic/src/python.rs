@@ -11,6 +11,7 @@
 mod bindings;
 mod builder;
 pub mod call_sites;
+pub mod cells;
 pub mod env;
 pub mod extensions;
 pub mod jit;

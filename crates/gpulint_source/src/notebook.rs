@@ -22,6 +22,9 @@ pub struct Cell {
     pub elements: Vec<Option<usize>>,
     /// 0-based index of the cell in the notebook's `cells` list.
     pub index: usize,
+    /// The cell magic on the cell's first line, without `%%` (`backend tensorflow`, `time`),
+    /// if it has one; the line itself is blanked in the virtual source.
+    pub magic: Option<String>,
 }
 
 /// The code cells of a notebook, joined.
@@ -149,6 +152,12 @@ pub fn parse(text: &str) -> Result<Notebook, String> {
                 continue;
             }
         };
+        let magic = code
+            .lines()
+            .next()
+            .and_then(|l| l.trim_start().strip_prefix("%%"))
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty());
         let mut code = blank_magics(&code);
         if !code.ends_with('\n') {
             code.push('\n');
@@ -167,6 +176,7 @@ pub fn parse(text: &str) -> Result<Notebook, String> {
             file_lines,
             elements,
             index: i,
+            magic,
         });
         line += n_lines;
     }
@@ -418,6 +428,9 @@ mod tests {
             .is_empty());
         let at = nb.source.find("print").unwrap();
         assert_eq!(nb.cell_at(at).unwrap().number, 3);
+        // The cell magic of each cell, `%%` dropped; line magics are not cell magics.
+        let magics: Vec<Option<&str>> = nb.cells.iter().map(|c| c.magic.as_deref()).collect();
+        assert_eq!(magics, [None, None, Some("bash")]);
     }
 
     #[test]

@@ -42,6 +42,25 @@ impl<'t> PythonModel<'t> {
             || self.imports_module("tf_keras")
     }
 
+    /// The Keras 3 backend the module selects: the value every module-level write of
+    /// `KERAS_BACKEND` gives (`os.environ["KERAS_BACKEND"] = "jax"`), lowercased; `None` when
+    /// the module writes none, a non-literal, or disagreeing values. Keras 3 reads the variable
+    /// when it is first imported, so standalone `keras` models then run on that backend.
+    pub fn keras_backend(&self) -> Option<String> {
+        let mut found: Option<String> = None;
+        for w in self.env_writes() {
+            if w.key != "KERAS_BACKEND" || self.enclosing_function(w.node).is_some() {
+                continue;
+            }
+            let v = w.value.as_deref()?.trim().to_ascii_lowercase();
+            match &found {
+                Some(f) if *f != v => return None,
+                _ => found = Some(v),
+            }
+        }
+        found
+    }
+
     /// Does the module import PyTorch?
     pub fn imports_torch(&self) -> bool {
         self.imports_module("torch")

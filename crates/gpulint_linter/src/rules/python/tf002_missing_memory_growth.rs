@@ -26,7 +26,11 @@ declare_rule! {
     /// `gpu_setup.py` next to it) configures memory growth on import or in a function it calls.
     ///
     /// The finding is a warning, not advice, when the module also imports PyTorch or JAX: both
-    /// frameworks then compete for the same GPU memory in one process.
+    /// frameworks then compete for the same GPU memory in one process. In a notebook that
+    /// selects its Keras backend (`os.environ["KERAS_BACKEND"] = "jax"`) and marks
+    /// framework-specific cells with a cell magic it defines to run a cell only under one
+    /// backend (`%%backend tensorflow`), the cells gated to other backends never run and are not
+    /// checked, by this rule or any other.
     ///
     /// ## Why is this risky?
     /// "By default, TensorFlow maps nearly all of the GPU memory of all GPUs (subject to
