@@ -19,7 +19,9 @@ declare_rule! {
     /// the loop: `batch = data[i]` or `generator.__getitem__(i)`, then `predict(batch)` or
     /// `predict(batch[0])`), `np.expand_dims(...)` /
     /// `tf.expand_dims(...)`, `x[None]` / `x[np.newaxis]`, `x.reshape(1, ...)` or
-    /// `np.array([item])`. A loop that passes whole pre-batched chunks is left alone.
+    /// `np.array([item])`. A loop that passes whole pre-batched chunks is left alone, and so
+    /// is a module that imports Keras 3 (`import keras`) and selects the JAX, PyTorch or NumPy
+    /// backend (`os.environ["KERAS_BACKEND"] = "jax"`): the per-call growth is TensorFlow's.
     ///
     /// ## Why is this risky?
     /// `predict` "is designed for batch processing of large numbers of inputs. It is not
@@ -123,6 +125,14 @@ impl Rule for PredictInLoop {
     fn check_file(&self, ctx: &mut Context<'_>) {
         let m = ctx.python();
         if !m.imports_keras() && !m.imports_tensorflow() {
+            return;
+        }
+        // Keras 3 models on the JAX, PyTorch or NumPy backend do not build a tf.data pipeline
+        // per `predict` call: the growth this rule is about is TensorFlow's.
+        if m.imports_module("keras")
+            && m.keras_backend()
+                .is_some_and(|b| matches!(b.as_str(), "jax" | "torch" | "numpy"))
+        {
             return;
         }
         let tf = m.tf();
