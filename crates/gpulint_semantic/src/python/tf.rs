@@ -93,6 +93,11 @@ pub struct TfFacts<'t> {
     /// TF1-only namespaces such as `tf.contrib` and `tf.app`): plain ops only build a graph and
     /// do not initialize the runtime.
     pub graph_mode: bool,
+    /// The module is written for a TF 1.x release: it calls names that only TF 1.x has at the
+    /// top level (`tf.Session`, `tf.placeholder`, `tf.contrib`, `tf.app`, `tf.get_variable`,
+    /// `tf.enable_eager_execution`, `tf.enable_v2_behavior`, `tensorflow.compat.v2`'s
+    /// `enable_v2_behavior`), not through `tf.compat.v1`, so it fails on TensorFlow 2.
+    pub targets_tf1: bool,
     /// The module targets TPUs (`TPUStrategy`, `TPUClusterResolver`, `tf.tpu.*`, `TPUEstimator`).
     pub uses_tpu: bool,
     inits: HashMap<usize, Init>,
@@ -113,6 +118,24 @@ pub struct TfFacts<'t> {
 
 /// Modules whose estimators also have a `.fit`.
 const FIT_LOOKALIKES: &[&str] = &["sklearn", "xgboost", "lightgbm", "catboost", "statsmodels"];
+
+/// Is `q` (a qualified name as written) a name only TF 1.x has?
+fn tf1_only(q: &str) -> bool {
+    q.starts_with("tensorflow.contrib.")
+        || q.starts_with("tensorflow.app.")
+        || matches!(
+            q,
+            "tensorflow.Session"
+                | "tensorflow.InteractiveSession"
+                | "tensorflow.placeholder"
+                | "tensorflow.get_variable"
+                | "tensorflow.variable_scope"
+                | "tensorflow.get_collection"
+                | "tensorflow.enable_eager_execution"
+                | "tensorflow.enable_v2_behavior"
+                | "tensorflow.compat.v2.enable_v2_behavior"
+        )
+}
 
 /// `tensorflow.compat.v1.X` → `tensorflow.X`; the Keras spellings → `keras.X`.
 pub fn normalize(q: &str) -> String {
@@ -181,6 +204,7 @@ impl<'t> TfFacts<'t> {
                         | "tensorflow.variable_scope"
                 )
         });
+        facts.targets_tf1 = raw.iter().flatten().any(|q| tf1_only(q));
         let names: Vec<Option<String>> = raw.iter().map(|q| q.as_deref().map(normalize)).collect();
         for q in names.iter().flatten() {
             match q.as_str() {

@@ -22,7 +22,11 @@ declare_rule! {
     /// check (`if ... version ...`, `hasattr(...)`) or in a `try` whose `except
     /// AttributeError`/`ImportError` falls back to something else are left alone: that code
     /// supports old releases on purpose, and so is the graph rewrite in TF1 graph code
-    /// (sessions, placeholders, `tf.contrib`), where it is the supported API.
+    /// (sessions, placeholders, `tf.contrib`), where it is the supported API. Code written for
+    /// a TF 1.x release (it calls top-level names that only TF 1.x has, such as `tf.Session`,
+    /// `tf.placeholder`, `tf.contrib`, or turns on `tf.enable_v2_behavior()` /
+    /// `tf.enable_eager_execution()`, which TF 2 removed) is left alone entirely: these APIs
+    /// are the current ones there.
     ///
     /// The rule reads the TensorFlow pin of the project (the nearest `requirements*.txt`,
     /// `pyproject.toml`, `setup.py`, `environment.yml` or `Dockerfile` declaring it):
@@ -163,8 +167,9 @@ impl Rule for LegacyMixedPrecisionApi {
             if version_handled(m, call) {
                 continue;
             }
-            // The graph rewrite is the right tool in TF1 graph code (pinned to TF 1.14/1.15).
-            if q.starts_with("tensorflow.train.") && m.tf().graph_mode {
+            // The graph rewrite is the right tool in TF1 graph code (pinned to TF 1.14/1.15),
+            // and code written for TF 1.x has no newer API to move to.
+            if (q.starts_with("tensorflow.train.") && m.tf().graph_mode) || m.tf().targets_tf1 {
                 continue;
             }
             // The project's TensorFlow pin, read once, only when something is to be reported.
