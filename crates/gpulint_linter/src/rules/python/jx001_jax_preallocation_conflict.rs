@@ -6,7 +6,11 @@ use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Diagnostic, Severity, Span};
 use gpulint_semantic::python::project;
 use gpulint_semantic::python::torch::Runtime;
+use gpulint_semantic::python::{string_literal, PythonModel};
+use gpulint_syntax::named_children;
 use gpulint_syntax::Lang;
+use gpulint_syntax::NodeExt;
+use tree_sitter::Node;
 
 declare_rule! {
     /// ## What it does
@@ -20,6 +24,12 @@ declare_rule! {
     /// `XLA_PYTHON_CLIENT_ALLOCATOR=platform` (written in the file or set by a launcher script
     /// or Dockerfile next to it), TensorFlow hidden from the GPUs
     /// (`tf.config.set_visible_devices([], "GPU")`), or TensorFlow memory growth / a limit.
+    ///
+    /// Scripts that target TPUs are left alone: there is no GPU to share. The evidence is code
+    /// (`jax.devices("tpu")`, `jax.local_devices(backend="tpu")`, `jax.tools.colab_tpu`,
+    /// `JAX_PLATFORMS=tpu`, TensorFlow's `TPUStrategy`/`TPUClusterResolver`/`tf.tpu.*`) or the
+    /// file's own header (its leading comments or module docstring) naming a TPU as the machine
+    /// to run on and never a GPU.
     ///
     /// ## Why is this risky?
     /// "JAX will preallocate 75% of the total GPU memory when the first JAX operation is run"
@@ -85,6 +95,9 @@ impl Rule for JaxPreallocationConflict {
         if !m.imports_jax() {
             return;
         }
+        if targets_tpu(m) {
+            return;
+        }
         let facts = m.torch();
         // Only where the module runs as a script (a library's functions run in whatever
         // process imports them, which configures the GPU itself).
@@ -144,6 +157,69 @@ impl Rule for JaxPreallocationConflict {
         .help("set `XLA_PYTHON_CLIENT_PREALLOCATE=false` (or `XLA_PYTHON_CLIENT_MEM_FRACTION`) before `import jax`; hide TensorFlow from the GPU with `tf.config.set_visible_devices([], \"GPU\")` when it only feeds data");
         ctx.report(d);
     }
+}
+
+/// Does the module target TPUs (see the rule's documentation)?
+fn targets_tpu(m: &PythonModel<'_>) -> bool {
+    if m.tf().uses_tpu {
+        return true;
+    }
+    let tpu_arg = |call: Node<'_>| {
+        call.field("arguments").is_some_and(|a| {
+            named_children(a).any(|x| {
+                let v = if x.kind() == "keyword_argument" {
+                    x.field("value")
+                } else {
+                    Some(x)
+                };
+                v.and_then(|v| string_literal(v, m.source))
+                    .is_some_and(|s| s.eq_ignore_ascii_case("tpu"))
+            })
+        })
+    };
+    let code = m.calls.iter().any(|&(c, _)| {
+        m.call_name(c).is_some_and(|q| {
+            q.starts_with("jax.tools.colab_tpu.")
+                || (matches!(q.as_str(), "jax.devices" | "jax.local_devices") && tpu_arg(c))
+        })
+    });
+    let env = m.env_writes().iter().any(|w| {
+        matches!(w.key.as_str(), "JAX_PLATFORMS" | "JAX_PLATFORM_NAME")
+            && w.value.as_deref().is_some_and(|v| {
+                let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+                parts.contains(&"tpu") && parts.iter().all(|p| matches!(*p, "tpu" | "cpu"))
+            })
+    });
+    code || env || header_says_tpu(m)
+}
+
+/// Do the file's leading comments and module docstring name a TPU and never a GPU?
+fn header_says_tpu(m: &PythonModel<'_>) -> bool {
+    let Some(root) = m.roots.first() else {
+        return false;
+    };
+    let mut header = String::new();
+    let mut docstring = false;
+    for c in named_children(*root) {
+        match c.kind() {
+            "comment" => header.push_str(m.text(c)),
+            "expression_statement" if !docstring => {
+                docstring = true;
+                match c.named_child(0).filter(|s| s.kind() == "string") {
+                    Some(s) => header.push_str(m.text(s)),
+                    None => break,
+                }
+            }
+            _ => break,
+        }
+        header.push('\n');
+    }
+    let words = |w: &str| {
+        header
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|t| t == w || t == format!("{w}s"))
+    };
+    words("TPU") && !words("GPU")
 }
 
 /// Does this write of `key` keep JAX from taking most of the GPU?
