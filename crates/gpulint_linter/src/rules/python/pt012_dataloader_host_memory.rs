@@ -11,6 +11,7 @@ use gpulint_semantic::python::training::{
 };
 use gpulint_semantic::python::PythonModel;
 use gpulint_syntax::descendants;
+use gpulint_syntax::named_children;
 use gpulint_syntax::Lang;
 use gpulint_syntax::NodeExt;
 use tree_sitter::Node;
@@ -18,12 +19,15 @@ use tree_sitter::Node;
 declare_rule! {
     /// ## What it does
     /// Finds a `torch.utils.data` dataset whose `__init__` stores a large Python list or dict
-    /// on `self` (a list or dict comprehension over `os.listdir`, `os.walk`, `glob.glob`,
-    /// `Path.glob`/`rglob`, or a `json.load` result; a `pickle.load` result may hold NumPy
-    /// arrays and is not counted), when a DataLoader with at least 4 workers (configurable with
+    /// on `self` (a `json.load` result, or a comprehension over `os.listdir`, `os.walk`,
+    /// `glob.glob`, `Path.glob`/`rglob` that builds a record per file: a dict, tuple or list
+    /// per item, or a dict keyed by file; a `pickle.load` result may hold NumPy arrays and is
+    /// not counted), when a DataLoader with at least 4 workers (configurable with
     /// `min-workers`) loads that dataset (passed as `MyDataset(...)` or as a name assigned one
     /// in the file). Datasets backed by NumPy arrays, Arrow or pandas, which the docs
-    /// recommend, are left alone. Applies to files that import `torch`.
+    /// recommend, are left alone, and so is a flat list of file paths (one string per file,
+    /// about a hundred bytes: a hundred thousand files copy some 10 MB per worker). Applies to
+    /// files that import `torch`.
     ///
     /// Also finds `pin_memory=True` on a DataLoader whose literal worker count, prefetch
     /// factor and batch size keep very many batches in flight: at least 64 batches (workers ×
@@ -50,13 +54,16 @@ declare_rule! {
     ///
     /// class Frames(Dataset):
     ///     def __init__(self, root):
-    ///         self.paths = [p for p in glob.glob(root + "/**/*.jpg", recursive=True)]
+    ///         self.samples = [
+    ///             {"path": p, "label": p.split("/")[-2]}
+    ///             for p in glob.glob(root + "/**/*.jpg", recursive=True)
+    ///         ]
     ///
     ///     def __len__(self):
-    ///         return len(self.paths)
+    ///         return len(self.samples)
     ///
     ///     def __getitem__(self, i):
-    ///         return self.paths[i]
+    ///         return self.samples[i]["path"], self.samples[i]["label"]
     ///
     /// loader = DataLoader(Frames("/data"), batch_size=64, num_workers=8)
     /// ```
@@ -69,13 +76,15 @@ declare_rule! {
     ///
     /// class Frames(Dataset):
     ///     def __init__(self, root):
-    ///         self.paths = np.array(glob.glob(root + "/**/*.jpg", recursive=True))
+    ///         paths = glob.glob(root + "/**/*.jpg", recursive=True)
+    ///         self.paths = np.array(paths)
+    ///         self.labels = np.array([p.split("/")[-2] for p in paths])
     ///
     ///     def __len__(self):
     ///         return len(self.paths)
     ///
     ///     def __getitem__(self, i):
-    ///         return str(self.paths[i])
+    ///         return str(self.paths[i]), str(self.labels[i])
     ///
     /// loader = DataLoader(Frames("/data"), batch_size=64, num_workers=8)
     /// ```
@@ -251,7 +260,8 @@ fn a_text<'t>(m: &PythonModel<'t>, assign: Node<'t>) -> &'t str {
     assign.field("left").map(|l| m.text(l)).unwrap_or("")
 }
 
-/// A list/dict built from a directory listing, or loaded JSON.
+/// Per-file records built from a directory listing, or loaded JSON. A flat list of paths (one
+/// string per file) is small next to the files it names.
 fn large_python_object(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
     let lists = |e: Node<'_>| {
         descendants(e).any(|n| {
@@ -265,8 +275,18 @@ fn large_python_object(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
                 })
         })
     };
+    // A comprehension whose items are containers (a record per file).
+    let records = |c: Node<'_>| {
+        c.kind() == "dictionary_comprehension"
+            || c.field("body").is_some_and(|body| {
+                matches!(
+                    body.kind(),
+                    "dictionary" | "tuple" | "list" | "set" | "dictionary_comprehension"
+                )
+            })
+    };
     match expr.kind() {
-        "list_comprehension" | "dictionary_comprehension" => lists(expr),
+        "list_comprehension" | "dictionary_comprehension" => records(expr) && lists(expr),
         "call" => {
             let q = expr
                 .field("function")
@@ -274,7 +294,19 @@ fn large_python_object(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
                 .unwrap_or_default();
             let name = expr.field("function").map(|f| m.text(f)).unwrap_or("");
             q == "json.load"
-                || ((name == "list" || name == "sorted" || name == "dict") && lists(expr))
+                || ((name == "list" || name == "sorted" || name == "dict")
+                    && expr
+                        .field("arguments")
+                        .and_then(|a| named_children(a).next())
+                        .is_some_and(|a| {
+                            matches!(
+                                a.kind(),
+                                "list_comprehension"
+                                    | "dictionary_comprehension"
+                                    | "generator_expression"
+                            ) && records(a)
+                                && lists(a)
+                        }))
         }
         _ => false,
     }
