@@ -18,7 +18,9 @@ declare_rule! {
     /// ## What it does
     /// Inside a `tf.function` (decorated with `@tf.function` or wrapped by `tf.function(f)`,
     /// nested functions included), finds NumPy data that tracing turns into graph constants:
-    /// - `np.load(...)`, and `np.random.*` draws (frozen at trace time);
+    /// - `np.load(...)`, and `np.random.*` draws (frozen at trace time; a draw passed
+    ///   straight to `tf.constant(...)` or `tf.Variable(...)` asks for one fixed value and is
+    ///   left alone, its size being TF007's concern);
     /// - `np.zeros`/`ones`/`full`/`empty`/`arange`/`eye`/`array` whose literal size reaches
     ///   the threshold (10⁶ elements by default);
     /// - `np.zeros`/`ones`/`empty`/`full` whose shape is computed from a parameter of the
@@ -107,6 +109,28 @@ fn elements(m: &PythonModel<'_>, shape: Node<'_>) -> Option<i128> {
     }
 }
 
+/// Is the draw passed straight to `tf.constant(...)` or `tf.Variable(...)`, which ask for one
+/// fixed value (a constant, or a variable's initial value)? Its size is TF007's business.
+fn fixed_on_purpose(m: &PythonModel<'_>, call: Node<'_>) -> bool {
+    let Some(wrapper) = call
+        .parent()
+        .filter(|p| p.kind() == "argument_list")
+        .and_then(|a| a.parent())
+        .filter(|c| c.kind() == "call")
+    else {
+        return false;
+    };
+    let is_value = argument(wrapper, 0, "value", m).is_some_and(|v| v.id() == call.id())
+        || argument(wrapper, 0, "initial_value", m).is_some_and(|v| v.id() == call.id());
+    is_value
+        && m.call_name(wrapper).is_some_and(|q| {
+            matches!(
+                gpulint_semantic::python::tf::normalize(&q).as_str(),
+                "tensorflow.constant" | "tensorflow.Variable"
+            )
+        })
+}
+
 /// Why a call materializes NumPy data as a constant, if it does.
 fn numpy_data(m: &PythonModel<'_>, call: Node<'_>, min: i128) -> Option<String> {
     let q = m.call_name(call)?;
@@ -118,7 +142,8 @@ fn numpy_data(m: &PythonModel<'_>, call: Node<'_>, min: i128) -> Option<String> 
         if matches!(
             f,
             "seed" | "RandomState" | "default_rng" | "get_state" | "set_state"
-        ) {
+        ) || fixed_on_purpose(m, call)
+        {
             return None;
         }
         return Some("draws random numbers once, while tracing: every call reuses the same values, stored as a graph constant".into());
