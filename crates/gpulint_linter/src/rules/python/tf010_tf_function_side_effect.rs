@@ -19,7 +19,9 @@ declare_rule! {
     ///
     /// Appending to a list created in the function and then `tf.stack`ed is fine and stays
     /// silent, and so is creating state once on the first trace (`self.w = tf.Variable(...)`,
-    /// `self.built = True`, `global g` with `if g is None:`), which the guide recommends.
+    /// `self.built = True`, `global g` with `if g is None:`), which the guide recommends. An
+    /// attribute that nothing in the file ever reads (`self.attr` is only assigned: a dead
+    /// store) is left alone too: a value that is never used cannot be stale or leak.
     ///
     /// ## Why is this risky?
     /// Python side effects "only happen the first time you call a tf.function", while it is
@@ -171,7 +173,11 @@ impl Rule for TfFunctionSideEffect {
                                                     || q.ends_with("Generator.from_seed")
                                             }))
                                 });
-                                (is_self && func.class.is_some() && !setup && !lazy_build).then(|| {
+                                let read = || {
+                                    left.field("attribute")
+                                        .is_some_and(|a| attribute_read(m, m.text(a)))
+                                };
+                                (is_self && func.class.is_some() && !setup && !lazy_build && read()).then(|| {
                                     (
                                         n,
                                         format!("`{}` sets a Python attribute from `tf.function` `{name}`: it runs only while tracing, and the stored tensor leaks out of the graph", ctx.text(left)),
@@ -194,6 +200,33 @@ impl Rule for TfFunctionSideEffect {
             }
         }
     }
+}
+
+/// Does any code of the file read an attribute called `name` (`obj.name` anywhere but as
+/// the target of a plain assignment, or `getattr(obj, "name")`)? Only asked when a finding is
+/// about to be reported.
+fn attribute_read(m: &gpulint_semantic::python::PythonModel<'_>, name: &str) -> bool {
+    m.roots.iter().any(|root| {
+        descendants(*root).any(|n| match n.kind() {
+            "attribute" => {
+                n.field("attribute").is_some_and(|a| m.text(a) == name)
+                    && !n.parent().is_some_and(|p| {
+                        p.kind() == "assignment" && p.field("left").map(|l| l.id()) == Some(n.id())
+                    })
+            }
+            "call" => {
+                n.field("function")
+                    .is_some_and(|f| matches!(m.text(f), "getattr" | "hasattr"))
+                    && n.field("arguments").is_some_and(|a| {
+                        gpulint_syntax::named_children(a).nth(1).is_some_and(|k| {
+                            gpulint_semantic::python::string_literal(k, m.source).as_deref()
+                                == Some(name)
+                        })
+                    })
+            }
+            _ => false,
+        })
+    })
 }
 
 /// Is the outer name bound to a list, dict or set (module level or an enclosing function)?
