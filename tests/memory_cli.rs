@@ -182,3 +182,57 @@ fn huge_tensor_fraction_option() {
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stdout(&o).contains("MEM002"));
 }
+
+/// The severities of the MEM002 findings of `t.py` in `d`.
+fn mem002_severities(d: &std::path::Path, args: &[&str]) -> Vec<String> {
+    let mut all = vec!["--no-cache", "--output-format", "json", "--exit-zero"];
+    all.extend_from_slice(args);
+    all.push("t.py");
+    let o = gpulint(d, &all);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON output");
+    v.as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "MEM002")
+        .map(|f| f["severity"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn huge_tensor_severity_follows_the_budget_origin() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    // 70 GiB of float32: over the default 8 GiB budget, but it fits the largest cards.
+    std::fs::write(
+        d.join("t.py"),
+        "import torch\nx = torch.randn(70 * 2**28, device=\"cuda\")\nprint(x.sum())\n",
+    )
+    .unwrap();
+    assert_eq!(mem002_severities(d, &["--isolated"]), ["warning"]);
+    // A budget the user sets is authoritative.
+    assert_eq!(
+        mem002_severities(d, &["--isolated", "--gpu-memory", "24GiB"]),
+        ["error"]
+    );
+    std::fs::write(d.join("gpulint.toml"), "gpu = \"rtx4090\"\n").unwrap();
+    assert_eq!(mem002_severities(d, &[]), ["error"]);
+    std::fs::remove_file(d.join("gpulint.toml")).unwrap();
+    // 400 GiB fits no card at all.
+    std::fs::write(
+        d.join("t.py"),
+        "import torch\nx = torch.randn(400 * 2**28, device=\"cuda\")\nprint(x.sum())\n",
+    )
+    .unwrap();
+    assert_eq!(mem002_severities(d, &["--isolated"]), ["error"]);
+    // An unread reservation is left alone under the default budget, not under a set one.
+    std::fs::write(
+        d.join("t.py"),
+        "import torch\n\n\ndef test_pressure():\n    dummy = torch.empty(70 * 2**30, dtype=torch.uint8, device=\"cuda\")\n    assert torch.ones(2, device=\"cuda\").sum() == 2\n",
+    )
+    .unwrap();
+    assert!(mem002_severities(d, &["--isolated"]).is_empty());
+    assert_eq!(
+        mem002_severities(d, &["--isolated", "--gpu-memory", "24GiB"]),
+        ["error"]
+    );
+}
