@@ -206,11 +206,32 @@ pub fn last_name(s: &str) -> &str {
 pub fn exec_space(func: Node<'_>, source: &str) -> ExecSpace {
     let mut space = ExecSpace::default();
     let mut cursor = func.walk();
-    for c in func.children(&mut cursor) {
+    // `static void CUTLASS_DEVICE f(…) {`: the parser closes the specifiers as a declaration of
+    // their own (with a missing `;`) and the definition starts at the name.
+    let split = func
+        .prev_sibling()
+        .filter(|p| {
+            func.field("type").is_none()
+                && matches!(p.kind(), "field_declaration" | "declaration")
+                && p.has_error()
+                && source
+                    .get(p.end_byte()..func.start_byte())
+                    .is_some_and(|gap| gap.trim().is_empty())
+        })
+        .into_iter();
+    for c in split.chain(func.children(&mut cursor)) {
         if c.kind() == "function_declarator" || c.kind() == "compound_statement" {
             break;
         }
-        let t = text(c, source);
+        // A specifier macro rewritten for the second parse (`CUTLASS_DEVICE` read as
+        // `__device__` padded with spaces) gives a node over the first bytes of the macro only:
+        // the word is read to its end in the source.
+        let bytes = source.as_bytes();
+        let mut end = c.end_byte();
+        while end < bytes.len() && (bytes[end].is_ascii_alphanumeric() || bytes[end] == b'_') {
+            end += 1;
+        }
+        let t = source.get(c.start_byte()..end).unwrap_or("");
         for word in t.split(|ch: char| !(ch.is_alphanumeric() || ch == '_')) {
             match word {
                 "__global__" => space.global = true,

@@ -45,6 +45,8 @@ pub struct DeviceCall<'t> {
     /// The callee's name without namespace or template arguments.
     pub callee: &'t str,
     pub node: Node<'t>,
+    /// The innermost guard that holds at the call.
+    pub guard: Option<u32>,
 }
 
 /// The array declarators of a `declaration`, and `declaration`s that are not arrays give none.

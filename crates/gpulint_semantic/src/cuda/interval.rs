@@ -11,6 +11,7 @@ mod facts;
 mod overflow;
 mod poly;
 mod range;
+mod short;
 mod width;
 
 pub use access::{Extent, OutOfRange};
@@ -19,4 +20,5 @@ pub use eval::{Bound, Point, Range, RangeCx};
 pub use extent::type_range;
 pub use overflow::{Overflow, OverflowKind};
 pub use poly::Poly;
+pub use short::ShortBound;
 pub use width::{type_width, Width};

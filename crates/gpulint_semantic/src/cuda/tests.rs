@@ -492,3 +492,22 @@ fn glue_check_classification() {
     ));
     assert!(!is_dispatch("DISPATCH_X", &["AT_DISPATCH_*".to_string()]));
 }
+
+/// A `CUTLASS_DEVICE` function read through the second parse (the macro rewritten to
+/// `__device__`) is still a `__device__` function, and the 16-bit bound it passes a size to is
+/// found.
+#[test]
+fn macro_specifier_after_reparse() {
+    let src = "struct Params { int32_t num_keys; float* x; };\n__device__ void isoft(float* frag, int16_t max_col) {\n    if (threadIdx.x < max_col) frag[0] = 0.f;\n}\nCUTLASS_DEVICE void kern(Params& p) {\n    for (int32_t s = 0; s < p.num_keys; s += 64) {\n      isoft(p.x, p.num_keys - s);\n    }\n}\n";
+    let first = parse(Lang::Cuda, src).unwrap();
+    assert!(first.root_node().has_error());
+    let tree = gpulint_syntax::cuda_retry::reparse(src, first);
+    assert!(!tree.root_node().has_error());
+    let m = CudaBuilder::model_of(src, &tree, &Options::default());
+    let kern = m.functions.iter().find(|f| f.name == "kern").unwrap();
+    assert!(kern.space.device && !kern.space.host && !kern.space.global);
+    let b = m.short_bounds();
+    assert_eq!(b.len(), 1);
+    assert_eq!(b[0].name, "max_col");
+    assert_eq!(m.text(b[0].arg), "p.num_keys - s");
+}

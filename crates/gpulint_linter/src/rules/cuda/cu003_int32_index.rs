@@ -83,7 +83,13 @@ declare_rule! {
     ///   headers), in host code with no check of the 32-bit limit before: reported at the
     ///   member's declaration when it is in this file (a warning);
     /// - sizes narrowed one by one in the glue (`int n1 = a.size(0);`), harmless alone, then
-    ///   multiplied together in 32 bits (`torch::empty({n1 * n2})`): an element count.
+    ///   multiplied together in 32 bits (`torch::empty({n1 * n2})`): an element count;
+    /// - a `__device__` helper parameter narrower than 32 bits (`int16_t max_col`, `uint16_t`,
+    ///   `short`, `int8_t`) compared against an index (`if (col < max_col)`), to which a call
+    ///   passes a 32- or 64-bit value that can pass its limit (`p.num_keys - key_start`, a size
+    ///   with no bound in the file): reported at the parameter. Not reported: constants, casts,
+    ///   calls, values already 16-bit, and values whose range at the call stays below the limit
+    ///   (`threadIdx.x % 32`, a loop counter below a constant).
     ///
     /// ## Why is this risky?
     /// The product `blockIdx.x * blockDim.x` is evaluated in 32-bit unsigned arithmetic and the
@@ -158,6 +164,7 @@ impl Rule for Int32ThreadIndex {
 
     fn check_file(&self, ctx: &mut Context<'_>) {
         check_glue(ctx);
+        check_short_bounds(ctx);
         let m = ctx.cuda();
         // `__device__` helpers (functors, index helpers) compute offsets the same way.
         for k in &m.helpers {
@@ -330,6 +337,36 @@ fn check_arithmetic<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>
         ));
     }
     ctx.report(d);
+}
+
+/// Helper parameters narrower than 32 bits (`int16_t max_col`) that bound an index and receive
+/// a 32- or 64-bit size at a call: reported at the parameter, whose type must change.
+fn check_short_bounds(ctx: &mut Context<'_>) {
+    let m = ctx.cuda();
+    for b in m.short_bounds() {
+        let call_line = m.line_of(b.call.start_byte());
+        let (name, ty, limit) = (b.name, b.ty, b.limit);
+        let arg = short(m.text(b.arg));
+        let reach = match b.proven {
+            Some(v) => format!("with the sizes at the launches in this file it reaches {v}"),
+            None => "it is a size with no bound in this file".to_string(),
+        };
+        let d = ctx
+            .diagnostic(
+                b.param,
+                format!("parameter `{name}` is a `{ty}` (at most {limit}) and bounds an index (`{}`), but the call at line {call_line} passes `{arg}`: {reach}; past {limit} the call wraps the bound and the comparison lets the wrong elements through", short(m.text(b.compared))),
+            )
+            .primary_label(format!("narrowed to `{ty}` by the call"))
+            .with_label(Span::of(&b.arg), "32-bit or wider value passed here")
+            .with_label(Span::of(&b.compared), "the narrowed bound is compared here")
+            .severity(if b.proven.is_some() {
+                Severity::Error
+            } else {
+                Severity::Warning
+            })
+            .help(format!("declare `{name}` as `int` (or `int64_t`), or check the size against {limit} before the call; confirm at run time with `{SANITIZER}`"));
+        ctx.report(d);
+    }
 }
 
 /// Host glue that narrows a 64-bit element count to 32 bits and passes it to a launch in this

@@ -102,6 +102,7 @@ impl<'t> CudaBuilder<'t> {
                                 caller: f,
                                 callee,
                                 node,
+                                guard: self.guard_top,
                             });
                         }
                     }
