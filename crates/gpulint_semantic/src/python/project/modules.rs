@@ -99,7 +99,8 @@ fn module_under(dir: &Path, parts: &[&str]) -> Option<(PathBuf, usize)> {
 /// to `file` (`gpu_setup` → `<dir>/gpu_setup.py` or `<dir>/gpu_setup/__init__.py`), else a
 /// module of a distribution the project holds in a subdirectory of `file`'s directory or of an
 /// ancestor up to the repository root (`util/setup.py` with `util/gpu_setup.py`, installed
-/// with `pip install -e util`); the nearest wins. Relative imports are looked up next to
+/// with `pip install -e util`); the nearest wins. An absolute import of the package the file
+/// sits in (`runners.misc` from `runners/train.py`) is resolved from the package's parent. Relative imports are looked up next to
 /// `file` only. Returns the path and the number of leading components of `dotted` that name
 /// the module (the rest are attributes).
 fn local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usize)> {
@@ -119,6 +120,16 @@ fn local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usiz
     }
     if relative {
         return None;
+    }
+    // `from runners.misc import AverageMeter` in `runners/sparenet_runner.py`: an absolute
+    // import of the file's own package (a folder around the file, up to the repository root,
+    // named as the import's first component) is resolved from that package's parent folder.
+    for d in super::search_dirs(file, root) {
+        if d.file_name().and_then(|n| n.to_str()) == Some(parts[0]) {
+            if let Some(found) = d.parent().and_then(|p| module_under(p, &parts)) {
+                return Some(found);
+            }
+        }
     }
     nearest(
         file,
@@ -334,6 +345,97 @@ pub fn method_returns_attached(file: &Path, root: &Path, qualified: &str, method
     found
 }
 
+/// What the methods of a class of a project module do that matters to its users and
+/// subclasses.
+#[derive(Debug, Default)]
+struct ClassSummary {
+    /// Method → positions (after `self`) of the parameters it accumulates into state on `self`
+    /// ([`crate::python::training::accumulated_params`]).
+    accumulated: HashMap<String, Vec<usize>>,
+    /// (method called on `self` in a loop, the method holding the loop).
+    loop_calls: Vec<(String, String)>,
+}
+
+/// A class of a module: (module path, class).
+type ClassKey = (PathBuf, String);
+
+static CLASS_SUMMARIES: LazyLock<Mutex<HashMap<ClassKey, Option<Arc<ClassSummary>>>>> =
+    LazyLock::new(Default::default);
+
+/// The summary of the class `qualified` names, imported from a module of the project as
+/// [`local_module`] finds it for `file`. Cached for the run; the module's own imports are not
+/// followed further.
+fn class_summary(file: &Path, root: &Path, qualified: &str) -> Option<Arc<ClassSummary>> {
+    let (path, n) = local_module(file, root, qualified)?;
+    let parts: Vec<&str> = qualified
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.len() != n + 1 {
+        return None;
+    }
+    let class = parts[n];
+    gpulint_source::note_dependency(&path);
+    let key = (path.clone(), class.to_string());
+    if let Some(known) = CLASS_SUMMARIES
+        .lock()
+        .ok()
+        .and_then(|s| s.get(&key).cloned())
+    {
+        return known;
+    }
+    let found = (|| {
+        let bytes = read_small(&path, MAX_MODULE_SIZE)?;
+        let text = gpulint_source::decode(bytes).ok()?;
+        let tree = parse(Lang::Python, &text)?;
+        let m = crate::python::build(&tree, &text);
+        if !m
+            .classes
+            .iter()
+            .any(|c| c.name == class && c.parent.is_none())
+        {
+            return None;
+        }
+        let mut summary = ClassSummary::default();
+        for (i, f) in m.functions.iter().enumerate() {
+            if f.parent.is_none() && f.class.as_deref() == Some(class) {
+                let params = crate::python::training::accumulated_params(&m, i);
+                if !params.is_empty() {
+                    summary.accumulated.insert(f.name.clone(), params);
+                }
+            }
+        }
+        summary.loop_calls = crate::python::training::self_calls_in_loops(&m, class);
+        Some(Arc::new(summary))
+    })();
+    if let Ok(mut s) = CLASS_SUMMARIES.lock() {
+        s.insert(key, found.clone());
+    }
+    found
+}
+
+/// Positions (after `self`) of the parameters that method `method` of the class `qualified`
+/// names (imported from a module of the project) accumulates into its object's state.
+pub fn method_accumulated_params(
+    file: &Path,
+    root: &Path,
+    qualified: &str,
+    method: &str,
+) -> Vec<usize> {
+    class_summary(file, root, qualified)
+        .and_then(|s| s.accumulated.get(method).cloned())
+        .unwrap_or_default()
+}
+
+/// The methods that loops in the methods of the class `qualified` names (imported from a
+/// module of the project) call on `self`: (called method, calling method).
+pub fn self_calls_in_loops_of(file: &Path, root: &Path, qualified: &str) -> Vec<(String, String)> {
+    class_summary(file, root, qualified)
+        .map(|s| s.loop_calls.clone())
+        .unwrap_or_default()
+}
+
 fn under_main_guard(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
     // The ancestors found once (climbing with `Node::parent` is quadratic in the depth).
     m.ancestors(node).into_iter().any(|p| {
@@ -407,6 +509,17 @@ mod tests {
         assert_eq!(local_module(&main, none, "tools"), None);
         // Relative imports stay next to the file.
         assert_eq!(local_module(&main, none, ".nets"), None);
+        // An absolute import of the file's own package resolves from the package's parent;
+        // one of another top-level name does not.
+        assert_eq!(
+            local_module(&main, none, "app.trainer.Trainer"),
+            Some((repo.join("app/trainer.py"), 2))
+        );
+        assert_eq!(local_module(&main, none, "scripts.tools"), None);
+        assert_eq!(
+            self_calls_in_loops_of(&main, none, "app.trainer.Trainer"),
+            Vec::<(String, String)>::new()
+        );
         assert!(method_returns_attached(
             &main,
             none,
