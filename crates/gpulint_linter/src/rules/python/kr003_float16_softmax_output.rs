@@ -5,6 +5,7 @@ use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};
 use gpulint_semantic::python::mixed_precision::{float16_policy, policy_applies_to};
+use gpulint_semantic::python::project::float16_policy_by_import;
 use gpulint_semantic::python::tf::{argument, normalize};
 use gpulint_semantic::python::{string_literal, PythonModel};
 use gpulint_syntax::named_children;
@@ -21,6 +22,11 @@ declare_rule! {
     /// `outputs` of `Model(inputs, outputs)`. Modules that never train (`compile`, `fit`,
     /// `GradientTape`) are left alone, and so are models built above a module-level policy
     /// call (an earlier notebook section, still in float32).
+    ///
+    /// The policy may be set by a module of the project: one that sets it when imported
+    /// (`import precision_setup`), or a module-level function of it that the file calls
+    /// (`from precision import enable_mixed; enable_mixed()`, or
+    /// `precision.enable_mixed()`).
     ///
     /// ## Why is this risky?
     /// The mixed-precision guide: "A softmax activation at the end of the model should be
@@ -64,7 +70,7 @@ declare_rule! {
         severity: Severity::Info,
         summary: "mixed_float16 model with its softmax output left in float16",
         kinds: &[],
-        needles: &["mixed_float16"],
+        needles: &["mixed_float16", "oftmax"],
         options: &[],
     };
 }
@@ -162,9 +168,16 @@ impl Rule for Float16SoftmaxOutput {
 
     fn check_file(&self, ctx: &mut Context<'_>) {
         let m = ctx.python();
-        let Some(policy) = float16_policy(m) else {
+        let local = float16_policy(m);
+        // Only a file that builds a float16 softmax output can use a policy set elsewhere.
+        if local.is_none()
+            && !m
+                .calls
+                .iter()
+                .any(|&(c, _)| float16_softmax(m, c) && is_output(m, c))
+        {
             return;
-        };
+        }
         let trains = m.calls.iter().any(|(c, _)| {
             c.field("function").is_some_and(|f| {
                 let t = m.text(f);
@@ -174,6 +187,22 @@ impl Rule for Float16SoftmaxOutput {
         if !trains {
             return;
         }
+        // (the policy node, the project module that sets it, if not this file)
+        let (policy, module) = match local {
+            Some(p) => (p, None),
+            None => match float16_policy_by_import(m, &ctx.file.path, &ctx.settings.root) {
+                Some((node, path)) => (node, Some(path)),
+                None => return,
+            },
+        };
+        let policy_label = match &module {
+            None => "the `mixed_float16` policy is set here".to_string(),
+            Some(path) => format!(
+                "the `mixed_float16` policy is set in `{}`, through `{}`",
+                path.file_name().unwrap_or_default().to_string_lossy(),
+                m.text(policy).lines().next().unwrap_or("")
+            ),
+        };
         for &(call, _) in &m.calls {
             if !float16_softmax(m, call)
                 || !is_output(m, call)
@@ -184,7 +213,7 @@ impl Rule for Float16SoftmaxOutput {
             ctx.report(
                 ctx.diagnostic(call, "the model's softmax output runs in float16 under the `mixed_float16` policy: the probabilities fed to the loss lose precision")
                     .primary_label("softmax computed in float16")
-                    .with_label(Span::of(&policy), "the `mixed_float16` policy is set here")
+                    .with_label(Span::of(&policy), policy_label.clone())
                     .note("\"A softmax activation at the end of the model should be float32\" (TensorFlow mixed-precision guide)")
                     .help("keep the last Dense linear and add `tf.keras.layers.Activation('softmax', dtype='float32')`, or pass `dtype='float32'` to the output layer"),
             );

@@ -27,6 +27,10 @@ pub struct ModuleFacts {
     /// The module-level call that initializes the TensorFlow runtime when it is imported
     /// (builds a layer or tensor, lists logical devices, ...): its callee's text.
     pub tf_init_at_import: Option<String>,
+    /// Sets the `mixed_float16` global policy when imported.
+    pub float16_policy_at_import: bool,
+    /// Its module-level functions that set the `mixed_float16` global policy.
+    pub float16_policy_functions: Vec<String>,
 }
 
 /// Files that make a directory a distribution `pip install -e` can install.
@@ -177,10 +181,28 @@ fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
         } else {
             None
         };
+        let mut float16_policy_at_import = false;
+        let mut float16_policy_functions: Vec<String> = Vec::new();
+        for call in crate::python::mixed_precision::float16_policy_calls(&m) {
+            match m.enclosing_function(call) {
+                None => float16_policy_at_import |= !under_main_guard(&m, call),
+                Some(f) => {
+                    let f = &m.functions[f];
+                    if f.parent.is_none()
+                        && f.class.is_none()
+                        && !float16_policy_functions.contains(&f.name)
+                    {
+                        float16_policy_functions.push(f.name.clone());
+                    }
+                }
+            }
+        }
         Some(Arc::new(ModuleFacts {
             tf_memory_at_import: tf.memory_configured_at_import(&m),
             tf_memory_functions: tf.memory_config_functions(&m),
             tf_init_at_import,
+            float16_policy_at_import,
+            float16_policy_functions,
         }))
     })();
     if let Ok(mut m) = MODULES.lock() {
@@ -247,6 +269,68 @@ pub fn tf_memory_configured_by_import(
         }
     }
     None
+}
+
+/// Where a module of the project sets the `mixed_float16` global policy for `m` (the module at
+/// `file`): the import of a module that sets it when imported, or a call of a module-level
+/// function of such a module that sets it (`from precision import enable_mixed;
+/// enable_mixed()`, `import precision; precision.enable_mixed()`). Returns that node and the
+/// module's path.
+pub fn float16_policy_by_import<'t>(
+    m: &PythonModel<'t>,
+    file: &Path,
+    root: &Path,
+) -> Option<(tree_sitter::Node<'t>, PathBuf)> {
+    let mut checked: HashMap<String, Option<(PathBuf, usize, Arc<ModuleFacts>)>> = HashMap::new();
+    let mut facts_of = |dotted: &str| -> Option<(PathBuf, usize, Arc<ModuleFacts>)> {
+        checked
+            .entry(dotted.to_string())
+            .or_insert_with(|| {
+                let (path, n) = local_module(file, root, dotted)?;
+                gpulint_source::note_dependency(&path);
+                let f = module_facts(&path)?;
+                Some((path, n, f))
+            })
+            .clone()
+    };
+    let mut found: Option<(tree_sitter::Node<'t>, PathBuf)> = None;
+    let mut keep = |node: tree_sitter::Node<'t>, path: PathBuf| {
+        if found
+            .as_ref()
+            .is_none_or(|(n, _)| node.start_byte() < n.start_byte())
+        {
+            found = Some((node, path));
+        }
+    };
+    for imp in &m.imports {
+        let Some((path, _, f)) = facts_of(&imp.qualified) else {
+            continue;
+        };
+        if f.float16_policy_at_import {
+            if let Some(node) = m
+                .root
+                .descendant_for_byte_range(imp.start_byte, imp.end_byte)
+            {
+                keep(node, path);
+            }
+        }
+    }
+    // A call of a function that sets it: `enable_mixed()` (imported by name) or
+    // `precision.enable_mixed()`.
+    for &(c, _) in &m.calls {
+        let Some(q) = m.call_name(c) else {
+            continue;
+        };
+        let Some((module, name)) = q.rsplit_once('.') else {
+            continue;
+        };
+        if let Some((path, _, f)) = facts_of(module) {
+            if f.float16_policy_functions.iter().any(|x| x == name) {
+                keep(c, path);
+            }
+        }
+    }
+    found
 }
 
 /// Is `node` inside the default value of a parameter of a `def` that runs when the module is
