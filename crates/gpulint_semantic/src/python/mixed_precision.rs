@@ -10,8 +10,15 @@ use tree_sitter::Node;
 /// `dtype='mixed_float16'` to a layer. `mixed_bfloat16` needs no loss scaling and is not
 /// reported.
 pub fn float16_policy<'t>(m: &PythonModel<'t>) -> Option<Node<'t>> {
+    float16_policy_calls(m).into_iter().next()
+}
+
+/// Every call that makes `mixed_float16` the global policy (see [`float16_policy`]), in
+/// document order.
+pub fn float16_policy_calls<'t>(m: &PythonModel<'t>) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
     if !m.source.contains("mixed_float16") {
-        return None;
+        return out;
     }
     for &(call, _) in &m.calls {
         let Some(q) = m.call_name(call).map(|q| normalize(&q)) else {
@@ -43,10 +50,10 @@ pub fn float16_policy<'t>(m: &PythonModel<'t>) -> Option<Node<'t>> {
                 | "keras.config.set_dtype_policy"
         );
         if setter && is_mixed16(argument(call, 0, "policy", m)) {
-            return Some(call);
+            out.push(call);
         }
     }
-    None
+    out
 }
 
 /// Does the module scale the loss: a `LossScaleOptimizer`, `get_scaled_loss` /

@@ -13,7 +13,8 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 mod modules;
 pub use modules::{
-    method_returns_attached, tf_initialized_by_import, tf_memory_configured_by_import, ModuleFacts,
+    float16_policy_by_import, method_accumulated_params, method_returns_attached,
+    self_calls_in_loops_of, tf_initialized_by_import, tf_memory_configured_by_import, ModuleFacts,
 };
 
 /// Launcher files larger than this are not read.

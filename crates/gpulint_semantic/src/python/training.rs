@@ -18,6 +18,7 @@
 mod data;
 mod flow;
 mod leaks;
+mod meters;
 
 pub use data::{
     dataset_class, is_dataloader, is_dataset_class, loader_dataset_class, loader_dataset_lambda,
@@ -25,6 +26,7 @@ pub use data::{
 };
 pub use flow::{is_loss_name, is_model_name, root_name, Flow};
 pub use leaks::{accumulation, mentions, EpochOutput};
+pub use meters::{accumulated_params, self_calls_in_loops, StepMethod};
 
 use super::PythonModel;
 use gpulint_syntax::named_children;
@@ -81,6 +83,8 @@ pub struct Training<'t> {
     /// ([`Training::set_project`]): summaries of methods of classes imported from the project's
     /// own modules are looked up there.
     project: std::cell::RefCell<Option<(std::path::PathBuf, std::path::PathBuf)>>,
+    /// Per-step methods ([`Training::step_method`]), by function, filled on demand.
+    step_methods: std::cell::RefCell<HashMap<usize, Option<StepMethod<'t>>>>,
 }
 
 /// Methods named for one training step (`trainer.train_step(batch)`): a loop calling one on

@@ -5,6 +5,7 @@ use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};
 use gpulint_semantic::python::mixed_precision::{float16_policy, policy_applies_to};
+use gpulint_semantic::python::project::float16_policy_by_import;
 use gpulint_semantic::python::tf::{argument, normalize};
 use gpulint_semantic::python::{string_literal, PythonModel};
 use gpulint_syntax::named_children;
@@ -23,6 +24,11 @@ declare_rule! {
     /// longer ends the model). Modules that never train (`compile`, `fit`,
     /// `GradientTape`) are left alone, and so are models built above a module-level policy
     /// call (an earlier notebook section, still in float32).
+    ///
+    /// The policy may be set by a module of the project: one that sets it when imported
+    /// (`import precision_setup`), or a module-level function of it that the file calls
+    /// (`from precision import enable_mixed; enable_mixed()`, or
+    /// `precision.enable_mixed()`).
     ///
     /// ## Why is this risky?
     /// The mixed-precision guide: "A softmax activation at the end of the model should be
@@ -66,7 +72,7 @@ declare_rule! {
         severity: Severity::Info,
         summary: "mixed_float16 model with its softmax output left in float16",
         kinds: &[],
-        needles: &["mixed_float16"],
+        needles: &["mixed_float16", "oftmax"],
         options: &[],
     };
 }
@@ -179,9 +185,21 @@ impl Rule for Float16SoftmaxOutput {
 
     fn check_file(&self, ctx: &mut Context<'_>) {
         let m = ctx.python();
-        let Some(policy) = float16_policy(m) else {
-            return;
+        let local = float16_policy(m);
+        // Only a file that builds a float16 softmax output can use a policy set elsewhere
+        // (the layer's own name first: resolving every call's name costs).
+        let softmax_layer = |c: Node<'_>| {
+            c.field("function").is_some_and(|f| {
+                let name = m.text(f).rsplit('.').next().unwrap_or("");
+                matches!(name, "Dense" | "Activation" | "Softmax")
+            }) && float16_softmax(m, c)
+                && is_output(m, c)
         };
+        if local.is_none()
+            && (!m.source.contains("oftmax") || !m.calls.iter().any(|&(c, _)| softmax_layer(c)))
+        {
+            return;
+        }
         let trains = m.calls.iter().any(|(c, _)| {
             c.field("function").is_some_and(|f| {
                 let t = m.text(f);
@@ -191,6 +209,22 @@ impl Rule for Float16SoftmaxOutput {
         if !trains {
             return;
         }
+        // (the policy node, the project module that sets it, if not this file)
+        let (policy, module) = match local {
+            Some(p) => (p, None),
+            None => match float16_policy_by_import(m, &ctx.file.path, &ctx.settings.root) {
+                Some((node, path)) => (node, Some(path)),
+                None => return,
+            },
+        };
+        let policy_label = match &module {
+            None => "the `mixed_float16` policy is set here".to_string(),
+            Some(path) => format!(
+                "the `mixed_float16` policy is set in `{}`, through `{}`",
+                path.file_name().unwrap_or_default().to_string_lossy(),
+                m.text(policy).lines().next().unwrap_or("")
+            ),
+        };
         for &(call, _) in &m.calls {
             if !float16_softmax(m, call)
                 || !is_output(m, call)
@@ -201,7 +235,7 @@ impl Rule for Float16SoftmaxOutput {
             ctx.report(
                 ctx.diagnostic(call, "the model's softmax output runs in float16 under the `mixed_float16` policy: the probabilities fed to the loss lose precision")
                     .primary_label("softmax computed in float16")
-                    .with_label(Span::of(&policy), "the `mixed_float16` policy is set here")
+                    .with_label(Span::of(&policy), policy_label.clone())
                     .note("\"A softmax activation at the end of the model should be float32\" (TensorFlow mixed-precision guide)")
                     .help("keep the last Dense linear and add `tf.keras.layers.Activation('softmax', dtype='float32')`, or pass `dtype='float32'` to the output layer"),
             );

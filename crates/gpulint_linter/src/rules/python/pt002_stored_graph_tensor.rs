@@ -5,7 +5,7 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};
-use gpulint_semantic::python::training::Flow;
+use gpulint_semantic::python::training::{Flow, StepMethod};
 use gpulint_semantic::python::PythonModel;
 use gpulint_syntax::named_children;
 use gpulint_syntax::Lang;
@@ -33,6 +33,20 @@ declare_rule! {
     /// `training_epoch_end(outputs)`, Lightning (before 2.0) itself keeps every dict
     /// `training_step` returns until the epoch ends, so a graph-attached entry other than the
     /// `"loss"` (`{"loss": loss, "preds": preds}`) is stored across the epoch.
+    ///
+    /// A call of a method that accumulates its argument into its object's state
+    /// (`meter.update(loss)` where `update` does `self.sum += val * n` or
+    /// `self._sum[i] += v` for each item, `self.history.append(val)`) stores the argument, when
+    /// the receiver's class is known (every binding instantiates it: `meter = AverageMeter()`,
+    /// or `self.losses = AverageMeter(...)` in the class's methods) and defined in the file or
+    /// in the project module it is imported from; a meter that keeps `float(val)` or
+    /// `val.item()` stores numbers. A method that backpropagates and that a loop calls on
+    /// `self` once per step (in its own class, or in a base class imported from the project:
+    /// `BaseRunner.train` calling the `train_step` a subclass overrides) is a training step:
+    /// what it stores in an attribute of `self` outlives it, unless the attribute is rebound or
+    /// cleared there or the entry's key is a constant (`self.loss["total"] = loss` replaces the
+    /// previous step's). The other losses unpacked from the call that returns the
+    /// backpropagated loss (`total, part = run(x); total.backward()`) carry the graph too.
     ///
     /// ## Why is this risky?
     /// Every stored tensor keeps the whole graph of its step alive, with the activations saved
@@ -100,7 +114,9 @@ impl Rule for StoredGraphTensor {
         }
         let t = m.training();
         t.set_project(&ctx.file.path, &ctx.settings.root);
-        if t.loops.iter().all(|l| !l.is_training()) && m.functions_named("training_step").is_empty()
+        if t.loops.iter().all(|l| !l.is_training())
+            && m.functions_named("training_step").is_empty()
+            && t.backward.is_empty()
         {
             return;
         }
@@ -108,6 +124,27 @@ impl Rule for StoredGraphTensor {
         for &(call, _) in &m.calls {
             if let Some((c, v)) = append(m, call) {
                 stores.push((call, c, v));
+                continue;
+            }
+            // `meter.update(loss)` of a class whose method accumulates its argument, in a
+            // training loop or a per-step method.
+            let Some(recv) = call
+                .field("function")
+                .filter(|f| f.kind() == "attribute")
+                .and_then(|f| f.field("object"))
+                .filter(|o| matches!(o.kind(), "identifier" | "attribute"))
+            else {
+                continue;
+            };
+            let in_step = match t.loop_of(m, call) {
+                Some(lp) => lp.is_training(),
+                None => t.step_method(m, call).is_some(),
+            };
+            if !in_step {
+                continue;
+            }
+            for v in t.stored_arguments(m, call) {
+                stores.push((call, recv, v));
             }
         }
         for &a in &m.assignments {
@@ -148,6 +185,12 @@ impl Rule for StoredGraphTensor {
                 continue;
             }
             let Some(lp) = t.loop_of(m, at) else {
+                if let Some(sm) = t.step_method(m, at) {
+                    if let Some(d) = step_method_store(ctx, m, t, &sm, at, container, value) {
+                        ctx.report(d);
+                        continue;
+                    }
+                }
                 // Lightning's `training_step` appending what it returns (the loss) to a list on
                 // the module: the list keeps every step's graph until the epoch ends.
                 let name = m.text(container);
@@ -205,11 +248,12 @@ impl Rule for StoredGraphTensor {
                 continue;
             }
             let vtext = m.text(value);
+            let how = stored_how(m, at, name);
             let d = ctx
                 .diagnostic(
                     at,
                     format!(
-                        "`{vtext}` is stored in `{name}` with its autograd graph, and `{name}` outlives the training iteration"
+                        "`{vtext}` {how} with its autograd graph, and `{name}` outlives the training iteration"
                     ),
                 )
                 .primary_label("each stored tensor keeps its step's graph and activations alive")
@@ -219,6 +263,97 @@ impl Rule for StoredGraphTensor {
                 paren(vtext)
             )));
         }
+    }
+}
+
+/// A store in a per-step method (one that backpropagates and that a loop calls once per
+/// iteration) into an attribute of `self`, which outlives the call: the finding, if the value
+/// carries the graph and the attribute is not rebound or cleared in the method. A store under
+/// a constant key (`self.loss["total"] = loss`) replaces the previous step's entry and is left
+/// alone.
+fn step_method_store<'a>(
+    ctx: &Context<'_>,
+    m: &PythonModel<'a>,
+    t: &gpulint_semantic::python::training::Training<'a>,
+    sm: &StepMethod<'a>,
+    at: Node<'a>,
+    container: Node<'a>,
+    value: Node<'a>,
+) -> Option<gpulint_diagnostics::Diagnostic> {
+    let name = m.text(container);
+    if !name.starts_with("self.") || t.grad_free(at).is_some() {
+        return None;
+    }
+    if at.kind() == "assignment"
+        && at
+            .field("left")
+            .and_then(|l| l.field("subscript"))
+            .is_some_and(|k| m.const_value(k).is_some())
+    {
+        return None;
+    }
+    let Flow::Attached(source) = t.flow(m, value, &sm.backward) else {
+        return None;
+    };
+    let f = sm.function;
+    let body = m.functions[f].node;
+    let rebound = m.assignments.iter().any(|&a| {
+        a.kind() == "assignment"
+            && m.enclosing_function(a) == Some(f)
+            && a.field("left").is_some_and(|l| m.text(l) == name)
+            && a.field("right")
+                .is_some_and(|r| !gpulint_semantic::python::training::mentions(m, r, name))
+    });
+    let cleared = m.calls.iter().any(|&(c, scope)| {
+        scope == Some(f)
+            && c.field("function").is_some_and(|func| {
+                func.kind() == "attribute"
+                    && func
+                        .field("attribute")
+                        .is_some_and(|a| matches!(m.text(a), "clear" | "reset"))
+                    && func.field("object").is_some_and(|o| m.text(o) == name)
+            })
+    });
+    if rebound || cleared {
+        return None;
+    }
+    if t.backward_in(Some(f)).any(|(_, loss)| {
+        loss.is_some_and(|l| gpulint_semantic::python::training::mentions(m, l, name))
+    }) {
+        return None;
+    }
+    let vtext = m.text(value);
+    let method = m.functions[f].name.as_str();
+    let kept_by = stored_how(m, at, name);
+    let d = ctx
+        .diagnostic(
+            at,
+            format!(
+                "`{vtext}` {kept_by} with its autograd graph, and `{name}` outlives the training step"
+            ),
+        )
+        .primary_label("each stored tensor keeps its step's graph and activations alive")
+        .with_label(
+            Span::of(&body.field("name").unwrap_or(body)),
+            format!(
+                "`{method}` backpropagates and runs once per iteration of the loop in `{}`",
+                sm.caller
+            ),
+        );
+    Some(graph_kept_alive(d, value, source).help(format!(
+        "store `{}.item()` for a number, or `.detach()` (`.detach().cpu()`) for a tensor",
+        paren(vtext)
+    )))
+}
+
+/// How the store at `at` keeps its value in `container`: "is stored in `losses`", or "is
+/// accumulated by `meter.update(...)`" for a method that accumulates its argument.
+fn stored_how<'t>(m: &PythonModel<'t>, at: Node<'t>, container: &str) -> String {
+    if at.kind() == "call" && append(m, at).is_none() {
+        let callee = at.field("function").map_or("", |c| m.text(c));
+        format!("is accumulated by `{callee}(...)`")
+    } else {
+        format!("is stored in `{container}`")
     }
 }
 

@@ -27,6 +27,10 @@ pub struct ModuleFacts {
     /// The module-level call that initializes the TensorFlow runtime when it is imported
     /// (builds a layer or tensor, lists logical devices, ...): its callee's text.
     pub tf_init_at_import: Option<String>,
+    /// Sets the `mixed_float16` global policy when imported.
+    pub float16_policy_at_import: bool,
+    /// Its module-level functions that set the `mixed_float16` global policy.
+    pub float16_policy_functions: Vec<String>,
 }
 
 /// Files that make a directory a distribution `pip install -e` can install.
@@ -99,7 +103,8 @@ fn module_under(dir: &Path, parts: &[&str]) -> Option<(PathBuf, usize)> {
 /// to `file` (`gpu_setup` → `<dir>/gpu_setup.py` or `<dir>/gpu_setup/__init__.py`), else a
 /// module of a distribution the project holds in a subdirectory of `file`'s directory or of an
 /// ancestor up to the repository root (`util/setup.py` with `util/gpu_setup.py`, installed
-/// with `pip install -e util`); the nearest wins. Relative imports are looked up next to
+/// with `pip install -e util`); the nearest wins. An absolute import of the package the file
+/// sits in (`runners.misc` from `runners/train.py`) is resolved from the package's parent. Relative imports are looked up next to
 /// `file` only. Returns the path and the number of leading components of `dotted` that name
 /// the module (the rest are attributes).
 fn local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usize)> {
@@ -119,6 +124,16 @@ fn local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usiz
     }
     if relative {
         return None;
+    }
+    // `from runners.misc import AverageMeter` in `runners/sparenet_runner.py`: an absolute
+    // import of the file's own package (a folder around the file, up to the repository root,
+    // named as the import's first component) is resolved from that package's parent folder.
+    for d in super::search_dirs(file, root) {
+        if d.file_name().and_then(|n| n.to_str()) == Some(parts[0]) {
+            if let Some(found) = d.parent().and_then(|p| module_under(p, &parts)) {
+                return Some(found);
+            }
+        }
     }
     nearest(
         file,
@@ -166,10 +181,28 @@ fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
         } else {
             None
         };
+        let mut float16_policy_at_import = false;
+        let mut float16_policy_functions: Vec<String> = Vec::new();
+        for call in crate::python::mixed_precision::float16_policy_calls(&m) {
+            match m.enclosing_function(call) {
+                None => float16_policy_at_import |= !under_main_guard(&m, call),
+                Some(f) => {
+                    let f = &m.functions[f];
+                    if f.parent.is_none()
+                        && f.class.is_none()
+                        && !float16_policy_functions.contains(&f.name)
+                    {
+                        float16_policy_functions.push(f.name.clone());
+                    }
+                }
+            }
+        }
         Some(Arc::new(ModuleFacts {
             tf_memory_at_import: tf.memory_configured_at_import(&m),
             tf_memory_functions: tf.memory_config_functions(&m),
             tf_init_at_import,
+            float16_policy_at_import,
+            float16_policy_functions,
         }))
     })();
     if let Ok(mut m) = MODULES.lock() {
@@ -236,6 +269,68 @@ pub fn tf_memory_configured_by_import(
         }
     }
     None
+}
+
+/// Where a module of the project sets the `mixed_float16` global policy for `m` (the module at
+/// `file`): the import of a module that sets it when imported, or a call of a module-level
+/// function of such a module that sets it (`from precision import enable_mixed;
+/// enable_mixed()`, `import precision; precision.enable_mixed()`). Returns that node and the
+/// module's path.
+pub fn float16_policy_by_import<'t>(
+    m: &PythonModel<'t>,
+    file: &Path,
+    root: &Path,
+) -> Option<(tree_sitter::Node<'t>, PathBuf)> {
+    let mut checked: HashMap<String, Option<(PathBuf, usize, Arc<ModuleFacts>)>> = HashMap::new();
+    let mut facts_of = |dotted: &str| -> Option<(PathBuf, usize, Arc<ModuleFacts>)> {
+        checked
+            .entry(dotted.to_string())
+            .or_insert_with(|| {
+                let (path, n) = local_module(file, root, dotted)?;
+                gpulint_source::note_dependency(&path);
+                let f = module_facts(&path)?;
+                Some((path, n, f))
+            })
+            .clone()
+    };
+    let mut found: Option<(tree_sitter::Node<'t>, PathBuf)> = None;
+    let mut keep = |node: tree_sitter::Node<'t>, path: PathBuf| {
+        if found
+            .as_ref()
+            .is_none_or(|(n, _)| node.start_byte() < n.start_byte())
+        {
+            found = Some((node, path));
+        }
+    };
+    for imp in &m.imports {
+        let Some((path, _, f)) = facts_of(&imp.qualified) else {
+            continue;
+        };
+        if f.float16_policy_at_import {
+            if let Some(node) = m
+                .root
+                .descendant_for_byte_range(imp.start_byte, imp.end_byte)
+            {
+                keep(node, path);
+            }
+        }
+    }
+    // A call of a function that sets it: `enable_mixed()` (imported by name) or
+    // `precision.enable_mixed()`.
+    for &(c, _) in &m.calls {
+        let Some(q) = m.call_name(c) else {
+            continue;
+        };
+        let Some((module, name)) = q.rsplit_once('.') else {
+            continue;
+        };
+        if let Some((path, _, f)) = facts_of(module) {
+            if f.float16_policy_functions.iter().any(|x| x == name) {
+                keep(c, path);
+            }
+        }
+    }
+    found
 }
 
 /// Is `node` inside the default value of a parameter of a `def` that runs when the module is
@@ -334,6 +429,97 @@ pub fn method_returns_attached(file: &Path, root: &Path, qualified: &str, method
     found
 }
 
+/// What the methods of a class of a project module do that matters to its users and
+/// subclasses.
+#[derive(Debug, Default)]
+struct ClassSummary {
+    /// Method → positions (after `self`) of the parameters it accumulates into state on `self`
+    /// ([`crate::python::training::accumulated_params`]).
+    accumulated: HashMap<String, Vec<usize>>,
+    /// (method called on `self` in a loop, the method holding the loop).
+    loop_calls: Vec<(String, String)>,
+}
+
+/// A class of a module: (module path, class).
+type ClassKey = (PathBuf, String);
+
+static CLASS_SUMMARIES: LazyLock<Mutex<HashMap<ClassKey, Option<Arc<ClassSummary>>>>> =
+    LazyLock::new(Default::default);
+
+/// The summary of the class `qualified` names, imported from a module of the project as
+/// [`local_module`] finds it for `file`. Cached for the run; the module's own imports are not
+/// followed further.
+fn class_summary(file: &Path, root: &Path, qualified: &str) -> Option<Arc<ClassSummary>> {
+    let (path, n) = local_module(file, root, qualified)?;
+    let parts: Vec<&str> = qualified
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.len() != n + 1 {
+        return None;
+    }
+    let class = parts[n];
+    gpulint_source::note_dependency(&path);
+    let key = (path.clone(), class.to_string());
+    if let Some(known) = CLASS_SUMMARIES
+        .lock()
+        .ok()
+        .and_then(|s| s.get(&key).cloned())
+    {
+        return known;
+    }
+    let found = (|| {
+        let bytes = read_small(&path, MAX_MODULE_SIZE)?;
+        let text = gpulint_source::decode(bytes).ok()?;
+        let tree = parse(Lang::Python, &text)?;
+        let m = crate::python::build(&tree, &text);
+        if !m
+            .classes
+            .iter()
+            .any(|c| c.name == class && c.parent.is_none())
+        {
+            return None;
+        }
+        let mut summary = ClassSummary::default();
+        for (i, f) in m.functions.iter().enumerate() {
+            if f.parent.is_none() && f.class.as_deref() == Some(class) {
+                let params = crate::python::training::accumulated_params(&m, i);
+                if !params.is_empty() {
+                    summary.accumulated.insert(f.name.clone(), params);
+                }
+            }
+        }
+        summary.loop_calls = crate::python::training::self_calls_in_loops(&m, class);
+        Some(Arc::new(summary))
+    })();
+    if let Ok(mut s) = CLASS_SUMMARIES.lock() {
+        s.insert(key, found.clone());
+    }
+    found
+}
+
+/// Positions (after `self`) of the parameters that method `method` of the class `qualified`
+/// names (imported from a module of the project) accumulates into its object's state.
+pub fn method_accumulated_params(
+    file: &Path,
+    root: &Path,
+    qualified: &str,
+    method: &str,
+) -> Vec<usize> {
+    class_summary(file, root, qualified)
+        .and_then(|s| s.accumulated.get(method).cloned())
+        .unwrap_or_default()
+}
+
+/// The methods that loops in the methods of the class `qualified` names (imported from a
+/// module of the project) call on `self`: (called method, calling method).
+pub fn self_calls_in_loops_of(file: &Path, root: &Path, qualified: &str) -> Vec<(String, String)> {
+    class_summary(file, root, qualified)
+        .map(|s| s.loop_calls.clone())
+        .unwrap_or_default()
+}
+
 fn under_main_guard(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
     // The ancestors found once (climbing with `Node::parent` is quadratic in the depth).
     m.ancestors(node).into_iter().any(|p| {
@@ -407,6 +593,17 @@ mod tests {
         assert_eq!(local_module(&main, none, "tools"), None);
         // Relative imports stay next to the file.
         assert_eq!(local_module(&main, none, ".nets"), None);
+        // An absolute import of the file's own package resolves from the package's parent;
+        // one of another top-level name does not.
+        assert_eq!(
+            local_module(&main, none, "app.trainer.Trainer"),
+            Some((repo.join("app/trainer.py"), 2))
+        );
+        assert_eq!(local_module(&main, none, "scripts.tools"), None);
+        assert_eq!(
+            self_calls_in_loops_of(&main, none, "app.trainer.Trainer"),
+            Vec::<(String, String)>::new()
+        );
         assert!(method_returns_attached(
             &main,
             none,

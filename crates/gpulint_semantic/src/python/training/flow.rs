@@ -107,6 +107,13 @@ impl<'t> Training<'t> {
                     None => Flow::Unknown,
                 }
             }
+            // `[coarse_loss * 1000, refine_loss * 1000]`: a literal holding a graph-attached
+            // item keeps that item's graph.
+            "list" | "tuple" => named_children(expr)
+                .filter(|i| i.kind_name() != "comment")
+                .map(|i| self.flow_depth(m, i, backward, d + 1))
+                .find(|f| matches!(f, Flow::Attached(_)))
+                .unwrap_or(Flow::Unknown),
             "unary_operator" => match expr.field("argument") {
                 Some(a) => self.flow_depth(m, a, backward, d + 1),
                 None => Flow::Unknown,
@@ -201,7 +208,22 @@ impl<'t> Training<'t> {
                     Some((a, false)) => match a.field("right") {
                         Some(r) => match self.flow_depth(m, r, backward, d + 1) {
                             f @ Flow::Attached(_) => f,
-                            _ => Flow::Unknown,
+                            // `total, _, part_loss = run(x); total.backward()`: the call
+                            // returns what the step backpropagates from, so the other losses
+                            // unpacked from it carry the graph too.
+                            _ => a
+                                .field("left")
+                                .and_then(|left| {
+                                    backward.iter().find(|(_, loss)| {
+                                        loss.and_then(|l| root_name(m, l)).is_some_and(|n| {
+                                            n != name
+                                                && named_children(left).any(|c| {
+                                                    c.kind_name() == "identifier" && m.text(c) == n
+                                                })
+                                        })
+                                    })
+                                })
+                                .map_or(Flow::Unknown, |b| Flow::Attached(b.0)),
                         },
                         None => Flow::Unknown,
                     },
@@ -291,7 +313,7 @@ impl<'t> Training<'t> {
 
     /// The class every binding of `name` instantiates, if there is one: the bindings in the
     /// function around `name` when it binds it, else those at module level.
-    fn instance_class(&self, m: &PythonModel<'t>, name: Node<'t>) -> Option<&'t str> {
+    pub(super) fn instance_class(&self, m: &PythonModel<'t>, name: Node<'t>) -> Option<&'t str> {
         let text = m.text(name);
         let scope = m.enclosing_function(name);
         let binds = |s: Option<usize>| -> Vec<Node<'t>> {
