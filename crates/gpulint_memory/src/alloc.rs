@@ -249,10 +249,7 @@ fn placement<'n>(
         return (Device::Gpu, None);
     }
     // JAX: the default device, unless the file pins JAX to the CPU.
-    let src = pm.source;
-    if src.contains("JAX_PLATFORMS") && src.contains("cpu")
-        || src.contains("jax_platform_name") && src.contains("cpu")
-    {
+    if pm.jax_on_cpu() {
         return (Device::Cpu, None);
     }
     (Device::Gpu, None)

@@ -136,6 +136,7 @@ pub struct PythonModel<'t> {
     /// Per local function: the indices in `calls` of the calls that invoke it (computed once;
     /// see [`call_sites`]).
     calls_to: OnceCell<HashMap<usize, Vec<usize>>>,
+    jax_on_cpu: OnceCell<bool>,
 }
 
 /// The module's local call graph: for each function, the calls in its own body that invoke a
@@ -233,6 +234,16 @@ impl<'t> PythonModel<'t> {
     /// The index of a `function_definition` node in [`PythonModel::functions`].
     pub fn function_of_node(&self, def: Node<'_>) -> Option<usize> {
         self.function_index.get(&def.id()).copied()
+    }
+
+    /// Does the file pin JAX to the CPU: does its text name `JAX_PLATFORMS` or
+    /// `jax_platform_name` and `cpu`? Read once per file.
+    pub fn jax_on_cpu(&self) -> bool {
+        *self.jax_on_cpu.get_or_init(|| {
+            let src = self.source;
+            (src.contains("JAX_PLATFORMS") || src.contains("jax_platform_name"))
+                && src.contains("cpu")
+        })
     }
 
     /// Execution order of the module and of functions nobody in the file calls (computed once).

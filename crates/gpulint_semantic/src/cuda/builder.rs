@@ -253,6 +253,8 @@ impl<'t> CudaBuilder<'t> {
             allocation_order: Vec::new(),
             framework_header: Default::default(),
             line_ends: Default::default(),
+            launch_spans: Default::default(),
+            error_macros: Default::default(),
         };
         model.index();
         model.resolve_template_values();

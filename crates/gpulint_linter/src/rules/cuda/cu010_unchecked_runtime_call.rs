@@ -204,12 +204,7 @@ fn followed_by_error_check(ctx: &Context<'_>, stmt: Node<'_>) -> bool {
             }
             // A kernel launch in between consumes what the call produced before the check,
             // which then reports the launch.
-            if ctx
-                .cuda()
-                .launches
-                .iter()
-                .any(|l| n.start_byte() <= l.node.start_byte() && l.node.end_byte() <= n.end_byte())
-            {
+            if ctx.cuda().holds_launch(n) {
                 return false;
             }
         }
@@ -236,32 +231,7 @@ fn is_error_check(ctx: &Context<'_>, next: Node<'_>) -> bool {
     let Some(first) = names.first() else {
         return false;
     };
-    macro_retrieves_error(ctx.source(), first)
-}
-
-/// Does the function-like macro `name`, defined in `source`, retrieve the last error?
-fn macro_retrieves_error(source: &str, name: &str) -> bool {
-    let mut rest = source;
-    while let Some(pos) = rest.find("#define") {
-        let after = rest[pos + "#define".len()..].trim_start_matches([' ', '\t']);
-        rest = &rest[pos + "#define".len()..];
-        if !after.starts_with(name) || !after[name.len()..].starts_with('(') {
-            continue;
-        }
-        // The body: up to the first line that does not end in a continuation.
-        let mut end = 0;
-        for line in after.split_inclusive('\n') {
-            end += line.len();
-            if !line.trim_end().ends_with('\\') {
-                break;
-            }
-        }
-        let body = &after[..end];
-        if body.contains("cudaGetLastError") || body.contains("cudaPeekAtLastError") {
-            return true;
-        }
-    }
-    false
+    ctx.cuda().macro_retrieves_error(first)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};
-use gpulint_semantic::python::jit::static_jits;
+use gpulint_semantic::python::jit::{static_jits, StaticJit};
 use gpulint_semantic::python::tf::argument;
 use gpulint_semantic::python::training::{mentions, Loop};
 use gpulint_semantic::python::PythonModel;
@@ -235,70 +235,83 @@ impl JitInLoop {
         if jits.is_empty() {
             return;
         }
-        // The calls of plain names, by name, in file order: each jitted function looks at the
-        // calls of its own name, not at every call of the file.
-        let mut by_name: HashMap<&str, Vec<(Node<'_>, Option<usize>)>> = HashMap::new();
-        for &(call, scope) in &m.calls {
-            if let Some(f) = call.field("function") {
-                if f.kind() == "identifier" {
-                    by_name.entry(m.text(f)).or_default().push((call, scope));
-                }
-            }
+        // The jitted bindings of each name in each scope, in file order. A call sees one of
+        // them: the innermost scope's binding, the last one before the call (a name bound
+        // again, as in a file that repeats a definition, is not every binding at once).
+        let mut bound: HashMap<(&str, Option<usize>), Vec<&StaticJit<'_>>> = HashMap::new();
+        for sj in &jits {
+            bound
+                .entry((sj.name.as_str(), sj.scope))
+                .or_default()
+                .push(sj);
         }
-        for sj in jits {
-            for &(call, scope) in by_name.get(sj.name.as_str()).into_iter().flatten() {
-                if !visible(m, sj.scope, scope) {
+        for list in bound.values_mut() {
+            list.sort_by_key(|sj| sj.site.start_byte());
+        }
+        for &(call, scope) in &m.calls {
+            let Some(f) = call.field("function") else {
+                continue;
+            };
+            if f.kind() != "identifier" {
+                continue;
+            }
+            let Some(sj) = reaching(m, &bound, m.text(f), scope, call) else {
+                continue;
+            };
+            for arg in sj.static_args(m, call) {
+                if let Some(what) = unhashable(m, arg, call) {
+                    ctx.report(
+                        ctx.diagnostic(arg, format!("{what} passed as a static argument of jitted `{}`", sj.name))
+                            .severity(Severity::Error)
+                            .primary_label("raises ValueError: Non-hashable static arguments are not supported")
+                            .with_label(Span::of(&sj.site), "static arguments declared here")
+                            .note("JAX hashes static arguments into the compilation-cache key; lists, dicts, sets and arrays have no hash")
+                            .help("pass a tuple (or another hashable value), or make the argument non-static and pass it as an array"),
+                    );
                     continue;
                 }
-                for arg in sj.static_args(m, call) {
-                    if let Some(what) = unhashable(m, arg, call) {
-                        ctx.report(
-                            ctx.diagnostic(arg, format!("{what} passed as a static argument of jitted `{}`", sj.name))
-                                .severity(Severity::Error)
-                                .primary_label("raises ValueError: Non-hashable static arguments are not supported")
-                                .with_label(Span::of(&sj.site), "static arguments declared here")
-                                .note("JAX hashes static arguments into the compilation-cache key; lists, dicts, sets and arrays have no hash")
-                                .help("pass a tuple (or another hashable value), or make the argument non-static and pass it as an array"),
-                        );
-                        continue;
-                    }
-                    let Some(lp) = t.loop_of(m, call) else {
-                        continue;
-                    };
-                    if few_iterations(m, lp.node) {
-                        continue;
-                    }
-                    let Some(why) = changes_per_iteration(m, arg, lp) else {
-                        continue;
-                    };
-                    ctx.report(
-                        ctx.diagnostic(arg, format!("static argument of jitted `{}` {why}, so it compiles again in every iteration", sj.name))
-                            .primary_label("a new static value is a new compilation-cache key")
-                            .with_label(Span::of(&lp.header()), "the loop")
-                            .with_label(Span::of(&sj.site), "static arguments declared here")
-                            .note("\"If any of [the static arguments] change, recompilation occurs\"; the compiled executables accumulate in host and device memory")
-                            .help("pass the changing value as a traced (non-static) argument, or keep static arguments to a few distinct values"),
-                    );
+                let Some(lp) = t.loop_of(m, call) else {
+                    continue;
+                };
+                if few_iterations(m, lp.node) {
+                    continue;
                 }
+                let Some(why) = changes_per_iteration(m, arg, lp) else {
+                    continue;
+                };
+                ctx.report(
+                    ctx.diagnostic(arg, format!("static argument of jitted `{}` {why}, so it compiles again in every iteration", sj.name))
+                        .primary_label("a new static value is a new compilation-cache key")
+                        .with_label(Span::of(&lp.header()), "the loop")
+                        .with_label(Span::of(&sj.site), "static arguments declared here")
+                        .note("\"If any of [the static arguments] change, recompilation occurs\"; the compiled executables accumulate in host and device memory")
+                        .help("pass the changing value as a traced (non-static) argument, or keep static arguments to a few distinct values"),
+                );
             }
         }
     }
 }
 
-/// Is a name bound in scope `bound` visible from a call in scope `at` (the same function, an
-/// enclosing one, or module level)?
-fn visible(m: &PythonModel<'_>, bound: Option<usize>, at: Option<usize>) -> bool {
+/// The jitted binding of `name` that a call in scope `at` sees: the one of the innermost
+/// enclosing scope (the call's own function, an enclosing one, or module level) that binds
+/// it, and there the last binding before the call (the first one when all come after: a
+/// function that runs after the module finished binding it).
+fn reaching<'a, 't>(
+    m: &PythonModel<'_>,
+    bound: &HashMap<(&str, Option<usize>), Vec<&'a StaticJit<'t>>>,
+    name: &str,
+    at: Option<usize>,
+    call: Node<'_>,
+) -> Option<&'a StaticJit<'t>> {
     let mut cur = at;
     for _ in 0..32 {
-        if cur == bound {
-            return true;
+        if let Some(list) = bound.get(&(name, cur)) {
+            let i = list.partition_point(|sj| sj.site.start_byte() < call.start_byte());
+            return Some(list[i.saturating_sub(1)]);
         }
-        match cur {
-            Some(f) => cur = m.functions[f].parent,
-            None => return false,
-        }
+        cur = m.functions[cur?].parent;
     }
-    false
+    None
 }
 
 /// What makes a value unhashable: a list, dict or set (literal or comprehension), or an

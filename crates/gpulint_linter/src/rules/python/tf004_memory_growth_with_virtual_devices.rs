@@ -245,35 +245,57 @@ impl Rule for MemoryGrowthWithVirtualDevices {
         }
         let order = m.order();
         let mut reported = HashSet::new();
+        // Each configuration call, by node id: one map for the whole file (built per sequence
+        // it cost the calls once per sequence, and a file has a sequence per uncalled function).
+        let wanted: HashMap<usize, (bool, usize)> = growth
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.call.id(), (true, i)))
+            .chain(
+                logical
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (c.call.id(), (false, i))),
+            )
+            .collect();
         for seq in 0..order.sequences().len() {
             let events = order.events(seq);
             // Where each configuration call first occurs in this sequence, from one pass over
-            // its events (looking each call up by a scan costs the events per call and pair).
-            let wanted: HashSet<usize> =
-                growth.iter().chain(&logical).map(|c| c.call.id()).collect();
+            // its events; the calls that occur in it, in the order of `growth`/`logical`.
             let mut first: HashMap<usize, usize> = HashMap::new();
+            let mut here_growth = Vec::new();
+            let mut here_logical = Vec::new();
             for (i, e) in events.iter().enumerate() {
-                if wanted.contains(&e.node.id()) {
-                    first.entry(e.node.id()).or_insert(i);
+                let Some(&(is_growth, k)) = wanted.get(&e.node.id()) else {
+                    continue;
+                };
+                if first.insert(e.node.id(), i).is_none() {
+                    if is_growth {
+                        here_growth.push((k, i));
+                    } else {
+                        here_logical.push((k, i));
+                    }
                 }
             }
-            let position = |n: Node<'_>| first.get(&n.id()).copied();
-            for g in &growth {
+            if here_growth.is_empty() || here_logical.is_empty() {
+                continue;
+            }
+            here_growth.sort_unstable();
+            here_logical.sort_unstable();
+            for &(k, gi) in &here_growth {
+                let g = &growth[k];
                 if reported.contains(&g.call.id()) {
                     continue;
                 }
-                let Some(gi) = position(g.call) else {
-                    continue;
-                };
                 // Configuration after the GPU-init boundary raises RuntimeError first: TF001's.
                 if tf.first_init_before(order, seq, gi).is_some() {
                     continue;
                 }
-                let pair = logical.iter().find_map(|l| {
+                let pair = here_logical.iter().find_map(|&(k, li)| {
+                    let l = &logical[k];
                     if !comparable(m, l, g) || !l.device.same_gpu(&g.device) {
                         return None;
                     }
-                    let li = position(l.call)?;
                     if order.exclusive(&events[li], &events[gi])
                         || tf.first_init_before(order, seq, li).is_some()
                     {

@@ -5,13 +5,12 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};
-use gpulint_semantic::python::order::Event;
 use gpulint_semantic::python::tf::normalize;
 use gpulint_semantic::python::torch::Runtime;
 use gpulint_semantic::python::PythonModel;
 use gpulint_syntax::Lang;
 use gpulint_syntax::NodeExt;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
 declare_rule! {
@@ -151,7 +150,7 @@ impl Rule for GpuEnvAfterInit {
         if !m.imports_tensorflow() && !m.imports_torch() && !m.imports_jax() {
             return;
         }
-        let writes: Vec<(usize, &str)> = m
+        let writes: HashMap<usize, &str> = m
             .env_writes()
             .iter()
             .filter_map(|w| {
@@ -174,10 +173,39 @@ impl Rule for GpuEnvAfterInit {
         let mut reported = HashSet::new();
         for seq in 0..order.sequences().len() {
             let events = order.events(seq);
-            for (i, ev) in events.iter().enumerate() {
-                let Some(&(_, key)) = writes.iter().find(|(id, _)| *id == ev.node.id()) else {
-                    continue;
-                };
+            let here: Vec<(usize, &str)> = events
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| writes.get(&e.node.id()).map(|&k| (i, k)))
+                .collect();
+            if here.is_empty() {
+                continue;
+            }
+            // The positions of the calls that start a runtime, and of the last call that
+            // spawns a process, found in one pass per sequence (not a scan of the events
+            // before, or after, each write).
+            let visibility_here = here.iter().any(|&(_, k)| k == "CUDA_VISIBLE_DEVICES");
+            let calls_where = |pred: &dyn Fn(Node<'_>) -> bool| -> Vec<usize> {
+                if !visibility_here {
+                    return Vec::new();
+                }
+                (0..events.len())
+                    .filter(|&j| events[j].node.kind() == "call" && pred(events[j].node))
+                    .collect()
+            };
+            let listing = calls_where(&|n| lists_gpus(m, n));
+            let torch_init = calls_where(&|n| torch.initializes(n, Runtime::TorchCuda));
+            let jax_init = calls_where(&|n| torch.initializes(n, Runtime::Jax));
+            let probes = if nvml_check {
+                Vec::new()
+            } else {
+                calls_where(&|n| probes_cuda(m, n))
+            };
+            let last_spawn = events
+                .iter()
+                .rposition(|e| e.node.kind() == "call" && spawns(m, e.node));
+            for &(i, key) in &here {
+                let ev = &events[i];
                 if reported.contains(&ev.node.id()) {
                     continue;
                 }
@@ -185,38 +213,36 @@ impl Rule for GpuEnvAfterInit {
                 let visibility = key == "CUDA_VISIBLE_DEVICES";
                 // TF_* variables only matter to TensorFlow; CUDA_VISIBLE_DEVICES is read once
                 // per process, by whichever framework initializes CUDA first.
-                let first_call = |pred: &dyn Fn(Node<'_>) -> bool| {
-                    (0..i).find(|&j| {
-                        events[j].node.kind() == "call" && pred(events[j].node) && earlier(j)
-                    })
+                let first_call = |positions: &[usize]| {
+                    positions
+                        .iter()
+                        .copied()
+                        .take_while(|&j| j < i)
+                        .find(|&j| earlier(j))
                 };
                 let candidates = [
                     tf.first_init_before(order, seq, i).map(|j| (j, Start::Tf)),
                     visibility
-                        .then(|| first_call(&|n| lists_gpus(m, n)))
+                        .then(|| first_call(&listing))
                         .flatten()
                         .map(|j| (j, Start::TfListing)),
                     visibility
-                        .then(|| first_call(&|n| torch.initializes(n, Runtime::TorchCuda)))
+                        .then(|| first_call(&torch_init))
                         .flatten()
                         .map(|j| (j, Start::Torch)),
                     visibility
-                        .then(|| first_call(&|n| torch.initializes(n, Runtime::Jax)))
+                        .then(|| first_call(&jax_init))
                         .flatten()
                         .map(|j| (j, Start::Jax)),
-                    (visibility && !nvml_check)
-                        .then(|| first_call(&|n| probes_cuda(m, n)))
+                    visibility
+                        .then(|| first_call(&probes))
                         .flatten()
                         .map(|j| (j, Start::TorchProbe)),
                 ];
                 let Some((j, start)) = candidates.into_iter().flatten().min() else {
                     continue;
                 };
-                let later: &[Event<'_>] = &events[i + 1..];
-                if later
-                    .iter()
-                    .any(|e| e.node.kind() == "call" && spawns(m, e.node))
-                {
+                if last_spawn.is_some_and(|l| l > i) {
                     continue;
                 }
                 reported.insert(ev.node.id());

@@ -293,15 +293,8 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
             });
             continue;
         }
-        let launches = model
-            .launches
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| {
-                l.node.start_byte() >= body.start_byte() && l.node.end_byte() <= body.end_byte()
-            })
-            .map(|(i, _)| i)
-            .collect();
+        let mut launches: Vec<usize> = model.launches_within(body).collect();
+        launches.sort_unstable();
         glue.facts.fns.push(FnFacts {
             name: func.name.clone(),
             covered,
