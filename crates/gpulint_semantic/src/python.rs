@@ -32,8 +32,9 @@ pub use builder::{build, PythonBuilder};
 pub use value::{fold_binary, string_literal, Value};
 
 use gpulint_syntax::text;
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use tree_sitter::Node;
 
 /// How deep constant folding and alias resolution may go (bounded, so hostile input such as a
@@ -135,6 +136,52 @@ pub struct PythonModel<'t> {
     /// Per local function: the indices in `calls` of the calls that invoke it (computed once;
     /// see [`call_sites`]).
     calls_to: OnceCell<HashMap<usize, Vec<usize>>>,
+    /// [`PythonModel::qualified_name`] of each expression asked about (by [`NodeKey`]): many
+    /// rules and facts ask about the same calls, and each answer costs field look-ups up the
+    /// expression and a scope search.
+    qualified_names: RefCell<HashMap<NodeKey, Option<String>, BuildHasherDefault<NodeKeyHasher>>>,
+}
+
+/// A node of the model's trees as a hash key: its id (unique among the nodes of trees alive
+/// together), with its kind and range.
+type NodeKey = (usize, u16, usize, usize);
+
+fn node_key(node: Node<'_>) -> NodeKey {
+    (
+        node.id(),
+        node.kind_id(),
+        node.start_byte(),
+        node.end_byte(),
+    )
+}
+
+/// A hasher for [`NodeKey`]s: a multiply-rotate mix of the few integers, much cheaper than
+/// SipHash for keys that no input can choose.
+#[derive(Default)]
+struct NodeKeyHasher(u64);
+
+impl std::hash::Hasher for NodeKeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u16(&mut self, n: u16) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 /// The module's local call graph: for each function, the calls in its own body that invoke a

@@ -417,6 +417,7 @@ impl<'t> PythonBuilder<'t> {
             torch: OnceCell::new(),
             tf_functions: OnceCell::new(),
             calls_to: OnceCell::new(),
+            qualified_names: Default::default(),
         }
     }
 }
