@@ -224,6 +224,19 @@ pub fn run_files_with<T: Send>(
     if !extra.is_empty() {
         progress.add(extra.len() as u64);
     }
+    // Headers before the files that include them: the facts the includers read from a header
+    // come from its own check (see `headers::share`) instead of a second parse.
+    let (headers, rest): (Vec<usize>, Vec<usize>) = rest.into_iter().partition(|&i| {
+        files[i].lang == Lang::Cuda
+            && gpulint_semantic::cuda::headers::is_header_name(&files[i].path)
+    });
+    let checked: Vec<(usize, Slot<T>)> = pool.install(|| {
+        headers
+            .par_iter()
+            .filter_map(|&i| keep(i, check_one(&files[i], built_by.as_ref())))
+            .collect()
+    });
+    slots.extend(checked);
     let checked: Vec<(usize, Slot<T>)> = pool.install(|| {
         rest.par_iter()
             .map(|&i| (i, &files[i]))
