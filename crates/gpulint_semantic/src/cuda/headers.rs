@@ -318,9 +318,23 @@ pub fn share(path: &Path, source: &str, tree: &tree_sitter::Tree) {
     }
 }
 
-/// The facts of one header's text.
+/// Words without which a header declares no alias (`using`, `typedef`) and no member (a
+/// `struct`, `class` or `union` body); helpers need one of [`ERROR_QUERIES`].
+const DECLARATION_WORDS: &[&str] = &["using", "typedef", "struct", "class", "union"];
+
+/// The facts of one header's text. A header without any word that its facts need is not
+/// parsed: only its includes are read.
 pub fn facts_of(source: &str) -> HeaderFacts {
-    match parse(Lang::Cuda, source) {
+    let needed = DECLARATION_WORDS
+        .iter()
+        .chain(ERROR_QUERIES)
+        .any(|w| memchr::memmem::find(source.as_bytes(), w.as_bytes()).is_some());
+    let tree = if needed {
+        parse(Lang::Cuda, source)
+    } else {
+        None
+    };
+    match tree {
         Some(tree) => facts_of_tree(source, &tree),
         None => HeaderFacts {
             includes: quoted_includes(source),
