@@ -282,6 +282,8 @@ impl Engine {
             None => {
                 let mut tree = lang::parse(lang, &file.text)?;
                 if lang == Lang::Cuda {
+                    // A header's facts for the files that include it, from this parse.
+                    gpulint_semantic::cuda::headers::share(&file.path, &file.text, &tree);
                     // Macro-heavy C++ often needs a second, line-preserving parse (see `cuda_retry`).
                     tree = lang::cuda_retry::reparse(&file.text, tree);
                 }

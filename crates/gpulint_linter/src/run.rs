@@ -224,6 +224,19 @@ pub fn run_files_with<T: Send>(
     if !extra.is_empty() {
         progress.add(extra.len() as u64);
     }
+    // Headers before the files that include them: the facts the includers read from a header
+    // come from its own check (see `headers::share`) instead of a second parse.
+    let (headers, rest): (Vec<usize>, Vec<usize>) = rest.into_iter().partition(|&i| {
+        files[i].lang == Lang::Cuda
+            && gpulint_semantic::cuda::headers::is_header_name(&files[i].path)
+    });
+    let checked: Vec<(usize, Slot<T>)> = pool.install(|| {
+        headers
+            .par_iter()
+            .filter_map(|&i| keep(i, check_one(&files[i], built_by.as_ref())))
+            .collect()
+    });
+    slots.extend(checked);
     let checked: Vec<(usize, Slot<T>)> = pool.install(|| {
         rest.par_iter()
             .map(|&i| (i, &files[i]))
@@ -313,26 +326,44 @@ pub fn extra_sources<'a>(
     cwd: &Path,
     excluded: &dyn Fn(&Path) -> bool,
 ) -> Vec<Candidate> {
-    let mut known: HashSet<PathBuf> = HashSet::new();
-    let mut any = false;
-    let mut extra = Vec::new();
+    // The sources that could be checked, by identity, in order.
+    let mut sources: Vec<(&'a PathBuf, PathBuf)> = Vec::new();
     for link in links {
         for source in &link.sources {
-            if !any {
-                // Only runs that link anything pay for resolving the files found.
-                known.extend(files.iter().map(|c| identity(&c.path, cwd)));
-                any = true;
+            if Lang::of_path(source) == Some(Lang::Cuda) && !excluded(source) {
+                sources.push((source, identity(source, cwd)));
             }
-            if Lang::of_path(source) != Some(Lang::Cuda) || excluded(source) {
-                continue;
+        }
+    }
+    if sources.is_empty() {
+        return Vec::new();
+    }
+    // Only the files found that can be one of them are resolved: a file that is not a link
+    // has the name of its identity, so a file of another name (and no link) is none of them.
+    let names: HashSet<&std::ffi::OsStr> = sources
+        .iter()
+        .filter_map(|(_, id)| id.file_name())
+        .collect();
+    let mut known: HashSet<PathBuf> = files
+        .iter()
+        .filter(|c| match c.path.components().next_back() {
+            Some(std::path::Component::Normal(name)) => {
+                names.contains(name)
+                    || std::fs::symlink_metadata(cwd.join(&c.path))
+                        .map_or(true, |m| m.file_type().is_symlink())
             }
-            if known.insert(identity(source, cwd)) {
-                extra.push(Candidate {
-                    path: source.clone(),
-                    display: display_path(source, cwd),
-                    lang: Lang::Cuda,
-                });
-            }
+            _ => true,
+        })
+        .map(|c| identity(&c.path, cwd))
+        .collect();
+    let mut extra = Vec::new();
+    for (source, id) in sources {
+        if known.insert(id) {
+            extra.push(Candidate {
+                path: source.clone(),
+                display: display_path(source, cwd),
+                lang: Lang::Cuda,
+            });
         }
     }
     extra.sort();

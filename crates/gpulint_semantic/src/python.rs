@@ -33,7 +33,7 @@ pub use builder::{build, PythonBuilder};
 pub use value::{fold_binary, string_literal, Value};
 
 use gpulint_syntax::text;
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
@@ -137,6 +137,23 @@ pub struct PythonModel<'t> {
     /// see [`call_sites`]).
     calls_to: OnceCell<HashMap<usize, Vec<usize>>>,
     jax_on_cpu: OnceCell<bool>,
+    /// [`PythonModel::qualified_name`] of each expression asked about (by [`NodeKey`]): many
+    /// rules and facts ask about the same calls, and each answer costs field look-ups up the
+    /// expression and a scope search.
+    qualified_names: RefCell<HashMap<NodeKey, Option<String>, foldhash::fast::FixedState>>,
+}
+
+/// A node of the model's trees as a hash key: its id (unique among the nodes of trees alive
+/// together), with its kind and range.
+type NodeKey = (usize, u16, usize, usize);
+
+fn node_key(node: Node<'_>) -> NodeKey {
+    (
+        node.id(),
+        node.kind_id(),
+        node.start_byte(),
+        node.end_byte(),
+    )
 }
 
 /// The module's local call graph: for each function, the calls in its own body that invoke a

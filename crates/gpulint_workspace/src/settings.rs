@@ -132,11 +132,12 @@ pub fn checked_roots(paths: &[PathBuf]) -> Vec<PathBuf> {
     } else {
         paths.to_vec()
     };
+    let mut real = RealPaths::default();
     let mut roots: Vec<PathBuf> = paths
         .iter()
-        .filter_map(|p| std::fs::canonicalize(p).ok())
-        .map(|p| {
-            if p.is_file() {
+        .filter_map(|p| real.of(p))
+        .map(|(p, is_file)| {
+            if is_file {
                 p.parent().map(Path::to_path_buf).unwrap_or(p)
             } else {
                 p
@@ -152,6 +153,43 @@ pub fn checked_roots(paths: &[PathBuf]) -> Vec<PathBuf> {
         }
     }
     kept
+}
+
+/// Real paths of checked paths, with the real path of each folder computed once: a run given
+/// thousands of files of a few folders resolves each file's folder once, not every component
+/// of every file's path (`canonicalize` reads each component as a possible link).
+#[derive(Default)]
+struct RealPaths {
+    folders: HashMap<PathBuf, Option<PathBuf>>,
+}
+
+impl RealPaths {
+    /// The real path of `p` (as `std::fs::canonicalize`) and whether it is a regular file;
+    /// `None` when it cannot be resolved.
+    fn of(&mut self, p: &Path) -> Option<(PathBuf, bool)> {
+        // A regular file named by its own name (not a link) is its real folder's entry.
+        if let (Some(name), Ok(meta)) = (p.file_name(), std::fs::symlink_metadata(p)) {
+            let last_is_name = matches!(
+                p.components().next_back(),
+                Some(std::path::Component::Normal(_))
+            );
+            if last_is_name && meta.file_type().is_file() {
+                let parent = match p.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d,
+                    _ => Path::new("."),
+                };
+                let folder = self
+                    .folders
+                    .entry(parent.to_path_buf())
+                    .or_insert_with(|| std::fs::canonicalize(parent).ok())
+                    .as_ref()?;
+                return Some((folder.join(name), true));
+            }
+        }
+        let real = std::fs::canonicalize(p).ok()?;
+        let is_file = real.is_file();
+        Some((real, is_file))
+    }
 }
 
 /// The exclusions of a configuration (the defaults without one), each glob relative to the
@@ -240,17 +278,20 @@ impl Resolver {
     /// A resolver for the files under `overrides.paths` (none: `.`), as seen from `cwd`. The
     /// command line's settings are checked here, once.
     pub fn new(overrides: Overrides, source: Source, cwd: &Path) -> Result<Resolver, String> {
-        settings(&overrides, None, cwd)?;
+        let manifest_roots = checked_roots(&overrides.paths);
+        settings_with_roots(&overrides, None, cwd, manifest_roots.clone())?;
         let paths = if overrides.paths.is_empty() {
             vec![PathBuf::from(".")]
         } else {
             overrides.paths.clone()
         };
+        let mut real = RealPaths::default();
         let roots = paths
             .iter()
-            .filter_map(|p| std::fs::canonicalize(cwd.join(p)).ok())
-            .map(|p| {
-                if p.is_dir() {
+            .filter_map(|p| real.of(&cwd.join(p)))
+            .map(|(p, is_file)| {
+                // A regular file is not a folder; anything else is asked.
+                if !is_file && p.is_dir() {
                     p
                 } else {
                     p.parent().map(Path::to_path_buf).unwrap_or(p)
@@ -258,7 +299,7 @@ impl Resolver {
             })
             .collect();
         Ok(Resolver {
-            manifest_roots: checked_roots(&overrides.paths),
+            manifest_roots,
             real_cwd: std::fs::canonicalize(cwd).ok(),
             overrides,
             source,

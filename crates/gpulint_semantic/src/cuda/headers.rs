@@ -291,16 +291,65 @@ fn add_alias(aliases: &mut HashMap<String, String>, name: &str, ty: &str) {
     }
 }
 
-/// The facts of one header's text.
+/// File extensions of the headers that checked files usually include.
+const HEADER_EXTENSIONS: &[&str] = &["h", "cuh", "hpp", "hxx"];
+
+/// Is `path` named like a header that other files include?
+pub fn is_header_name(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| HEADER_EXTENSIONS.iter().any(|h| e.eq_ignore_ascii_case(h)))
+}
+
+/// Hands the first parse of a checked header (`tree`, of its `source` read from `path`, before
+/// any retry) to the files that include it: its facts are what [`project_headers`] would read
+/// from it, so they are kept for the run instead of parsing the header a second time. Does
+/// nothing when the facts are already known or the header is too large to be read as one.
+pub fn share(path: &Path, source: &str, tree: &tree_sitter::Tree) {
+    if !is_header_name(path) || FACTS.lock().is_ok_and(|m| m.contains_key(path)) {
+        return;
+    }
+    if std::fs::metadata(path).map_or(true, |m| m.len() > MAX_HEADER_SIZE) {
+        return;
+    }
+    let facts = Arc::new(facts_of_tree(source, tree));
+    if let Ok(mut m) = FACTS.lock() {
+        m.entry(path.to_path_buf()).or_insert(Some(facts));
+    }
+}
+
+/// Words without which a header declares no alias (`using`, `typedef`) and no member (a
+/// `struct`, `class` or `union` body); helpers need one of [`ERROR_QUERIES`].
+const DECLARATION_WORDS: &[&str] = &["using", "typedef", "struct", "class", "union"];
+
+/// The facts of one header's text. A header without any word that its facts need is not
+/// parsed: only its includes are read.
 pub fn facts_of(source: &str) -> HeaderFacts {
+    let needed = DECLARATION_WORDS
+        .iter()
+        .chain(ERROR_QUERIES)
+        .any(|w| memchr::memmem::find(source.as_bytes(), w.as_bytes()).is_some());
+    let tree = if needed {
+        parse(Lang::Cuda, source)
+    } else {
+        None
+    };
+    match tree {
+        Some(tree) => facts_of_tree(source, &tree),
+        None => HeaderFacts {
+            includes: quoted_includes(source),
+            ..Default::default()
+        },
+    }
+}
+
+/// The facts of one header's text and its tree.
+fn facts_of_tree(source: &str, tree: &tree_sitter::Tree) -> HeaderFacts {
     let mut f = HeaderFacts {
         includes: quoted_includes(source),
         ..Default::default()
     };
-    let Some(tree) = parse(Lang::Cuda, source) else {
-        return f;
-    };
-    gpulint_syntax::walk(&tree, |node, entering| {
+    gpulint_syntax::walk(tree, |node, entering| {
         if !entering {
             return;
         }

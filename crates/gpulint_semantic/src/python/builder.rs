@@ -418,6 +418,7 @@ impl<'t> PythonBuilder<'t> {
             tf_functions: OnceCell::new(),
             calls_to: OnceCell::new(),
             jax_on_cpu: OnceCell::new(),
+            qualified_names: Default::default(),
         }
     }
 }

@@ -125,8 +125,15 @@ impl<'t> PythonModel<'t> {
     /// The qualified name an expression stands for, through imports and aliases:
     /// `tf.config.experimental.set_memory_growth`, `K.clear_session` → `keras.backend.clear_session`.
     /// `None` when the head of the name is not bound to an import.
+    /// Answered once per expression (see `PythonModel::qualified_names`).
     pub fn qualified_name(&self, expr: Node<'_>) -> Option<String> {
-        self.qualified_name_depth(expr, 0)
+        let key = super::node_key(expr);
+        if let Some(known) = self.qualified_names.borrow().get(&key) {
+            return known.clone();
+        }
+        let name = self.qualified_name_depth(expr, 0);
+        self.qualified_names.borrow_mut().insert(key, name.clone());
+        name
     }
 
     fn qualified_name_depth(&self, expr: Node<'_>, depth: usize) -> Option<String> {
