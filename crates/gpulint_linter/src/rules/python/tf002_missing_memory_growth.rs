@@ -10,7 +10,10 @@ use gpulint_syntax::Lang;
 declare_rule! {
     /// ## What it does
     /// Finds TensorFlow training scripts (a module that imports `tensorflow` and, when run, calls
-    /// `.fit(`, uses `tf.GradientTape` or runs a custom loop with `apply_gradients`/`minimize`,
+    /// `.fit(`, runs a custom loop with `apply_gradients`/`minimize`, or uses `tf.GradientTape`
+    /// and applies the gradients (a variable update such as `var.assign_sub(lr * grad)` or an
+    /// optimizer's `apply(grads, ...)` fed by `tape.gradient(...)`; a tape whose gradients are
+    /// only inspected is not training),
     /// at module level or from `if __name__ == "__main__":` and the local functions called
     /// from there; library modules are left to the script that uses them) that never
     /// limit GPU memory: no `tf.config.experimental.set_memory_growth(gpu, True)`, no logical
