@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 const TENSORFLOW_TSV: &str = include_str!("../../../data/compat/tensorflow.tsv");
 const PYTORCH_TSV: &str = include_str!("../../../data/compat/pytorch.tsv");
 const JAX_TSV: &str = include_str!("../../../data/compat/jax.tsv");
+const NGC_TENSORFLOW_TSV: &str = include_str!("../../../data/compat/ngc_tensorflow.tsv");
 
 /// A `major.minor` release line (`2.15`, or Python `3.11`).
 pub type Minor = (u64, u64);
@@ -131,6 +132,83 @@ static TABLES: LazyLock<Tables> =
 /// The embedded tables.
 pub fn tables() -> &'static Tables {
     &TABLES
+}
+
+/// A range of NGC TensorFlow container releases (`nvcr.io/nvidia/tensorflow:<YY.MM>-tf2-py3`)
+/// and the TensorFlow they ship.
+#[derive(Debug, Clone)]
+pub struct NgcTfRow {
+    /// `1` or `2`: the `-tf1-` or `-tf2-` image.
+    pub variant: u8,
+    /// First and last container release `(YY, MM)` the row covers.
+    pub from: Minor,
+    pub to: Minor,
+    /// PEP 440 specifier of the TensorFlow the images ship (`==2.4.*`, `>=2.0,<2.4`).
+    pub tensorflow: String,
+    pub source: String,
+}
+
+static NGC_TENSORFLOW: LazyLock<(Vec<NgcTfRow>, Vec<String>)> =
+    LazyLock::new(|| parse_ngc(NGC_TENSORFLOW_TSV));
+
+fn parse_ngc(text: &str) -> (Vec<NgcTfRow>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    let (h, body) = rows(text);
+    for (line, r) in body {
+        let variant = match cell(&h, &r, "variant") {
+            "tf1" => 1,
+            "tf2" => 2,
+            other => {
+                problems.push(format!(
+                    "ngc_tensorflow.tsv:{line}: unknown variant `{other}`"
+                ));
+                continue;
+            }
+        };
+        let (Some(from), Some(to)) = (
+            parse_minor(cell(&h, &r, "from_release")),
+            parse_minor(cell(&h, &r, "to_release")),
+        ) else {
+            problems.push(format!("ngc_tensorflow.tsv:{line}: bad release range"));
+            continue;
+        };
+        let tensorflow = cell(&h, &r, "tensorflow").to_string();
+        let source = cell(&h, &r, "source").to_string();
+        if tensorflow.is_empty() || source.is_empty() || from > to {
+            problems.push(format!("ngc_tensorflow.tsv:{line}: incomplete row"));
+            continue;
+        }
+        out.push(NgcTfRow {
+            variant,
+            from,
+            to,
+            tensorflow,
+            source,
+        });
+    }
+    (out, problems)
+}
+
+/// The TensorFlow an NGC TensorFlow container tag (`20.07-tf2-py3`) ships, when the table
+/// covers its release.
+pub fn ngc_tensorflow(tag: &str) -> Option<&'static NgcTfRow> {
+    let mut parts = tag.split('-');
+    let release = parts.next()?;
+    let variant = match parts.next()? {
+        "tf1" => 1,
+        "tf2" => 2,
+        _ => return None,
+    };
+    let (yy, mm) = release.split_once('.')?;
+    if yy.len() != 2 || mm.len() != 2 {
+        return None;
+    }
+    let release: Minor = (yy.parse().ok()?, mm.parse().ok()?);
+    NGC_TENSORFLOW
+        .0
+        .iter()
+        .find(|r| r.variant == variant && r.from <= release && release <= r.to)
 }
 
 /// Rows of a TSV table as (column name → cell) look-ups; `#` lines are comments.
@@ -397,6 +475,30 @@ mod tests {
                 "JAX never supported GPU on native Windows"
             );
         }
+    }
+
+    #[test]
+    fn ngc_tensorflow_containers() {
+        let (rows, problems) = &*NGC_TENSORFLOW;
+        assert!(problems.is_empty(), "{problems:#?}");
+        assert!(rows.iter().all(|r| r.source.starts_with("https://")));
+        assert_eq!(
+            ngc_tensorflow("20.07-tf2-py3").unwrap().tensorflow,
+            ">=2.0,<2.4"
+        );
+        assert_eq!(
+            ngc_tensorflow("20.07-tf1-py3").unwrap().tensorflow,
+            "==1.15.*"
+        );
+        assert_eq!(
+            ngc_tensorflow("21.04-tf2-py3").unwrap().tensorflow,
+            "==2.4.*"
+        );
+        // Releases the table does not cover, and tags that are not a tf1/tf2 image.
+        assert!(ngc_tensorflow("22.03-tf2-py3").is_none());
+        assert!(ngc_tensorflow("19.07-py3").is_none());
+        assert!(ngc_tensorflow("latest").is_none());
+        assert!(ngc_tensorflow("20.7-tf2-py3").is_none());
     }
 
     #[test]

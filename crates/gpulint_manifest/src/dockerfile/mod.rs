@@ -316,6 +316,13 @@ fn image_facts(m: &mut Manifest, image: &str, span: Span, scope: usize) {
                 }
             }
         }
+        // NVIDIA's NGC image (`nvcr.io/nvidia/tensorflow:20.07-tf2-py3`): the TensorFlow of
+        // its release, from NVIDIA's release notes (`data/compat/ngc_tensorflow.tsv`).
+        ("nvidia", "tensorflow") if repo_l.starts_with("nvcr.io/") => {
+            if let Some(row) = crate::compat::ngc_tensorflow(&tag_l) {
+                add(m, "tensorflow", &row.tensorflow, None);
+            }
+        }
         ("tensorflow", "tensorflow") if !version.is_empty() => {
             let name = if tag_l.contains("gpu") {
                 "tensorflow"
@@ -354,6 +361,35 @@ mod tests {
 
     fn parse_text(text: &str) -> Manifest {
         crate::parse_named("Dockerfile", text, parse)
+    }
+
+    #[test]
+    fn ngc_tensorflow_image() {
+        let tf = |text: &str| -> Vec<Spec> {
+            parse_text(text)
+                .requirements
+                .iter()
+                .filter(|r| r.name == "tensorflow")
+                .map(|r| r.spec.clone())
+                .collect()
+        };
+        let v = |s: &str| <pep440_rs::Version as std::str::FromStr>::from_str(s).unwrap();
+        let pre24 = tf("ARG FROM_IMAGE_NAME=nvcr.io/nvidia/tensorflow:20.07-tf2-py3\nFROM ${FROM_IMAGE_NAME}\n");
+        assert_eq!(pre24.len(), 1);
+        assert_eq!(pre24[0].admits(&v("2.2.0")), Some(true));
+        assert_eq!(pre24[0].admits(&v("2.4.0")), Some(false));
+        assert_eq!(
+            tf("FROM nvcr.io/nvidia/tensorflow:21.04-tf2-py3\n").len(),
+            1
+        );
+        assert_eq!(
+            tf("FROM nvcr.io/nvidia/tensorflow:20.07-tf1-py3\n").len(),
+            1
+        );
+        // A release the table does not cover, another registry's image, a PyTorch container.
+        assert!(tf("FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3\n").is_empty());
+        assert!(tf("FROM example.com/nvidia/tensorflow:20.07-tf2-py3\n").is_empty());
+        assert!(tf("FROM nvcr.io/nvidia/pytorch:20.07-py3\n").is_empty());
     }
 
     #[test]

@@ -109,8 +109,10 @@ pub struct TfFacts<'t> {
     /// Evidence that the script hides all GPUs (`set_visible_devices([], 'GPU')`,
     /// `CUDA_VISIBLE_DEVICES=-1` before the boundary).
     pub cpu_only: Vec<Node<'t>>,
-    /// Training entry points: `.fit(`, `tf.GradientTape()`, `apply_gradients`, `minimize`,
-    /// an Estimator's `.train(input_fn=...)` or `tf.estimator.train_and_evaluate`.
+    /// Training entry points: `.fit(`, `apply_gradients`, `minimize`, an Estimator's
+    /// `.train(input_fn=...)`, `tf.estimator.train_and_evaluate`, and `tf.GradientTape()` when
+    /// the module applies the gradients it computes (see [`applies_gradients`]): a tape whose
+    /// gradients are only inspected is not training.
     pub training: Vec<Node<'t>>,
     /// Per sequence of the execution order: positions of the init events.
     init_positions: Vec<Vec<usize>>,
@@ -156,6 +158,98 @@ pub fn normalize(q: &str) -> String {
         }
     }
     s
+}
+
+/// Methods that update variables or step an optimizer with the values they are given.
+const UPDATES: &[&str] = &[
+    "assign",
+    "assign_add",
+    "assign_sub",
+    "scatter_add",
+    "scatter_sub",
+    "scatter_update",
+    "scatter_nd_add",
+    "scatter_nd_sub",
+    "scatter_nd_update",
+    "apply",
+    "update_step",
+];
+
+/// Does the module apply the gradients it computes? Yes when it calls `apply_gradients` or
+/// `minimize` (an optimizer step), or when a value computed from a `.gradient(...)` result
+/// (through assignments, `for` loops and comprehensions over it, or the result of a local
+/// function that computes one) is passed to a variable update (`assign_sub`, `assign_add`,
+/// `assign`, `scatter_*`) or an optimizer's `apply`/`update_step`.
+fn applies_gradients(m: &PythonModel<'_>) -> bool {
+    let method = |call: Node<'_>| -> Option<&str> {
+        let f = call.field("function")?;
+        match f.kind_name() {
+            "attribute" => f.field("attribute").map(|a| m.text(a)),
+            _ => None,
+        }
+    };
+    if m.calls
+        .iter()
+        .any(|&(c, _)| matches!(method(c), Some("apply_gradients" | "minimize")))
+    {
+        return true;
+    }
+    // Local functions that compute gradients: their results carry them.
+    let grad_calls: Vec<&(Node<'_>, Option<usize>)> = m
+        .calls
+        .iter()
+        .filter(|&&(c, _)| method(c) == Some("gradient"))
+        .collect();
+    if grad_calls.is_empty() {
+        return false;
+    }
+    let grad_functions: Vec<usize> = grad_calls.iter().filter_map(|&&(_, f)| f).collect();
+    let is_source = |n: Node<'_>| -> bool {
+        n.kind_name() == "call"
+            && (method(n) == Some("gradient")
+                || m.local_callee(n)
+                    .is_some_and(|f| grad_functions.contains(&f)))
+    };
+    // (targets, value) of every binding site.
+    let mut bindings: Vec<(Node<'_>, Node<'_>)> = Vec::new();
+    for &root in &m.roots {
+        for n in gpulint_syntax::descendants(root) {
+            if matches!(
+                n.kind_name(),
+                "assignment" | "for_statement" | "for_in_clause"
+            ) {
+                if let (Some(l), Some(r)) = (n.field("left"), n.field("right")) {
+                    bindings.push((l, r));
+                }
+            }
+        }
+    }
+    let mut tainted: Vec<&str> = Vec::new();
+    let carries = |n: Node<'_>, tainted: &[&str]| -> bool {
+        gpulint_syntax::descendants(n).any(|d| {
+            is_source(d) || (d.kind_name() == "identifier" && tainted.contains(&m.text(d)))
+        })
+    };
+    // A few rounds reach every chain a training loop writes (`grads` → `zip(grads, vars)` → `g`).
+    for _ in 0..6 {
+        let before = tainted.len();
+        for &(l, r) in &bindings {
+            if carries(r, &tainted) {
+                for d in gpulint_syntax::descendants(l) {
+                    if d.kind_name() == "identifier" && !tainted.contains(&m.text(d)) {
+                        tainted.push(m.text(d));
+                    }
+                }
+            }
+        }
+        if tainted.len() == before {
+            break;
+        }
+    }
+    m.calls.iter().any(|&(c, _)| {
+        method(c).is_some_and(|name| UPDATES.contains(&name))
+            && c.field("arguments").is_some_and(|a| carries(a, &tainted))
+    })
 }
 
 /// A positional argument (`index`) or keyword argument (`name`) of a call.
@@ -231,6 +325,12 @@ impl<'t> TfFacts<'t> {
             }
             facts.classify_config(m, call, q);
             facts.classify_training(m, call, q, fit_lookalikes);
+        }
+        let is_tape = |c: Node<'t>| {
+            m.call_name(c).as_deref().map(normalize).as_deref() == Some("tensorflow.GradientTape")
+        };
+        if facts.training.iter().any(|&c| is_tape(c)) && !applies_gradients(m) {
+            facts.training.retain(|&c| !is_tape(c));
         }
         for &a in &m.attribute_assignments {
             let Some(left) = a.field("left") else {
@@ -488,7 +588,8 @@ mod tests {
         );
         assert_eq!(f.config_calls.len(), 4);
         assert_eq!(f.cpu_only.len(), 2);
-        assert_eq!(f.training.len(), 1);
+        // The tape computes no gradients that are applied: not training.
+        assert!(f.training.is_empty());
         // The environment variable is set after the model is built: it does not count.
         let env = f.memory_config[3].0;
         assert!(!f.runs_before_boundary(m.order(), env));

@@ -29,7 +29,10 @@ declare_rule! {
     /// are the current ones there.
     ///
     /// The rule reads the TensorFlow pin of the project (the nearest `requirements*.txt`,
-    /// `pyproject.toml`, `setup.py`, `environment.yml` or `Dockerfile` declaring it):
+    /// `pyproject.toml`, `setup.py`, `environment.yml` or `Dockerfile` declaring it; a
+    /// Dockerfile declares it with `pip install` or with its base image, including NVIDIA's
+    /// NGC containers `nvcr.io/nvidia/tensorflow:<YY.MM>-tf1-py3` / `-tf2-py3`, whose
+    /// TensorFlow is taken from NVIDIA's release notes):
     /// - pinned below 2.4, where the experimental API is the current one: silent;
     /// - pinned at or above the release that removed the call (2.9 for
     ///   `tf.keras.mixed_precision.experimental`, 2.6 for

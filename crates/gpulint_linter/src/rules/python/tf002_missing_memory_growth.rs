@@ -10,7 +10,10 @@ use gpulint_syntax::Lang;
 declare_rule! {
     /// ## What it does
     /// Finds TensorFlow training scripts (a module that imports `tensorflow` and, when run, calls
-    /// `.fit(`, uses `tf.GradientTape` or runs a custom loop with `apply_gradients`/`minimize`,
+    /// `.fit(`, runs a custom loop with `apply_gradients`/`minimize`, or uses `tf.GradientTape`
+    /// and applies the gradients (a variable update such as `var.assign_sub(lr * grad)` or an
+    /// optimizer's `apply(grads, ...)` fed by `tape.gradient(...)`; a tape whose gradients are
+    /// only inspected is not training),
     /// at module level or from `if __name__ == "__main__":` and the local functions called
     /// from there; library modules are left to the script that uses them) that never
     /// limit GPU memory: no `tf.config.experimental.set_memory_growth(gpu, True)`, no logical
@@ -25,7 +28,9 @@ declare_rule! {
     /// root) sets `TF_FORCE_GPU_ALLOW_GROWTH=true`, and when a local module it imports (such as a
     /// `gpu_setup.py` next to it) configures memory growth on import or in a function it calls.
     ///
-    /// The finding is a warning, not advice, when the module also imports PyTorch or JAX: both
+    /// The finding is a warning, not advice, when the module also imports PyTorch or JAX, or
+    /// imports Keras and selects JAX or PyTorch as its Keras 3 backend
+    /// (`os.environ["KERAS_BACKEND"] = "jax"`, TensorFlow then only feeding data): both
     /// frameworks then compete for the same GPU memory in one process. In a notebook that
     /// selects its Keras backend (`os.environ["KERAS_BACKEND"] = "jax"`) and marks
     /// framework-specific cells with a cell magic it defines to run a cell only under one
@@ -122,10 +127,25 @@ impl Rule for MissingMemoryGrowth {
         else {
             return;
         };
-        let others: Vec<&str> = [(m.imports_torch(), "PyTorch"), (m.imports_jax(), "JAX")]
-            .into_iter()
-            .filter_map(|(yes, name)| yes.then_some(name))
-            .collect();
+        // Keras 3 on another backend (`KERAS_BACKEND=jax`) runs its models on that framework,
+        // which allocates from the same GPU as TensorFlow feeding it.
+        let backend = m.keras_backend().filter(|_| m.imports_keras());
+        let backend_is = |name: &str| backend.as_deref() == Some(name);
+        let others: Vec<&str> = [
+            (m.imports_torch(), "imports PyTorch"),
+            (
+                !m.imports_torch() && backend_is("torch"),
+                "runs Keras on PyTorch (KERAS_BACKEND=torch)",
+            ),
+            (m.imports_jax(), "imports JAX"),
+            (
+                !m.imports_jax() && backend_is("jax"),
+                "runs Keras on JAX (KERAS_BACKEND=jax)",
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(yes, what)| yes.then_some(what))
+        .collect();
         let mut d = Diagnostic::new(
             &TF002,
             Span::new(import.start_byte, import.end_byte),
@@ -144,7 +164,7 @@ impl Rule for MissingMemoryGrowth {
         }
         if !others.is_empty() {
             d = d.severity(Severity::Warning).note(format!(
-                "this module also imports {}: both frameworks allocate from the same GPU, and the second one runs out of memory",
+                "this module also {}: both frameworks allocate from the same GPU, and the second one runs out of memory",
                 others.join(" and ")
             ));
         }
