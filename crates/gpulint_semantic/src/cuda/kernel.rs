@@ -30,6 +30,9 @@ pub struct Param<'t> {
     pub pointer: bool,
     /// A scalar that can carry a size: an integer, or a struct passed by value.
     pub size_like: bool,
+    /// A PyTorch tensor accessor (`PackedTensorAccessor32<T, N>`, `TensorAccessor`, also
+    /// through a `#define` or type alias): indexed per dimension, `acc[n][c][h][w]`.
+    pub accessor: bool,
     pub node: Node<'t>,
 }
 
@@ -48,6 +51,10 @@ pub struct Access<'t> {
     pub global: bool,
     /// Offsets of the local pointer this access goes through (`q = p + i; q[0]` → `i`).
     pub alias_offsets: Vec<Node<'t>>,
+    /// One dimension's subscript of a tensor-accessor parameter (`acc[n][c][h][w]` gives one
+    /// access per index, each with its own `index`; `node` is the whole subscript chain).
+    /// Such accesses are not `global`: their extents are per dimension, not a buffer length.
+    pub accessor: bool,
 }
 
 /// What is known about one kernel, computed once per file.

@@ -14,7 +14,9 @@ use gpulint_syntax::NodeExt;
 declare_rule! {
     /// ## What it does
     /// Finds kernels that read or write global memory (`p[i]`, `*(p + i)`, `atomicAdd(p + i, v)`
-    /// on a pointer parameter, or on a pointer built from one) at a *global thread index*, an
+    /// on a pointer parameter, or on a pointer built from one; any dimension of a PyTorch tensor
+    /// accessor parameter, `out[n][c][h][w]`, also through a `#define` or alias of
+    /// `PackedTensorAccessor32/64`) at a *global thread index*, an
     /// index computed from `blockIdx * blockDim + threadIdx` on any axis, when nothing bounds
     /// that index where the access runs: no enclosing `if (i < n)`, no earlier
     /// `if (i >= n) return;`, no grid-stride loop `for (; i < n; i += blockDim.x * gridDim.x)`,
@@ -204,7 +206,9 @@ fn check_unguarded<'t>(
     let grid_kind = grid.map(|(g, _)| g);
     // Unguarded accesses, grouped by the index variable they go through.
     let mut groups: Vec<Group<'_, 't>> = Vec::new();
-    for a in k.accesses.iter().filter(|a| a.global) {
+    // Tensor accessors count too, one access per dimension (`out[n][c][h][w]` checks `h` and
+    // `w` each against the guards).
+    for a in k.accesses.iter().filter(|a| a.global || a.accessor) {
         let mut parts = a.alias_offsets.clone();
         parts.extend(a.index);
         if parts.is_empty() {
@@ -270,8 +274,14 @@ fn check_unguarded<'t>(
     {
         return;
     }
+    // Several unguarded dimensions of one accessor subscript: one finding, at the first.
+    let mut reported: Vec<usize> = Vec::new();
     for (key, var, accesses, kind) in groups {
         let first = accesses[0];
+        if reported.contains(&first.node.id()) {
+            continue;
+        }
+        reported.push(first.node.id());
         let access = short(m.text(first.node));
         let index = match var {
             Some(_) => format!("`{key}`"),

@@ -3,6 +3,7 @@
 //! function definitions and the template parameter lists in front of them.
 
 use super::CudaBuilder;
+use crate::cuda::consts::ConstDef;
 use crate::cuda::guards::{self, GuardKind};
 use crate::cuda::kernel;
 use crate::cuda::{exec_space, function_name, parse_c_int, Function};
@@ -166,6 +167,9 @@ impl<'t> CudaBuilder<'t> {
         let helper = !space.global && space.device && !space.host;
         let kernel = if (space.global || helper) && node.field("body").is_some() {
             let mut k = kernel::KernelBuild::new(self.functions.len() - 1, node, self.source);
+            for p in &mut k.params {
+                p.accessor = !p.pointer && self.is_accessor_param(p.node);
+            }
             if helper {
                 k.helper = true;
             } else {
@@ -179,6 +183,38 @@ impl<'t> CudaBuilder<'t> {
             None
         };
         FrameKind::Function { kernel }
+    }
+}
+
+impl<'t> CudaBuilder<'t> {
+    /// Is this parameter's type a PyTorch tensor accessor, spelled directly
+    /// (`torch::PackedTensorAccessor32<float, 4, torch::RestrictPtrTraits>`) or through a
+    /// `#define` or type alias seen earlier in the file?
+    fn is_accessor_param(&self, param: Node<'t>) -> bool {
+        let Some(ty) = param.field("type") else {
+            return false;
+        };
+        let mut name = text(ty, self.source);
+        for _ in 0..4 {
+            let head = name.split('<').next().unwrap_or(name);
+            let head = crate::cuda::last_name(head);
+            if matches!(
+                head,
+                "PackedTensorAccessor32"
+                    | "PackedTensorAccessor64"
+                    | "PackedTensorAccessor"
+                    | "GenericPackedTensorAccessor"
+                    | "TensorAccessor"
+            ) {
+                return true;
+            }
+            name = match (self.constants.get(head), self.aliases.get(head)) {
+                (Some(ConstDef::Macro(body)), _) => body,
+                (_, Some(ty)) => ty,
+                _ => return false,
+            };
+        }
+        false
     }
 }
 

@@ -17,7 +17,7 @@ pub(in crate::cuda) struct KernelBuild<'t> {
     function: usize,
     node: Node<'t>,
     source: &'t str,
-    params: Vec<Param<'t>>,
+    pub(in crate::cuda) params: Vec<Param<'t>>,
     /// (name, value, guard, operator: `=` for declarations and plain assignments).
     defs: Vec<(&'t str, Node<'t>, Option<u32>, &'t str)>,
     /// `i++`, `--i`: (name, the update expression).
@@ -66,6 +66,7 @@ impl<'t> KernelBuild<'t> {
                         name: text(name, source),
                         pointer,
                         size_like,
+                        accessor: false,
                         node: p,
                     });
                 }
@@ -146,6 +147,22 @@ impl<'t> KernelBuild<'t> {
                     let index = indices.named_child(0);
                     self.accesses
                         .push((node, text(base, self.source), index, guard));
+                } else if base.kind_name() == "subscript_expression" {
+                    // An inner dimension of a tensor accessor: `acc[n][c][h]` records `h`.
+                    let mut root = base;
+                    while root.kind_name() == "subscript_expression" {
+                        match root.field("argument") {
+                            Some(a) => root = peel(a),
+                            None => return,
+                        }
+                    }
+                    let name = text(root, self.source);
+                    if root.kind_name() == "identifier"
+                        && self.params.iter().any(|p| p.accessor && p.name == name)
+                    {
+                        self.accesses
+                            .push((node, name, indices.named_child(0), guard));
+                    }
                 }
             }
             "pointer_expression" if field("operator").is_some_and(|o| o.kind_name() == "*") => {
@@ -262,6 +279,13 @@ impl<'t> KernelBuild<'t> {
                         Vec::new(),
                     ),
                 };
+                let accessor = !kernel.local_index.contains_key(base)
+                    && kernel.params.iter().any(|p| p.accessor && p.name == base);
+                let node = if accessor {
+                    outermost_subscript(node)
+                } else {
+                    node
+                };
                 Access {
                     node,
                     base,
@@ -269,11 +293,26 @@ impl<'t> KernelBuild<'t> {
                     guard,
                     global,
                     alias_offsets,
+                    accessor,
                 }
             })
             .collect();
         kernel
     }
+}
+
+/// The whole subscript chain `node` is part of (`acc[n][c]` for `acc[n]`).
+fn outermost_subscript(mut node: Node<'_>) -> Node<'_> {
+    while let Some(p) = node.parent() {
+        let inner = p.kind_name() == "subscript_expression"
+            && p.field("argument")
+                .is_some_and(|a| peel(a).id() == node.id());
+        if !inner {
+            break;
+        }
+        node = p;
+    }
+    node
 }
 
 fn find_function_declarator(mut d: Node<'_>) -> Option<Node<'_>> {
