@@ -162,6 +162,23 @@ fn values_at<'t>(m: &PythonModel<'t>, f: usize, depth: usize) -> ParameterValues
 
 /// For each local function, the indices in `m.calls` of the calls that invoke it (each call
 /// resolved once, so asking for many functions stays linear in the file).
+impl<'t> PythonModel<'t> {
+    /// The calls of this file that invoke local function `f` (directly, or through a name
+    /// bound once to `tf.function(f)`), in document order, from an index built once per file.
+    pub fn calls_invoking(
+        &self,
+        f: usize,
+    ) -> impl Iterator<Item = &(Node<'t>, Option<usize>)> + '_ {
+        self.calls_to
+            .get_or_init(|| calls_by_callee(self))
+            .get(&f)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|&i| &self.calls[i])
+    }
+}
+
 fn calls_by_callee(m: &PythonModel<'_>) -> HashMap<usize, Vec<usize>> {
     let mut out: HashMap<usize, Vec<usize>> = HashMap::new();
     for (i, &(call, _)) in m.calls.iter().enumerate() {

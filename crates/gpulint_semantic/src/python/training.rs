@@ -79,6 +79,8 @@ pub struct Training<'t> {
     backward_by_scope: HashMap<Option<usize>, Vec<usize>>,
     /// Every `assignment` (not augmented) per function it sits in, in document order.
     assignments_by_scope: HashMap<Option<usize>, Vec<Node<'t>>>,
+    /// The same assignments by function and the text of their target (`x`, `self.meter`).
+    assignments_by_target: HashMap<Option<usize>, HashMap<&'t str, Vec<Node<'t>>>>,
     /// The checked file and the project root, once a rule has set them
     /// ([`Training::set_project`]): summaries of methods of classes imported from the project's
     /// own modules are looked up there.
@@ -148,10 +150,16 @@ impl<'t> Training<'t> {
         }
         for &a in &m.assignments {
             if a.kind_name() == "assignment" {
-                t.assignments_by_scope
-                    .entry(m.enclosing_function(a))
-                    .or_default()
-                    .push(a);
+                let scope = m.enclosing_function(a);
+                t.assignments_by_scope.entry(scope).or_default().push(a);
+                if let Some(left) = a.field("left") {
+                    t.assignments_by_target
+                        .entry(scope)
+                        .or_default()
+                        .entry(m.text(left))
+                        .or_default()
+                        .push(a);
+                }
             }
         }
         // One call level: a loop that calls a local function which backpropagates or steps
@@ -258,6 +266,16 @@ impl<'t> Training<'t> {
     pub(crate) fn assignments_in(&self, scope: Option<usize>) -> &[Node<'t>] {
         self.assignments_by_scope
             .get(&scope)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// The plain assignments in function `scope` (`None`: module level) whose target is
+    /// written `target`, in document order.
+    pub fn assignments_to(&self, scope: Option<usize>, target: &str) -> &[Node<'t>] {
+        self.assignments_by_target
+            .get(&scope)
+            .and_then(|by| by.get(target))
             .map(Vec::as_slice)
             .unwrap_or(&[])
     }

@@ -297,22 +297,20 @@ fn step_method_store<'a>(
     };
     let f = sm.function;
     let body = m.functions[f].node;
-    let rebound = m.assignments.iter().any(|&a| {
-        a.kind() == "assignment"
-            && m.enclosing_function(a) == Some(f)
-            && a.field("left").is_some_and(|l| m.text(l) == name)
-            && a.field("right")
-                .is_some_and(|r| !gpulint_semantic::python::training::mentions(m, r, name))
+    // Looked up among the method's own assignments to `name` and its own calls: a scan of
+    // the file's per store would cost the file's size per finding.
+    let rebound = t.assignments_to(Some(f), name).iter().any(|&a| {
+        a.field("right")
+            .is_some_and(|r| !gpulint_semantic::python::training::mentions(m, r, name))
     });
-    let cleared = m.calls.iter().any(|&(c, scope)| {
-        scope == Some(f)
-            && c.field("function").is_some_and(|func| {
-                func.kind() == "attribute"
-                    && func
-                        .field("attribute")
-                        .is_some_and(|a| matches!(m.text(a), "clear" | "reset"))
-                    && func.field("object").is_some_and(|o| m.text(o) == name)
-            })
+    let cleared = m.calls_in(f).any(|&(c, _)| {
+        c.field("function").is_some_and(|func| {
+            func.kind() == "attribute"
+                && func
+                    .field("attribute")
+                    .is_some_and(|a| matches!(m.text(a), "clear" | "reset"))
+                && func.field("object").is_some_and(|o| m.text(o) == name)
+        })
     });
     if rebound || cleared {
         return None;

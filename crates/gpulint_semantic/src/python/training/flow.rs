@@ -316,13 +316,7 @@ impl<'t> Training<'t> {
     pub(super) fn instance_class(&self, m: &PythonModel<'t>, name: Node<'t>) -> Option<&'t str> {
         let text = m.text(name);
         let scope = m.enclosing_function(name);
-        let binds = |s: Option<usize>| -> Vec<Node<'t>> {
-            self.assignments_in(s)
-                .iter()
-                .copied()
-                .filter(|a| a.field("left").is_some_and(|l| m.text(l) == text))
-                .collect()
-        };
+        let binds = |s: Option<usize>| -> Vec<Node<'t>> { self.assignments_to(s, text).to_vec() };
         let mut bindings = binds(scope);
         if bindings.is_empty() && scope.is_some() {
             if m.function_binds(scope?, text) {

@@ -312,7 +312,7 @@ impl<'t> Training<'t> {
         if backward.is_empty() {
             return None;
         }
-        let local = m.calls.iter().find(|&&(c, scope)| {
+        let local = m.calls_invoking(f).find(|&&(c, scope)| {
             scope.is_some_and(|s| m.functions[s].class.as_deref() == Some(class))
                 && m.local_callee(c) == Some(f)
                 && !enclosing_loops(m, c).is_empty()
