@@ -112,10 +112,13 @@ fn elements(m: &PythonModel<'_>, shape: Node<'_>) -> Option<i128> {
 /// Is the draw passed straight to `tf.constant(...)` or `tf.Variable(...)`, which ask for one
 /// fixed value (a constant, or a variable's initial value)? Its size is TF007's business.
 fn fixed_on_purpose(m: &PythonModel<'_>, call: Node<'_>) -> bool {
-    let Some(wrapper) = call
-        .parent()
+    // The ancestors found going down from the root: `Node::parent` costs the node's depth
+    // in tree-sitter's own recursion, which a deep enough expression overflows.
+    let up = m.ancestors(call);
+    let Some(&wrapper) = up
+        .first()
         .filter(|p| p.kind() == "argument_list")
-        .and_then(|a| a.parent())
+        .and(up.get(1))
         .filter(|c| c.kind() == "call")
     else {
         return false;
@@ -433,9 +436,8 @@ fn in_eager_callback(
     }
     // A lambda written in the wrapper's arguments.
     let def = m.functions[f].node;
-    let mut cur = call.parent();
     let mut in_lambda = false;
-    while let Some(p) = cur {
+    for p in m.ancestors(call) {
         if p.id() == def.id() {
             break;
         }
@@ -443,7 +445,6 @@ fn in_eager_callback(
         if in_lambda && p.kind() == "call" && is_eager_wrapper(p) {
             return true;
         }
-        cur = p.parent();
     }
     false
 }
@@ -492,7 +493,15 @@ impl Rule for NumpyInTfFunction {
                 continue;
             };
             let name = &m.functions[f].name;
+            // Identifiers that name an attribute (`x.shape`) or a keyword (`f(dtype=...)`):
+            // marked when their parent is visited, which the walk does first.
+            let mut field_names: HashSet<usize> = HashSet::new();
             for n in descendants(body) {
+                match n.kind() {
+                    "attribute" => field_names.extend(n.field("attribute").map(|a| a.id())),
+                    "keyword_argument" => field_names.extend(n.field("name").map(|a| a.id())),
+                    _ => {}
+                }
                 if n.kind() == "call" && tensor_numpy(m, n, f) && !runs_eagerly() {
                     ctx.report(
                         ctx.diagnostic(n, format!("`.numpy()` inside `tf.function` `{name}`: while tracing, tensors are symbolic and have no value"))
@@ -520,13 +529,7 @@ impl Rule for NumpyInTfFunction {
                         (n, why)
                     }
                     "identifier" => {
-                        let field_name = n.parent().is_some_and(|p| {
-                            (p.kind() == "attribute"
-                                && p.field("attribute").map(|a| a.id()) == Some(n.id()))
-                                || (p.kind() == "keyword_argument"
-                                    && p.field("name").map(|a| a.id()) == Some(n.id()))
-                        });
-                        if field_name {
+                        if field_names.contains(&n.id()) {
                             continue;
                         }
                         let Some(v) = m
@@ -601,15 +604,13 @@ fn tensor_numpy(m: &PythonModel<'_>, call: Node<'_>, f: usize) -> bool {
         return false;
     }
     let def = m.functions[f].node;
-    let mut cur = call.parent();
-    while let Some(p) = cur {
+    for p in m.ancestors(call) {
         if p.id() == def.id() {
             return true;
         }
         if p.kind() == "lambda" {
             return false;
         }
-        cur = p.parent();
     }
     false
 }
