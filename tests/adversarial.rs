@@ -184,6 +184,14 @@ fn calls_deep_in_long_chains_are_checked_in_linear_time() {
         "recurse.py",
         format!("def f(x):\n    return {chain}f(x)\n"),
     );
+    // Identifiers and NumPy calls deep in a traced function: TF006 asked each for its parent,
+    // and tree-sitter's parent look-up recurses through the nesting (a stack overflow at
+    // 150,000 unary `+` left without an operand).
+    write(
+        d,
+        "traced.py",
+        format!("import numpy as np\nimport tensorflow as tf\n\n@tf.function\ndef step(x, epoch):\n    w = tf.minimum(1.0, tf.cast(epoch, tf.float32) / 5.0{})\n    y = np.random.randn(3) * x.shape\n    return w\n", "+".repeat(150_000)),
+    );
     let open = "{".repeat(20_000);
     let close = "}".repeat(20_000);
     write(
@@ -191,7 +199,21 @@ fn calls_deep_in_long_chains_are_checked_in_linear_time() {
         "launch.cu",
         format!("{KERNEL}void run(float* x, float* y, int n) {{ {open} relu<<<1, 32>>>(x, y, n); n = 0; {close} }}\n"),
     );
-    for f in ["alloc.py", "recurse.py", "launch.cu"] {
+    for f in ["alloc.py", "recurse.py", "traced.py", "launch.cu"] {
         run_bounded(d, &[f], Duration::from_secs(20));
     }
+}
+
+/// A tensor allocated like itself (`auto y = torch::empty_like(y);`, a typo that compiles):
+/// the extent of the launch's buffer followed the `_like` chain without end, a stack overflow.
+#[test]
+fn a_tensor_allocated_like_itself_ends() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(
+        d,
+        "like.cu",
+        "#include <torch/extension.h>\n__global__ void fill(float* y, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = 0.f;\n}\nvoid run(torch::Tensor x) {\n    auto y = torch::empty_like(y);\n    fill<<<(y.numel() + 255) / 256, 256>>>(y.data_ptr<float>(), y.numel());\n}\n",
+    );
+    run_bounded(d, &["like.cu"], LIMIT);
 }

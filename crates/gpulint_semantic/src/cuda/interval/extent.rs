@@ -146,6 +146,11 @@ impl<'t> CudaModel<'t> {
         let root = self.tensor_root(launch, obj, depth, true);
         let fallback = || Poly::atom(&format!("{root}.numel()"));
         let alloc = (|| {
+            // `x = torch::empty_like(x)` leads back to itself: the chain of `_like` allocations
+            // is followed as far as the other host values.
+            if depth > MAX_DEPTH {
+                return None;
+            }
             let obj = peel(obj);
             if obj.kind_name() != "identifier" {
                 return None;
