@@ -7,6 +7,7 @@ use gpulint_diagnostics::{Severity, Span};
 use gpulint_syntax::descendants;
 use gpulint_syntax::Lang;
 use gpulint_syntax::NodeExt;
+use std::collections::HashSet;
 
 declare_rule! {
     /// ## What it does
@@ -86,6 +87,7 @@ impl Rule for TfFunctionSideEffect {
             return;
         }
         let tfn = m.tf_functions();
+        let attributes = std::cell::OnceCell::new();
         for (f, traced) in tfn.traced.iter().enumerate() {
             let Some(traced) = traced else { continue };
             let func = &m.functions[f];
@@ -174,8 +176,11 @@ impl Rule for TfFunctionSideEffect {
                                             }))
                                 });
                                 let read = || {
-                                    left.field("attribute")
-                                        .is_some_and(|a| attribute_read(m, m.text(a)))
+                                    left.field("attribute").is_some_and(|a| {
+                                        attributes
+                                            .get_or_init(|| attributes_read(m))
+                                            .contains(m.text(a))
+                                    })
                                 };
                                 (is_self && func.class.is_some() && !setup && !lazy_build && read()).then(|| {
                                     (
@@ -202,31 +207,37 @@ impl Rule for TfFunctionSideEffect {
     }
 }
 
-/// Does any code of the file read an attribute called `name` (`obj.name` anywhere but as
-/// the target of a plain assignment, or `getattr(obj, "name")`)? Only asked when a finding is
-/// about to be reported.
-fn attribute_read(m: &gpulint_semantic::python::PythonModel<'_>, name: &str) -> bool {
-    m.roots.iter().any(|root| {
-        descendants(*root).any(|n| match n.kind() {
-            "attribute" => {
-                n.field("attribute").is_some_and(|a| m.text(a) == name)
-                    && !n.parent().is_some_and(|p| {
-                        p.kind() == "assignment" && p.field("left").map(|l| l.id()) == Some(n.id())
-                    })
+/// The attribute names any code of the file reads (`obj.name` anywhere but as the target of a
+/// plain assignment, or `getattr(obj, "name")` / `hasattr`), from one walk of the file, made
+/// the first time a finding is about to be reported. An assignment is visited before its
+/// target, so the targets are known when the walk reaches them.
+fn attributes_read(m: &gpulint_semantic::python::PythonModel<'_>) -> HashSet<String> {
+    let mut read = HashSet::new();
+    let mut targets = HashSet::new();
+    for root in &m.roots {
+        for n in descendants(*root) {
+            match n.kind() {
+                "assignment" => targets.extend(n.field("left").map(|l| l.id())),
+                "attribute" if !targets.contains(&n.id()) => {
+                    read.extend(n.field("attribute").map(|a| m.text(a).to_string()));
+                }
+                "call" => {
+                    let accessor = n
+                        .field("function")
+                        .is_some_and(|f| matches!(m.text(f), "getattr" | "hasattr"));
+                    if accessor {
+                        let key = n
+                            .field("arguments")
+                            .and_then(|a| gpulint_syntax::named_children(a).nth(1))
+                            .and_then(|k| gpulint_semantic::python::string_literal(k, m.source));
+                        read.extend(key);
+                    }
+                }
+                _ => {}
             }
-            "call" => {
-                n.field("function")
-                    .is_some_and(|f| matches!(m.text(f), "getattr" | "hasattr"))
-                    && n.field("arguments").is_some_and(|a| {
-                        gpulint_syntax::named_children(a).nth(1).is_some_and(|k| {
-                            gpulint_semantic::python::string_literal(k, m.source).as_deref()
-                                == Some(name)
-                        })
-                    })
-            }
-            _ => false,
-        })
-    })
+        }
+    }
+    read
 }
 
 /// Is the outer name bound to a list, dict or set (module level or an enclosing function)?
