@@ -11,6 +11,8 @@ use gpulint_semantic::python::{string_literal, PythonModel};
 use gpulint_syntax::named_children;
 use gpulint_syntax::Lang;
 use gpulint_syntax::NodeExt;
+use std::cell::OnceCell;
+use std::collections::HashMap;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -101,8 +103,67 @@ fn float16_softmax(m: &PythonModel<'_>, call: Node<'_>) -> bool {
             .is_none_or(|d| string_literal(d, m.source).is_some_and(|s| s != "float32"))
 }
 
+/// Where the calls that build a model sit, by scope and text, as sorted start bytes: found
+/// once per file, so that judging each softmax layer does not scan the file's calls.
+#[derive(Default)]
+struct Builds<'t> {
+    /// `obj.add(...)` calls, by (scope, `obj`).
+    adds: HashMap<(Option<usize>, &'t str), Vec<usize>>,
+    /// `keras.Model(inputs, outputs)` calls, by (scope, `outputs`).
+    models: HashMap<(Option<usize>, &'t str), Vec<usize>>,
+    /// Assignments to a plain name, by (scope, name).
+    binds: HashMap<(Option<usize>, &'t str), Vec<usize>>,
+}
+
+impl<'t> Builds<'t> {
+    fn new(m: &PythonModel<'t>) -> Self {
+        let mut b = Builds::default();
+        for &(c, s) in &m.calls {
+            let Some(f) = c.field("function") else {
+                continue;
+            };
+            if f.kind() == "attribute" && f.field("attribute").map(|a| m.text(a)) == Some("add") {
+                if let Some(o) = f.field("object") {
+                    b.adds
+                        .entry((s, m.text(o)))
+                        .or_default()
+                        .push(c.start_byte());
+                }
+            }
+            let model = m.call_name(c).is_some_and(|q| {
+                matches!(normalize(&q).as_str(), "keras.Model" | "keras.models.Model")
+            });
+            if model {
+                if let Some(o) = argument(c, 1, "outputs", m) {
+                    b.models
+                        .entry((s, m.text(o)))
+                        .or_default()
+                        .push(c.start_byte());
+                }
+            }
+        }
+        for &a in &m.assignments {
+            if let Some(l) = a.field("left").filter(|l| l.kind() == "identifier") {
+                b.binds
+                    .entry((m.enclosing_function(a), m.text(l)))
+                    .or_default()
+                    .push(a.start_byte());
+            }
+        }
+        for v in b
+            .adds
+            .values_mut()
+            .chain(b.models.values_mut())
+            .chain(b.binds.values_mut())
+        {
+            v.sort_unstable();
+        }
+        b
+    }
+}
+
 /// Is the layer call the model's output layer?
-fn is_output(m: &PythonModel<'_>, layer: Node<'_>) -> bool {
+fn is_output<'t>(m: &PythonModel<'t>, builds: &OnceCell<Builds<'t>>, layer: Node<'_>) -> bool {
     let Some(p) = layer.parent() else {
         return false;
     };
@@ -128,17 +189,16 @@ fn is_output(m: &PythonModel<'_>, layer: Node<'_>) -> bool {
         if func.field("attribute").map(|a| m.text(a)) != Some("add") {
             return false;
         }
-        let object = func.field("object").map(|o| m.text(o));
+        let Some(object) = func.field("object").map(|o| m.text(o)) else {
+            return true;
+        };
         let scope = m.enclosing_function(add);
-        return !m.calls.iter().any(|(c, s)| {
-            *s == scope
-                && c.start_byte() > add.end_byte()
-                && c.field("function").is_some_and(|f| {
-                    f.kind() == "attribute"
-                        && f.field("attribute").map(|a| m.text(a)) == Some("add")
-                        && f.field("object").map(|o| m.text(o)) == object
-                })
-        });
+        let b = builds.get_or_init(|| Builds::new(m));
+        return b
+            .adds
+            .get(&(scope, object))
+            .and_then(|v| v.last())
+            .is_none_or(|&last| last <= add.end_byte());
     }
     // `outputs = Dense(..., activation="softmax")(x)` then `Model(inputs, outputs)`.
     if p.kind() == "call" && p.field("function").map(|f| f.id()) == Some(layer.id()) {
@@ -156,24 +216,14 @@ fn is_output(m: &PythonModel<'_>, layer: Node<'_>) -> bool {
         // The value the model is built from is the last one bound to the name before the
         // `Model(...)` call (notebook cells run in order): a reassignment in between, such as
         // `outputs = Activation("softmax", dtype="float32")(x)`, replaces this layer's output.
-        let rebound_before = |model_call: usize| {
-            m.assignments.iter().any(|a| {
-                a.start_byte() > assigned
-                    && a.start_byte() < model_call
-                    && m.enclosing_function(*a) == scope
-                    && a.field("left")
-                        .is_some_and(|l| l.kind() == "identifier" && m.text(l) == name)
-            })
+        let b = builds.get_or_init(|| Builds::new(m));
+        let after = |v: Option<&Vec<usize>>| {
+            v.and_then(|v| v.get(v.partition_point(|&x| x <= assigned)).copied())
         };
-        return m.calls.iter().any(|(c, s)| {
-            *s == scope
-                && c.start_byte() > assigned
-                && m.call_name(*c).is_some_and(|q| {
-                    matches!(normalize(&q).as_str(), "keras.Model" | "keras.models.Model")
-                })
-                && argument(*c, 1, "outputs", m).is_some_and(|o| m.text(o) == name)
-                && !rebound_before(c.start_byte())
-        });
+        let Some(model) = after(b.models.get(&(scope, name))) else {
+            return false;
+        };
+        return after(b.binds.get(&(scope, name))).is_none_or(|rebound| rebound >= model);
     }
     false
 }
@@ -186,6 +236,7 @@ impl Rule for Float16SoftmaxOutput {
     fn check_file(&self, ctx: &mut Context<'_>) {
         let m = ctx.python();
         let local = float16_policy(m);
+        let builds = OnceCell::new();
         // Only a file that builds a float16 softmax output can use a policy set elsewhere
         // (the layer's own name first: resolving every call's name costs).
         let softmax_layer = |c: Node<'_>| {
@@ -193,7 +244,7 @@ impl Rule for Float16SoftmaxOutput {
                 let name = m.text(f).rsplit('.').next().unwrap_or("");
                 matches!(name, "Dense" | "Activation" | "Softmax")
             }) && float16_softmax(m, c)
-                && is_output(m, c)
+                && is_output(m, &builds, c)
         };
         if local.is_none()
             && (!m.source.contains("oftmax") || !m.calls.iter().any(|&(c, _)| softmax_layer(c)))
@@ -227,7 +278,7 @@ impl Rule for Float16SoftmaxOutput {
         };
         for &(call, _) in &m.calls {
             if !float16_softmax(m, call)
-                || !is_output(m, call)
+                || !is_output(m, &builds, call)
                 || !policy_applies_to(m, policy, call)
             {
                 continue;
