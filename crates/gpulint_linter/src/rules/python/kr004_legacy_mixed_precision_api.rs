@@ -5,7 +5,7 @@ use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::Severity;
 use gpulint_semantic::python::pins::{self, TfPins};
-use gpulint_semantic::python::tf::normalize;
+use gpulint_semantic::python::tf::{argument, normalize};
 use gpulint_semantic::python::PythonModel;
 use gpulint_syntax::named_children;
 use gpulint_syntax::Lang;
@@ -167,6 +167,18 @@ impl Rule for LegacyMixedPrecisionApi {
             let Some(fix) = replacement(&q) else {
                 continue;
             };
+            // `set_policy("float32")`, `set_policy(policy)`: the replacement keeps the
+            // argument the code passes.
+            let fix = match argument(call, 0, "policy", m).map(|a| m.text(a)) {
+                Some(arg)
+                    if q == "keras.mixed_precision.experimental.set_policy"
+                        && arg.len() <= 60
+                        && !arg.contains('\n') =>
+                {
+                    format!("`tf.keras.mixed_precision.set_global_policy({arg})`")
+                }
+                _ => fix.to_string(),
+            };
             if version_handled(m, call) {
                 continue;
             }
@@ -239,7 +251,7 @@ impl Rule for LegacyMixedPrecisionApi {
             ctx.report(
                 ctx.diagnostic(call, msg)
                     .primary_label(label)
-                    .note("when the fallback drops mixed precision, the batch size chosen for float16 no longer fits in GPU memory")
+                    .note("where the API is missing the script stops at start-up; a fallback that drops mixed precision runs the batch size chosen for float16 in float32, which may no longer fit in GPU memory")
                     .help(format!("use {fix}")),
             );
         }
