@@ -125,7 +125,7 @@ fn local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usiz
     if relative {
         return None;
     }
-    // `from runners.misc import AverageMeter` in `runners/sparenet_runner.py`: an absolute
+    // `from runners.misc import AverageMeter` in `runners/train_runner.py`: an absolute
     // import of the file's own package (a folder around the file, up to the repository root,
     // named as the import's first component) is resolved from that package's parent folder.
     for d in super::search_dirs(file, root) {
