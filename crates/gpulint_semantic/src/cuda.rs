@@ -157,36 +157,6 @@ pub struct CudaModel<'t> {
     error_macros: std::cell::OnceCell<std::collections::HashSet<String>>,
 }
 
-/// The function-like macros `#define NAME(…) body` of `source` (found in the text, wherever
-/// they are: in a branch of `#if`, in a namespace) whose body, up to the first line without a
-/// continuation, calls `cudaGetLastError` or `cudaPeekAtLastError`.
-fn error_retrieving_macros(source: &str) -> std::collections::HashSet<String> {
-    let mut out = std::collections::HashSet::new();
-    let mut rest = source;
-    while let Some(pos) = rest.find("#define") {
-        rest = &rest[pos + "#define".len()..];
-        let after = rest.trim_start_matches([' ', '\t']);
-        let name_len = after
-            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .unwrap_or(after.len());
-        if name_len == 0 || !after[name_len..].starts_with('(') {
-            continue;
-        }
-        let mut end = 0;
-        for line in after.split_inclusive('\n') {
-            end += line.len();
-            if !line.trim_end().ends_with('\\') {
-                break;
-            }
-        }
-        let body = &after[..end];
-        if body.contains("cudaGetLastError") || body.contains("cudaPeekAtLastError") {
-            out.insert(after[..name_len].to_string());
-        }
-    }
-    out
-}
-
 /// See [`CudaModel::function_order`]: the order by start byte (longest first on a tie) and
 /// the innermost holder of each function.
 fn function_nesting(functions: &[Function<'_>]) -> (Vec<usize>, Vec<Option<usize>>) {
@@ -534,47 +504,6 @@ impl<'t> CudaModel<'t> {
             }
         }
         out
-    }
-
-    /// The launches sorted by start byte, as `(start, end, index into launches)`.
-    fn launch_spans(&self) -> &[(usize, usize, usize)] {
-        self.launch_spans.get_or_init(|| {
-            let mut v: Vec<(usize, usize, usize)> = self
-                .launches
-                .iter()
-                .enumerate()
-                .map(|(i, l)| (l.node.start_byte(), l.node.end_byte(), i))
-                .collect();
-            v.sort_unstable();
-            v
-        })
-    }
-
-    /// The launches inside `node`, as indexes into `launches` (by start byte): a binary search
-    /// and the launches found, not a scan of every launch of the file.
-    pub fn launches_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
-        let (start, end) = (node.start_byte(), node.end_byte());
-        let spans = self.launch_spans();
-        let i = spans.partition_point(|&(s, _, _)| s < start);
-        spans[i..]
-            .iter()
-            .take_while(move |&&(s, _, _)| s < end)
-            .filter(move |&&(_, e, _)| e <= end)
-            .map(|&(_, _, i)| i)
-    }
-
-    /// Does `node` hold a kernel launch?
-    pub fn holds_launch(&self, node: Node<'_>) -> bool {
-        self.launches_within(node).next().is_some()
-    }
-
-    /// Is `name` a function-like macro of this file (`#define NAME(…)`, anywhere in the text)
-    /// whose body calls `cudaGetLastError` or `cudaPeekAtLastError`? The macros are read once
-    /// per file.
-    pub fn macro_retrieves_error(&self, name: &str) -> bool {
-        self.error_macros
-            .get_or_init(|| error_retrieving_macros(self.source))
-            .contains(name)
     }
 
     /// Is `name` a grid-stride loop macro (built in, or from CU001's `loop-macros`)?

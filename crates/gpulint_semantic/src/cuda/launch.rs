@@ -347,3 +347,37 @@ impl<'t> CudaModel<'t> {
             .collect()
     }
 }
+
+impl<'t> CudaModel<'t> {
+    /// The launches sorted by start byte, as `(start, end, index into launches)`.
+    fn launch_spans(&self) -> &[(usize, usize, usize)] {
+        self.launch_spans.get_or_init(|| {
+            let mut v: Vec<(usize, usize, usize)> = self
+                .launches
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (l.node.start_byte(), l.node.end_byte(), i))
+                .collect();
+            v.sort_unstable();
+            v
+        })
+    }
+
+    /// The launches inside `node`, as indexes into `launches` (by start byte): a binary search
+    /// and the launches found, not a scan of every launch of the file.
+    pub fn launches_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
+        let (start, end) = (node.start_byte(), node.end_byte());
+        let spans = self.launch_spans();
+        let i = spans.partition_point(|&(s, _, _)| s < start);
+        spans[i..]
+            .iter()
+            .take_while(move |&&(s, _, _)| s < end)
+            .filter(move |&&(_, e, _)| e <= end)
+            .map(|&(_, _, i)| i)
+    }
+
+    /// Does `node` hold a kernel launch?
+    pub fn holds_launch(&self, node: Node<'_>) -> bool {
+        self.launches_within(node).next().is_some()
+    }
+}
