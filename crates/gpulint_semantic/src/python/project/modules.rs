@@ -376,6 +376,23 @@ fn default_evaluated_at_import(m: &PythonModel<'_>, node: tree_sitter::Node<'_>)
     })
 }
 
+/// The module file and class name that `qualified` (`trainer.Trainer`, `.models.Net`) names
+/// when its module is one of the project's ([`local_module`] for `file`) and the name ends
+/// with exactly one class after the module. The module becomes a dependency of the result.
+fn local_class(file: &Path, root: &Path, qualified: &str) -> Option<(PathBuf, String)> {
+    let (path, n) = local_module(file, root, qualified)?;
+    let parts: Vec<&str> = qualified
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.len() != n + 1 {
+        return None;
+    }
+    gpulint_source::note_dependency(&path);
+    Some((path, parts[n].to_string()))
+}
+
 /// A method of a class of a module: (module path, class, method).
 type MethodKey = (PathBuf, String, String);
 
@@ -387,19 +404,10 @@ static METHOD_SUMMARIES: LazyLock<Mutex<HashMap<MethodKey, bool>>> =
 /// value, judged in that module with its own `backward()` calls? Cached for the run; the
 /// module's own imports are not followed further.
 pub fn method_returns_attached(file: &Path, root: &Path, qualified: &str, method: &str) -> bool {
-    let Some((path, n)) = local_module(file, root, qualified) else {
+    let Some((path, class)) = local_class(file, root, qualified) else {
         return false;
     };
-    let parts: Vec<&str> = qualified
-        .trim_start_matches('.')
-        .split('.')
-        .filter(|p| !p.is_empty())
-        .collect();
-    if parts.len() != n + 1 {
-        return false;
-    }
-    let class = parts[n];
-    gpulint_source::note_dependency(&path);
+    let class = class.as_str();
     let key = (path.clone(), class.to_string(), method.to_string());
     if let Some(&known) = METHOD_SUMMARIES
         .lock()
@@ -450,17 +458,8 @@ static CLASS_SUMMARIES: LazyLock<Mutex<HashMap<ClassKey, Option<Arc<ClassSummary
 /// [`local_module`] finds it for `file`. Cached for the run; the module's own imports are not
 /// followed further.
 fn class_summary(file: &Path, root: &Path, qualified: &str) -> Option<Arc<ClassSummary>> {
-    let (path, n) = local_module(file, root, qualified)?;
-    let parts: Vec<&str> = qualified
-        .trim_start_matches('.')
-        .split('.')
-        .filter(|p| !p.is_empty())
-        .collect();
-    if parts.len() != n + 1 {
-        return None;
-    }
-    let class = parts[n];
-    gpulint_source::note_dependency(&path);
+    let (path, class) = local_class(file, root, qualified)?;
+    let class = class.as_str();
     let key = (path.clone(), class.to_string());
     if let Some(known) = CLASS_SUMMARIES
         .lock()
