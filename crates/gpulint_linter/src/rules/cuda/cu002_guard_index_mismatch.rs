@@ -1,6 +1,6 @@
 //! CU002: the index a guard checks differs from the index that is accessed.
 
-use super::cu001_unguarded_thread_index::SANITIZER;
+use super::SANITIZER;
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};

@@ -1,8 +1,8 @@
 //! CU003: a 32-bit global thread index compared against a 64-bit size, and element counts
 //! narrowed to 32 bits in host glue before a launch.
 
-use super::cu001_unguarded_thread_index::SANITIZER;
 use super::short;
+use super::SANITIZER;
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};

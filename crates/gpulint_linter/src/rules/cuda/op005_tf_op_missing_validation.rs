@@ -1,8 +1,8 @@
 //! OP005: a TensorFlow GPU op's `Compute` that uses its inputs without `OP_REQUIRES`
 //! validation, narrows the element count to 32 bits, or drops the status of `allocate_output`.
 
-use super::cu001_unguarded_thread_index::SANITIZER;
 use super::short;
+use super::SANITIZER;
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
