@@ -123,10 +123,17 @@ fn local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usiz
     }
     let (found, noted) = gpulint_source::deps::noting(|| find_local_module(file, root, dotted));
     if let Ok(mut m) = RESOLVED.lock() {
+        // Bounded, so that memory does not grow with the number of folders checked.
+        if m.len() >= MAX_RESOLVED {
+            m.clear();
+        }
         m.insert(key, (found.clone(), Arc::new(noted)));
     }
     found
 }
+
+/// Answers kept at most by [`local_module`].
+const MAX_RESOLVED: usize = 4096;
 
 /// Where an import resolves, from the folder of the file that imports it and the root.
 type Resolved = (Option<(PathBuf, usize)>, Arc<Vec<PathBuf>>);
