@@ -127,8 +127,10 @@ pub struct CudaModel<'t> {
     host_defs: HashMap<(usize, &'t str), Vec<HostDef<'t>>>,
     /// Torch op glue: tensor parameters, raw pointers, checks, dispatches, guards, bindings.
     pub glue: glue::Glue<'t>,
-    /// The project headers this file includes (empty until [`CudaModel::read_headers`]).
-    pub headers: headers::Headers,
+    /// The project headers this file includes: read the first time a rule asks about them,
+    /// from the path [`CudaModel::read_headers`] gave (none: no headers).
+    headers: std::cell::OnceCell<headers::Headers>,
+    header_path: Option<std::path::PathBuf>,
     /// Indexes into `functions` sorted by start byte, and per function the innermost other
     /// function whose range holds it: finding the functions around a node costs their nesting,
     /// not the number of functions in the file.
@@ -461,7 +463,7 @@ impl<'t> CudaModel<'t> {
         self.aliases
             .get(name)
             .copied()
-            .or_else(|| self.headers.alias(name))
+            .or_else(|| self.headers().alias(name))
     }
 
     /// The types declared for struct members called `name`, in this file, else in the
@@ -469,19 +471,29 @@ impl<'t> CudaModel<'t> {
     pub fn field_types(&self, name: &str) -> Vec<&str> {
         match self.fields.get(name) {
             Some(v) => v.clone(),
-            None => self.headers.field_types(name),
+            None => self.headers().field_types(name),
         }
     }
 
-    /// Reads the project headers `path` includes (see [`headers`]).
+    /// Reads the project headers `path` includes (see [`headers`]) when a rule first asks
+    /// about them: a file whose rules ask nothing of its headers does not depend on them.
     pub fn read_headers(&mut self, path: &std::path::Path) {
-        self.headers = headers::project_headers(path, self.source);
+        self.headers = std::cell::OnceCell::new();
+        self.header_path = Some(path.to_path_buf());
+    }
+
+    /// The project headers this file includes.
+    pub fn headers(&self) -> &headers::Headers {
+        self.headers.get_or_init(|| match &self.header_path {
+            Some(path) => headers::project_headers(path, self.source),
+            None => headers::Headers::default(),
+        })
     }
 
     /// Names of macros and functions, here or in a project header, that query the CUDA error
     /// state (`#define CHECK_LAUNCH() … cudaGetLastError() …`, `void finish() {…}`).
     pub fn check_helpers(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = self.headers.check_helpers().collect();
+        let mut out: Vec<&str> = self.headers().check_helpers().collect();
         let top = gpulint_syntax::named_children(self.root).flat_map(|n| {
             let nested = matches!(n.kind_name(), "preproc_if" | "preproc_ifdef")
                 .then(|| gpulint_syntax::named_children(n))

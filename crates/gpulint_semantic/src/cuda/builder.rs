@@ -244,6 +244,7 @@ impl<'t> CudaBuilder<'t> {
             host_defs: self.host_defs,
             glue: Default::default(),
             headers: Default::default(),
+            header_path: None,
             function_order,
             function_parent,
             launches_by_kernel: HashMap::new(),

@@ -76,7 +76,7 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "Entire dataset loaded from files moved to the GPU at once",
         kinds: &[],
-        needles: &["torch", "tensorflow", "jax", "keras"],
+        needles: &["torch", "tensorflow", "jax", "keras", "flax"],
         options: &[],
     };
 }

@@ -72,7 +72,7 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "Keras models created in a loop without clear_session()",
         kinds: &[],
-        needles: &["keras"],
+        needles: &["keras", "tensorflow"],
         options: &[],
     };
 }

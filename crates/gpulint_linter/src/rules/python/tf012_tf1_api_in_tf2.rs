@@ -68,7 +68,7 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "TF1 session or graph API mixed into TF2 code, or a ConfigProto that never reaches a session",
         kinds: &[],
-        needles: &["tensorflow"],
+        needles: &["tensorflow", "tf_keras"],
         options: &[],
     };
 }

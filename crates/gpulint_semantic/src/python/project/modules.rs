@@ -108,6 +108,43 @@ fn module_under(dir: &Path, parts: &[&str]) -> Option<(PathBuf, usize)> {
 /// `file` only. Returns the path and the number of leading components of `dotted` that name
 /// the module (the rest are attributes).
 fn local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usize)> {
+    // The answer depends on the file's folder only, and most files of a folder import the
+    // same modules: each question is answered once per run (a dozen file-system lookups).
+    let key = (
+        file.parent()?.to_path_buf(),
+        root.to_path_buf(),
+        dotted.to_string(),
+    );
+    if let Some((found, noted)) = RESOLVED.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        for d in noted.iter() {
+            gpulint_source::note_dependency(d);
+        }
+        return found;
+    }
+    let (found, noted) = gpulint_source::deps::noting(|| find_local_module(file, root, dotted));
+    if let Ok(mut m) = RESOLVED.lock() {
+        // Bounded, so that memory does not grow with the number of folders checked.
+        if m.len() >= MAX_RESOLVED {
+            m.clear();
+        }
+        m.insert(key, (found.clone(), Arc::new(noted)));
+    }
+    found
+}
+
+/// Answers kept at most by [`local_module`].
+const MAX_RESOLVED: usize = 4096;
+
+/// Where an import resolves, from the folder of the file that imports it and the root.
+type Resolved = (Option<(PathBuf, usize)>, Arc<Vec<PathBuf>>);
+
+/// Answers by (folder of the importing file, root, dotted name).
+type ResolvedCache = HashMap<(PathBuf, PathBuf, String), Resolved>;
+
+static RESOLVED: LazyLock<Mutex<ResolvedCache>> = LazyLock::new(Default::default);
+
+/// [`local_module`], uncached.
+fn find_local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usize)> {
     let dir = file.parent()?;
     // `.x` is relative to this package; `..x` would leave the directory: not followed.
     let (dotted, relative) = match dotted.strip_prefix('.') {
