@@ -261,7 +261,7 @@ fn linear_access<'a, 't>(
                 row: u.accessor,
             });
         }
-        let seen = m.headers.kernel(l.kernel)?;
+        let seen = m.headers().kernel(l.kernel)?;
         if seen.kernel.params.iter().any(|p| layout_aware(&p.name)) {
             return None;
         }
