@@ -157,6 +157,8 @@ pub struct CudaModel<'t> {
     /// Function-like macros of this file whose body retrieves the last error (built on first
     /// use).
     error_macros: std::cell::OnceCell<std::collections::HashSet<String>>,
+    /// The parent of each node of the tree (built on first use).
+    parents: std::cell::OnceCell<gpulint_syntax::Parents<'t>>,
 }
 
 /// See [`CudaModel::function_order`]: the order by start byte (longest first on a tie) and
@@ -285,6 +287,18 @@ impl<'t> CudaModel<'t> {
     }
 
     /// Kernels (`__global__` functions).
+    /// The parent of `node`, as `Node::parent` gives it, from a table built once per file:
+    /// `Node::parent` descends from the root on every call (see [`gpulint_syntax::Parents`]).
+    pub fn parent(&self, node: Node<'_>) -> Option<Node<'t>> {
+        self.parents().parent(node)
+    }
+
+    /// The parent table of the tree (built on first use).
+    pub fn parents(&self) -> &gpulint_syntax::Parents<'t> {
+        self.parents
+            .get_or_init(|| gpulint_syntax::Parents::of([self.root]))
+    }
+
     pub fn kernel_functions(&self) -> impl Iterator<Item = &Function<'t>> {
         self.functions.iter().filter(|f| f.space.global)
     }
@@ -304,7 +318,7 @@ impl<'t> CudaModel<'t> {
     }
 
     /// Indexes of the functions whose byte range holds `node`, innermost first.
-    pub fn functions_around(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
+    pub fn functions_around(&self, node: Node<'_>) -> impl Iterator<Item = usize> + use<'_, 't> {
         let (start, end) = (node.start_byte(), node.end_byte());
         let before = self
             .function_order

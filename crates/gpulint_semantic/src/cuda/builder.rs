@@ -253,6 +253,7 @@ impl<'t> CudaBuilder<'t> {
             guard_order: Vec::new(),
             allocation_order: Vec::new(),
             framework_header: Default::default(),
+            parents: Default::default(),
             line_ends: Default::default(),
             launch_spans: Default::default(),
             error_macros: Default::default(),

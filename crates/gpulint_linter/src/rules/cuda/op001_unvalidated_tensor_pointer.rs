@@ -324,7 +324,7 @@ fn sized_by_other<'t>(
 }
 
 /// Does the kernel access `ptr` under a guard that mentions `count`?
-fn bounded_by(m: &CudaModel<'_>, k: &Kernel<'_>, ptr: &str, count: &str) -> bool {
+fn bounded_by<'t>(m: &CudaModel<'t>, k: &Kernel<'t>, ptr: &str, count: &str) -> bool {
     // `p[0]` reads one element whatever the count.
     m.indexed_accesses(k, ptr).any(|a| {
         m.guard_chain(a.guard).any(|g| {

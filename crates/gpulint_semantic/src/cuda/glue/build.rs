@@ -215,7 +215,15 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
             let ctext = text(*c, source);
             if let Some((recv, method, targ)) = method_call(*c, source) {
                 if POINTER_METHODS.contains(&method) && (method != "data" || targ.is_some()) {
-                    uses.push(pointer_use(*c, recv, method, targ, &cx, &glue.dispatches));
+                    uses.push(pointer_use(
+                        *c,
+                        recv,
+                        method,
+                        targ,
+                        &cx,
+                        &glue.dispatches,
+                        model,
+                    ));
                 }
                 continue;
             }
