@@ -222,11 +222,12 @@ impl<'t> CudaModel<'t> {
         k.accesses.iter().find(|a| {
             a.base == base
                 && a.accessor
-                && a.node.parent().is_some_and(|f| {
+                && self.parent(a.node).is_some_and(|f| {
                     f.kind_name() == "field_expression"
                         && f.field("field")
                             .is_some_and(|n| text(n, self.source) == "data")
-                        && f.parent()
+                        && self
+                            .parent(f)
                             .is_some_and(|c| c.kind_name() == "call_expression")
                 })
         })
