@@ -84,6 +84,23 @@ fn fifos_never_block_the_run() {
     );
     let o = run_bounded(d, &["--isolated", "--no-cache", "requirements.txt"], limit);
     assert!(code(&o) < 2, "{}", stderr(&o));
+    // Named on the command line, a FIFO or a device is said to be skipped, not passed over.
+    let o = run_bounded(d, &["--isolated", "--no-cache", "pipe.py"], limit);
+    assert!(code(&o) < 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("pipe.py: not a regular file"),
+        "{}",
+        stderr(&o)
+    );
+    if std::path::Path::new("/dev/null").exists() {
+        let o = run_bounded(d, &["--isolated", "--no-cache", "/dev/null"], limit);
+        assert!(code(&o) < 2, "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("/dev/null: not a regular file (a FIFO, socket or device)"),
+            "{}",
+            stderr(&o)
+        );
+    }
     let o = run_bounded(d, &["estimate", "pipe.py"], limit);
     assert_eq!(code(&o), 2);
     assert!(
@@ -597,6 +614,12 @@ fn the_readme_install_routes_are_locked_and_state_their_needs() {
         assert!(l.contains("--locked"), "without --locked: {l}");
     }
     assert!(!readme.contains("rev: v0.1.0"), "a tag that does not exist");
+    assert!(
+        !readme
+            .lines()
+            .any(|l| l.trim_end().ends_with("pip install gpulint")),
+        "nothing is published on PyPI"
+    );
     assert!(readme.contains("Rust 1.85"), "the Rust version needed");
     assert!(readme.contains("C compiler"), "the C compiler needed");
 }

@@ -148,6 +148,12 @@ pub fn discover(paths: &[PathBuf], excluded: &Exclusion, cwd: &Path) -> Discover
                     "not a Python, CUDA/C++ or dependency manifest file".into(),
                 )),
             },
+            Ok(m) if !m.is_dir() => out.skipped.push((
+                // Named on the command line (`gpulint /dev/null`): reading it could block or
+                // never end, and it is no source file, whatever its name.
+                display_path(root, cwd),
+                "not a regular file (a FIFO, socket or device)".into(),
+            )),
             Ok(_) => walk(root, excluded, cwd, &mut out),
         }
     }
