@@ -181,17 +181,19 @@ fn find_local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf,
     )
 }
 
+/// What `read` makes of the model of the project module at `path`: `None` when the module is
+/// not a regular file of at most [`MAX_MODULE_SIZE`] bytes, or cannot be decoded or parsed.
+fn with_module<R>(path: &Path, read: impl FnOnce(&PythonModel<'_>) -> Option<R>) -> Option<R> {
+    let text = gpulint_source::decode(read_small(path, MAX_MODULE_SIZE)?).ok()?;
+    let tree = parse(Lang::Python, &text)?;
+    read(&crate::python::build(&tree, &text))
+}
+
 fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
     if let Some(f) = MODULES.lock().ok().and_then(|m| m.get(path).cloned()) {
         return f;
     }
-    let facts = (|| {
-        if std::fs::metadata(path).ok()?.len() > MAX_MODULE_SIZE {
-            return None;
-        }
-        let text = gpulint_source::decode(std::fs::read(path).ok()?).ok()?;
-        let tree = parse(Lang::Python, &text)?;
-        let m = crate::python::build(&tree, &text);
+    let facts = with_module(path, |m| {
         let tf = m.tf();
         // A call at module level (not under `if __name__ == "__main__":`) that initializes the
         // runtime.
@@ -202,7 +204,7 @@ fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
                 .find(|e| {
                     tf.init_kind(e.node).is_some()
                         && m.enclosing_function(e.node).is_none()
-                        && !under_main_guard(&m, e.node)
+                        && !under_main_guard(m, e.node)
                 })
                 .map(|e| e.node)
                 // `def call(self, x, n=tf.constant(1)):` in a class of the module: a default
@@ -211,7 +213,7 @@ fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
                     m.calls
                         .iter()
                         .map(|&(c, _)| c)
-                        .find(|&c| tf.init_kind(c).is_some() && default_evaluated_at_import(&m, c))
+                        .find(|&c| tf.init_kind(c).is_some() && default_evaluated_at_import(m, c))
                 })
                 .and_then(|c| c.field("function"))
                 .map(|f| m.text(f).to_string())
@@ -220,9 +222,9 @@ fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
         };
         let mut float16_policy_at_import = false;
         let mut float16_policy_functions: Vec<String> = Vec::new();
-        for call in crate::python::mixed_precision::float16_policy_calls(&m) {
+        for call in crate::python::mixed_precision::float16_policy_calls(m) {
             match m.enclosing_function(call) {
-                None => float16_policy_at_import |= !under_main_guard(&m, call),
+                None => float16_policy_at_import |= !under_main_guard(m, call),
                 Some(f) => {
                     let f = &m.functions[f];
                     if f.parent.is_none()
@@ -235,13 +237,13 @@ fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
             }
         }
         Some(Arc::new(ModuleFacts {
-            tf_memory_at_import: tf.memory_configured_at_import(&m),
-            tf_memory_functions: tf.memory_config_functions(&m),
+            tf_memory_at_import: tf.memory_configured_at_import(m),
+            tf_memory_functions: tf.memory_config_functions(m),
             tf_init_at_import,
             float16_policy_at_import,
             float16_policy_functions,
         }))
-    })();
+    });
     if let Ok(mut m) = MODULES.lock() {
         m.insert(path.to_path_buf(), facts.clone());
     }
@@ -454,19 +456,15 @@ pub fn method_returns_attached(file: &Path, root: &Path, qualified: &str, method
     {
         return known;
     }
-    let found = (|| {
-        let bytes = read_small(&path, MAX_MODULE_SIZE)?;
-        let text = gpulint_source::decode(bytes).ok()?;
-        let tree = parse(Lang::Python, &text)?;
-        let m = crate::python::build(&tree, &text);
+    let found = with_module(&path, |m| {
         if !m.imports_torch() {
             return Some(false);
         }
         let f = m.functions.iter().position(|f| {
             f.name == method && f.parent.is_none() && f.class.as_deref() == Some(class)
         })?;
-        Some(m.training().returns_attached(&m, f, 0).is_some())
-    })()
+        Some(m.training().returns_attached(m, f, 0).is_some())
+    })
     .unwrap_or(false);
     if let Ok(mut s) = METHOD_SUMMARIES.lock() {
         s.insert(key, found);
@@ -505,11 +503,7 @@ fn class_summary(file: &Path, root: &Path, qualified: &str) -> Option<Arc<ClassS
     {
         return known;
     }
-    let found = (|| {
-        let bytes = read_small(&path, MAX_MODULE_SIZE)?;
-        let text = gpulint_source::decode(bytes).ok()?;
-        let tree = parse(Lang::Python, &text)?;
-        let m = crate::python::build(&tree, &text);
+    let found = with_module(&path, |m| {
         if !m
             .classes
             .iter()
@@ -520,15 +514,15 @@ fn class_summary(file: &Path, root: &Path, qualified: &str) -> Option<Arc<ClassS
         let mut summary = ClassSummary::default();
         for (i, f) in m.functions.iter().enumerate() {
             if f.parent.is_none() && f.class.as_deref() == Some(class) {
-                let params = crate::python::training::accumulated_params(&m, i);
+                let params = crate::python::training::accumulated_params(m, i);
                 if !params.is_empty() {
                     summary.accumulated.insert(f.name.clone(), params);
                 }
             }
         }
-        summary.loop_calls = crate::python::training::self_calls_in_loops(&m, class);
+        summary.loop_calls = crate::python::training::self_calls_in_loops(m, class);
         Some(Arc::new(summary))
-    })();
+    });
     if let Ok(mut s) = CLASS_SUMMARIES.lock() {
         s.insert(key, found.clone());
     }
