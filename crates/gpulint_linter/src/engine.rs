@@ -18,6 +18,7 @@ use gpulint_diagnostics::{Diagnostic, FileReport};
 use gpulint_manifest::{self as manifest, Loader};
 use gpulint_source::deps::tracked;
 use gpulint_source::SourceFile;
+use gpulint_source::Span;
 use gpulint_source::{decode, read_bytes};
 use gpulint_syntax::{self as lang, Lang};
 use outcome::{checked, internal_error, skipped, unread_cells};
@@ -261,16 +262,28 @@ impl Engine {
         table: &RuleTable,
         notebook: Option<&gpulint_source::notebook::Notebook>,
     ) -> Option<(Vec<Diagnostic>, bool, Vec<crate::link::Link>)> {
+        // The parts of the text left out of a second parse (see `unclosed`).
+        let mut cuts: Vec<Span> = Vec::new();
         let trees: Vec<tree_sitter::Tree> = match notebook {
             Some(nb) => {
                 let mut trees = Vec::with_capacity(nb.cells.len());
+                let mut cell_cuts = Vec::with_capacity(nb.cells.len());
                 for cell in &nb.cells {
-                    trees.push(lang::parse_range(lang, &file.text, cell.start, cell.end)?);
+                    let (tree, cut) =
+                        lang::parse_range_recovering(lang, &file.text, cell.start, cell.end)?;
+                    trees.push(tree);
+                    cell_cuts.push(cut.map(|c| Span::new(c, cell.end)));
                 }
                 // Cells that a per-backend cell magic keeps from running are not checked.
                 let magics: Vec<Option<&str>> =
                     nb.cells.iter().map(|c| c.magic.as_deref()).collect();
                 let off = gpulint_semantic::gated_off_cells(&file.text, &trees, &magics);
+                cuts.extend(
+                    cell_cuts
+                        .into_iter()
+                        .zip(&off)
+                        .filter_map(|(c, &o)| c.filter(|_| !o)),
+                );
                 if off.iter().any(|&o| o) {
                     trees = trees
                         .into_iter()
@@ -284,18 +297,26 @@ impl Engine {
                 trees
             }
             None => {
-                let mut tree = lang::parse(lang, &file.text)?;
+                let tree = lang::parse(lang, &file.text)?;
                 if lang == Lang::Cuda {
                     // A header's facts for the files that include it, from this parse.
                     gpulint_semantic::cuda::headers::share(&file.path, &file.text, &tree);
-                    // Macro-heavy C++ often needs a second, line-preserving parse (see `cuda_retry`).
-                    tree = lang::cuda_retry::reparse(&file.text, tree);
                 }
+                // Macro-heavy C++ often needs a second, line-preserving parse (see
+                // `cuda_retry`); a text that ends inside an open bracket is parsed again
+                // without the statement left open when the parser gave up on more (see
+                // `unclosed`), and that statement is reported as not parsed.
+                let (tree, cut) = lang::recover(lang, &file.text, tree);
+                cuts.extend(cut.map(|c| Span::new(c, file.text.len())));
                 vec![tree]
             }
         };
-        let (mut diagnostics, info) =
+        let (mut diagnostics, mut info) =
             checker::check_tree(file, &trees, lang, table, &self.settings);
+        if !cuts.is_empty() {
+            info.error_spans.extend(cuts);
+            info.error_spans.sort_by_key(|s| (s.start, s.end));
+        }
         if let Some(m) = &info.manifest {
             diagnostics.extend(crate::checker::check_manifest(
                 &self.manifest,
