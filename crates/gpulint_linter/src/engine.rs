@@ -50,7 +50,18 @@ pub struct FileResult {
     pub dependencies: Vec<std::path::PathBuf>,
     /// The native extensions a Python file builds, with their sources.
     pub links: Vec<crate::link::Link>,
+    /// The calls a Python file makes into extension modules, for the op-glue rules.
+    pub calls: Vec<gpulint_semantic::python::ext_calls::ExtCall>,
 }
+
+/// What checking a parsed file gives: its findings, whether it parsed with errors, the
+/// extensions it builds and its calls into extension modules.
+type Checked = (
+    Vec<Diagnostic>,
+    bool,
+    Vec<crate::link::Link>,
+    Vec<gpulint_semantic::python::ext_calls::ExtCall>,
+);
 
 /// The enabled rules of each language and the settings: everything needed to check a file.
 pub struct Engine {
@@ -101,6 +112,11 @@ impl Engine {
                     .iter()
                     .map(|n| (*n, None)),
             );
+            // The op-glue rules read what Python callers pass to the functions an extension
+            // binds (see `ext_calls`): a file that calls one mentions torch.
+            if checker::reads_python_callers(&settings) {
+                extra.push(("torch", None));
+            }
         }
         let mut python = RuleTable::new(Lang::Python, &settings.enabled, &extra);
         if settings.is_enabled("GL003") && settings.explicit.contains("GL003") {
@@ -209,7 +225,7 @@ impl Engine {
                         diagnostics,
                         notebook,
                     };
-                    checked(report, partial, dependencies, Vec::new())
+                    checked(report, partial, dependencies, Vec::new(), Vec::new())
                 }
                 Ok(Err(reason)) => skipped(path, display, reason),
                 Err(payload) => internal_error(path, display, payload),
@@ -231,19 +247,20 @@ impl Engine {
                 partial: false,
                 dependencies: Vec::new(),
                 links: Vec::new(),
+                calls: Vec::new(),
             };
         }
         let (outcome, dependencies) =
             tracked(|| self.check_source(&source, lang, table, notebook.as_deref()));
         match outcome {
-            Ok(Some((diagnostics, partial, links))) => {
+            Ok(Some((diagnostics, partial, links, calls))) => {
                 let report = FileReport {
                     display_path: display,
                     source,
                     diagnostics,
                     notebook,
                 };
-                checked(report, partial, dependencies, links)
+                checked(report, partial, dependencies, links, calls)
             }
             Ok(None) => skipped(
                 path,
@@ -260,7 +277,7 @@ impl Engine {
         lang: Lang,
         table: &RuleTable,
         notebook: Option<&gpulint_source::notebook::Notebook>,
-    ) -> Option<(Vec<Diagnostic>, bool, Vec<crate::link::Link>)> {
+    ) -> Option<Checked> {
         let trees: Vec<tree_sitter::Tree> = match notebook {
             Some(nb) => {
                 let mut trees = Vec::with_capacity(nb.cells.len());
@@ -279,7 +296,7 @@ impl Engine {
                         .collect();
                 }
                 if trees.is_empty() {
-                    return Some((Vec::new(), false, Vec::new()));
+                    return Some((Vec::new(), false, Vec::new(), Vec::new()));
                 }
                 trees
             }
@@ -294,7 +311,7 @@ impl Engine {
                 vec![tree]
             }
         };
-        let (mut diagnostics, info) =
+        let (mut diagnostics, mut info) =
             checker::check_tree(file, &trees, lang, table, &self.settings);
         if let Some(m) = &info.manifest {
             diagnostics.extend(crate::checker::check_manifest(
@@ -319,7 +336,8 @@ impl Engine {
             lang,
             notebook,
         );
-        Some((diagnostics, !info.error_spans.is_empty(), links))
+        let calls = std::mem::take(&mut info.ext_calls);
+        Some((diagnostics, !info.error_spans.is_empty(), links, calls))
     }
 
     /// Reads a manifest (and, lazily, the files it includes) and runs the manifest rules.

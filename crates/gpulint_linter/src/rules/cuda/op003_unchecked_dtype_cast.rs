@@ -17,7 +17,9 @@ declare_rule! {
     ///   (`(float*)x.data_ptr()`, `reinterpret_cast<half*>(x.data_ptr())`,
     ///   `static_cast<float*>(x.mutable_data_ptr())`) outside any dispatch macro and with no
     ///   dtype check on `x` (`TORCH_CHECK(x.scalar_type() == at::kFloat)`, `x.dtype()`, an `if`
-    ///   or `switch` on it) here or in its callers;
+    ///   or `switch` on it) here or in its callers, nor by every Python call of the bound
+    ///   function that the checked files hold (`x.float()`, `x.to(torch.half)`, a dtype
+    ///   comparison that guards the call or raises; see OP002 for how calls are matched);
     /// - inside an `AT_DISPATCH_*` lambda, the dispatched tensor read as `float`
     ///   (`x.data_ptr<float>()`, `(float*)x.data_ptr()`) instead of `scalar_t`.
     ///
