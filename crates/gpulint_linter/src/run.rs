@@ -136,7 +136,8 @@ pub struct Run<T> {
 ///
 /// The Python files are checked first: the extension builds they hold say which sources are
 /// checked too and which findings are annotated, so every other file's result is complete
-/// when it is checked.
+/// when it is checked. What they pass to the functions the extensions bind is weighed by
+/// the op-glue rules (see `glue_python`).
 #[allow(clippy::too_many_arguments)]
 pub fn run_files_with<T: Send>(
     engines: &dyn Engines,
@@ -281,7 +282,7 @@ pub fn run_files_with<T: Send>(
     let extra = extra_sources(linked().flat_map(|(_, l)| l), files, cwd, excluded);
     let calls = slots.iter_mut().filter_map(|(_, s)| s.calls.take());
     let callers = gpulint_semantic::cuda::glue_python::PythonCallers::new(builds, calls);
-    gpulint_semantic::cuda::glue_python::install(Some(std::sync::Arc::new(callers)));
+    gpulint_semantic::cuda::glue_python::install(Some(Arc::new(callers)));
     if !extra.is_empty() {
         progress.add(extra.len() as u64);
     }

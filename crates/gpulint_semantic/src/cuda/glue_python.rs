@@ -6,9 +6,9 @@
 //! declares name the module each C/C++ source is compiled into (`CUDAExtension(name="ext",
 //! sources=[…])`, `load(name="ext", …)`). The run then installs one [`PythonCallers`] for the
 //! C/C++ files it checks next. A function bound with `m.def("fn", &f)` in a source of module
-//! `ext` is called from Python wherever `ext.fn(…)` is; one registered with `m.impl("fn", …)`
-//! in `TORCH_LIBRARY(ns, m)` wherever `torch.ops.ns.fn(…)` is. When no such call was seen, the
-//! answer is "unknown" and the rules keep their findings.
+//! `ext` is called from Python wherever `ext.fn(…)` is. When no such call was seen, the answer
+//! is "unknown" and the rules keep their findings; so it is for ops registered in
+//! `TORCH_LIBRARY(ns, m)`, whose callers (`torch.ops.ns.fn(…)`) are not matched.
 
 use super::glue::{Binding, Props, CONTIG, DEVICE, DTYPE};
 use crate::python::ext_calls;
@@ -24,7 +24,7 @@ pub struct PythonCallers {
     /// compiles it (`fused_adam`, `maskrcnn_benchmark._C`).
     modules: HashMap<PathBuf, Vec<String>>,
     /// Calls by function, with the file (as shown) they are in: only those into a module that
-    /// a build names, or into `torch.ops.<ns>`.
+    /// a build names.
     calls: HashMap<String, Vec<(String, ExtCall)>>,
     /// A hash of the calls of the extension modules of the run (for the result cache).
     hash: u64,
@@ -59,7 +59,7 @@ fn glue_props(python: u8) -> Props {
 /// Does a call into `module` (as imported) reach the extension built as `built`? The same
 /// dotted name, or one is the other inside a package (`from pkg import _C` is `pkg._C`; a
 /// relative `from . import _C` is `_C`).
-fn same_module(module: &str, built: &str) -> bool {
+pub fn same_module(module: &str, built: &str) -> bool {
     let module = module.trim_start_matches('.');
     module == built
         || built.strip_suffix(module).is_some_and(|p| p.ends_with('.'))
@@ -73,7 +73,7 @@ fn canonical(path: &Path) -> PathBuf {
 impl PythonCallers {
     /// From the builds of the run (the module's name and the sources it compiles, as paths the
     /// working directory resolves) and the calls each Python file makes (as shown). Only the
-    /// calls of modules that a build names, or of registered ops, are kept.
+    /// calls of modules that a build names are kept.
     pub fn new(
         builds: impl IntoIterator<Item = (String, Vec<PathBuf>)>,
         calls: impl IntoIterator<Item = (String, Vec<ExtCall>)>,
@@ -92,9 +92,7 @@ impl PythonCallers {
         let mut hashed = Vec::new();
         for (file, list) in calls {
             for c in list {
-                let wanted = c.module.starts_with("torch.ops.")
-                    || names.iter().any(|n| same_module(&c.module, n));
-                if !wanted {
+                if !names.iter().any(|n| same_module(&c.module, n)) {
                     continue;
                 }
                 hashed.push(format!("{file}\0{c:?}"));
@@ -127,27 +125,20 @@ impl PythonCallers {
         let mut seen: Option<Seen> = None;
         let mut unseen = false;
         for b in bindings.iter().filter(|b| b.function == function) {
-            let keys: Vec<String> = match &b.namespace {
-                Some(ns) => vec![format!("torch.ops.{ns}")],
-                None => modules
-                    .get_or_insert_with(|| {
-                        self.modules
-                            .get(&canonical(path))
-                            .cloned()
-                            .unwrap_or_default()
-                    })
-                    .clone(),
-            };
+            if b.namespace.is_some() {
+                unseen = true;
+                continue;
+            }
+            let keys = modules.get_or_insert_with(|| {
+                self.modules
+                    .get(&canonical(path))
+                    .cloned()
+                    .unwrap_or_default()
+            });
             let mut any = false;
             let list = self.calls.get(&b.python).map_or(&[][..], Vec::as_slice);
             for (file, c) in list {
-                if !keys.iter().any(|k| {
-                    if k.starts_with("torch.ops.") {
-                        c.module == *k
-                    } else {
-                        same_module(&c.module, k)
-                    }
-                }) {
+                if !keys.iter().any(|k| same_module(&c.module, k)) {
                     continue;
                 }
                 any = true;

@@ -3,8 +3,8 @@
 //!
 //! A call `ext.fn(a, b)` (or `fn(a, b)` after `from ext import fn`) whose callee resolves
 //! through an import to a module that is not the standard library or a well-known framework,
-//! a call through a module returned by `torch.utils.cpp_extension.load(name="ext", …)`, and a
-//! call of a registered op `torch.ops.ns.fn(…)` are recorded with, per positional argument, the
+//! and a call through a module returned by `torch.utils.cpp_extension.load(name="ext", …)` are
+//! recorded with, per positional argument, the
 //! properties the Python code establishes (see [`guarantee`]): contiguity (`x.contiguous()`, a
 //! fresh allocation, `if not x.is_contiguous(): x = x.contiguous()`, `assert
 //! x.is_contiguous()`), dtype (`x.float()`, `x.to(torch.half)`, a dtype comparison that guards
@@ -35,7 +35,7 @@ pub const DEVICE: u8 = 4;
 /// One call into a native extension.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExtCall {
-    /// The module, dotted as imported (`fused_index_mul_2d`, `apex._C`, `torch.ops.my_ops`).
+    /// The module, dotted as imported (`fused_index_mul_2d`, `apex._C`).
     pub module: String,
     /// The function called (`float_forward`).
     pub function: String,
@@ -141,13 +141,11 @@ pub fn collect(m: &PythonModel<'_>) -> Vec<ExtCall> {
 
 /// Could calls into `module` reach a native extension?
 fn is_candidate(module: &str) -> bool {
-    let mut parts = module.split('.');
-    let root = parts.next().unwrap_or("");
-    if root == "torch" {
-        // `torch.ops.<namespace>`: a registered op.
-        return parts.next() == Some("ops") && parts.next().is_some() && parts.next().is_none();
-    }
-    !root.is_empty() && !root.starts_with('_') && !NOT_EXTENSIONS.contains(&root)
+    let root = module.split('.').next().unwrap_or("");
+    // `torch.ops.<namespace>.fn` reaches a registered op, but which C++ file registers that
+    // namespace is not known before the C++ files are read (a shard could not keep them
+    // together): such calls are not recorded.
+    root != "torch" && !root.is_empty() && !root.starts_with('_') && !NOT_EXTENSIONS.contains(&root)
 }
 
 /// `ext.fn` where `ext = load(name="ext", …)` (`torch.utils.cpp_extension.load`): `ext.fn`.

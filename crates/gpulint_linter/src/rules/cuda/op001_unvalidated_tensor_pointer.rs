@@ -38,7 +38,7 @@ declare_rule! {
     ///
     /// Python callers count as well: when the checked files hold the extension's build
     /// (`CUDAExtension(name="ext", …)`, `load(name="ext", …)`) and the Python calls of the bound
-    /// function (`ext.fn(…)`, `torch.ops.ns.fn(…)`), a device that every such call guarantees
+    /// function (`ext.fn(…)`; ops registered with `TORCH_LIBRARY` are not matched), a device that every such call guarantees
     /// (`x.cuda()`, `assert x.is_cuda`) needs no check in C++. Set `python-validated` to the
     /// names of bound functions whose Python wrappers validate their inputs (`torch._check` in
     /// `register_fake`, explicit checks), or `["*"]`.

@@ -33,7 +33,7 @@ declare_rule! {
     ///
     /// Python callers count as well: when the checked files hold the extension's build
     /// (`CUDAExtension(name="ext", …)`, `load(name="ext", …)`) and the Python calls of the bound
-    /// function (`ext.fn(…)`, `torch.ops.ns.fn(…)`), a tensor that every such call passes
+    /// function (`ext.fn(…)`; ops registered with `TORCH_LIBRARY` are not matched), a tensor that every such call passes
     /// contiguous is not reported: `x.contiguous()`, a fresh `torch.empty(…)` or the
     /// `empty_like` of a contiguous tensor, a name made contiguous earlier in the same function
     /// (`x = x.contiguous()`, `if not x.is_contiguous(): x = x.contiguous()`, `assert
