@@ -110,3 +110,44 @@ fn a_cached_run_sees_a_wrapper_that_drops_its_guarantee() {
         .iter()
         .any(|f| f.0 == "csrc/scale_kernel.cu" && f.2 == "OP002" && !first.contains(f)));
 }
+
+#[test]
+fn a_finding_that_stays_names_the_python_call_that_lacks_the_guarantee() {
+    let o = gpulint(
+        &tree(),
+        &[
+            "--isolated",
+            "--no-cache",
+            "--output-format",
+            "json",
+            "--select",
+            "OP002",
+            ".",
+        ],
+    );
+    let v: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    let ops = std::fs::read_to_string(tree().join("scale_ops/ops.py")).unwrap();
+    let lines: Vec<usize> = ops
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim() == "scale_ext.mul_forward(out, a, b)")
+        .map(|(i, _)| i + 1)
+        .collect();
+    // The first is guarded by `if b.is_contiguous()`, the second passes `b` as it came.
+    assert_eq!(lines.len(), 2);
+    let b = v
+        .iter()
+        .find(|f| f["message"].as_str().unwrap().starts_with("`b` may be"))
+        .unwrap_or_else(|| panic!("{v:#?}"));
+    let notes: Vec<&str> = b["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let want = format!(
+        "its Python call at scale_ops/ops.py:{} does not make it contiguous",
+        lines[1]
+    );
+    assert!(notes.contains(&want.as_str()), "{notes:#?}");
+}

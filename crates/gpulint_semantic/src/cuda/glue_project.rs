@@ -133,6 +133,9 @@ pub struct Reach {
     pub props: u8,
     /// Callers seen on the way (name and, for another file, its path).
     pub callers: Vec<(String, Option<PathBuf>)>,
+    /// The Python calls of the bound functions on the way (`file:line`, and what each
+    /// guarantees for the tensor), when the run saw them.
+    pub python: Vec<(String, u8)>,
 }
 
 /// Resolves checks and guards through the callers of a function.
@@ -150,6 +153,8 @@ pub struct Resolver<'a> {
     paths: Vec<PathBuf>,
     /// The Python calls of the run's extension modules (see `glue_python`).
     python: Option<Arc<PythonCallers>>,
+    /// The Python calls met in the current question (see [`Reach::python`]).
+    python_sites: std::cell::RefCell<Vec<(String, u8)>>,
 }
 
 /// See [`Resolver::indexes`].
@@ -212,6 +217,7 @@ impl<'a> Resolver<'a> {
             visits: std::cell::Cell::new(0),
             paths,
             python: super::glue_python::current(),
+            python_sites: Default::default(),
         }
     }
 
@@ -233,7 +239,14 @@ impl<'a> Resolver<'a> {
             .sees(home, name)
             .find(|(_, f)| f.bindings.iter().any(|b| b.function == name))?
             .0;
-        self.python_seen(file, name, param)
+        let seen = self.python_seen(file, name, param)?;
+        let mut sites = self.python_sites.borrow_mut();
+        for s in &seen.sites {
+            if sites.len() < 8 && !sites.contains(s) {
+                sites.push(s.clone());
+            }
+        }
+        Some(seen)
     }
 
     fn trusted(&self, name: &str) -> bool {
@@ -272,7 +285,9 @@ impl<'a> Resolver<'a> {
     pub fn coverage(&self, func: usize, param: usize) -> Reach {
         let mut reach = Reach::default();
         self.visits.set(0);
+        self.python_sites.borrow_mut().clear();
         reach.props = self.cover(0, func, param, 0, &mut reach.callers);
+        reach.python = std::mem::take(&mut *self.python_sites.borrow_mut());
         reach
     }
 

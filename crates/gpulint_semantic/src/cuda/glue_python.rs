@@ -37,8 +37,8 @@ pub struct Seen {
     pub props: Props,
     /// Every call is made in `backward` of an autograd function.
     pub backward_only: bool,
-    /// The calls, as `file:line` (up to 4).
-    pub sites: Vec<String>,
+    /// The calls, as `file:line`, with what each guarantees for the parameter (up to 8).
+    pub sites: Vec<(String, Props)>,
 }
 
 /// The op-glue properties of what the Python side guarantees.
@@ -150,8 +150,8 @@ impl PythonCallers {
                 });
                 s.props &= props;
                 s.backward_only &= c.backward;
-                if s.sites.len() < 4 {
-                    s.sites.push(format!("{file}:{}", c.line));
+                if s.sites.len() < 8 {
+                    s.sites.push((format!("{file}:{}", c.line), props));
                 }
             }
             unseen |= !any;

@@ -1,7 +1,7 @@
 //! OP002: a raw pointer from a tensor that may be non-contiguous goes to a kernel that indexes
 //! it linearly.
 
-use super::op_glue::{callers_note, LazyResolver};
+use super::op_glue::{callers_note, python_note, LazyResolver};
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
@@ -165,6 +165,7 @@ impl Rule for NonContiguousDataPtr {
                 seen.push(index);
                 let d = finding(ctx, gf, index, u, &linear);
                 let d = callers_note(d, &r.callers, "do not make it contiguous either");
+                let d = python_note(d, &r.python, CONTIG, "make it contiguous");
                 ctx.report(d);
             }
         }

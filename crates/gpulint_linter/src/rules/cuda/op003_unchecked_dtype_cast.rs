@@ -1,7 +1,7 @@
 //! OP003: a tensor's untyped `data_ptr()` reinterpreted as a typed pointer without a dtype
 //! check or dispatch; or an `AT_DISPATCH_*` lambda that reads the dispatched tensor as `float`.
 
-use super::op_glue::{callers_note, LazyResolver};
+use super::op_glue::{callers_note, python_note, LazyResolver};
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
@@ -158,6 +158,7 @@ impl Rule for UncheckedDtypeCast {
                     );
                 }
                 d = callers_note(d, &r.callers, "do not check its dtype either");
+                d = python_note(d, &r.python, DTYPE, "check or convert its dtype");
                 d = d.help(format!(
                     "check the dtype first (`TORCH_CHECK({name}.scalar_type() == {}, \"{name} must be {elem}\");`) or dispatch with `AT_DISPATCH_FLOATING_TYPES_AND_HALF({name}.scalar_type(), …, [&] {{ … {name}.data_ptr<scalar_t>() … }})`; confirm at run time with `compute-sanitizer --tool memcheck python train.py`",
                     scalar_type_of(elem)

@@ -99,7 +99,7 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
                     glue.facts.bindings.push(Binding {
                         python,
                         function: function.to_string(),
-                        namespace: op_namespace(*call, source),
+                        namespace: op_namespace(model, *call),
                     });
                 }
             }
@@ -429,9 +429,9 @@ fn python_name(a: Node<'_>, source: &str) -> Option<String> {
 
 /// The namespace of the `TORCH_LIBRARY(ns, m)` / `TORCH_LIBRARY_IMPL(ns, CUDA, m)` block a
 /// binding is in (`None` in a `PYBIND11_MODULE`).
-fn op_namespace(call: Node<'_>, source: &str) -> Option<String> {
-    let mut cur = call.parent();
-    while let Some(n) = cur {
+fn op_namespace(model: &CudaModel<'_>, call: Node<'_>) -> Option<String> {
+    let source = model.source;
+    for n in model.parents().ancestors(call) {
         if n.kind_name() == "function_definition" {
             let decl = text(n.field("declarator")?, source).trim_start();
             let rest = decl.strip_prefix("TORCH_LIBRARY")?;
@@ -448,7 +448,6 @@ fn op_namespace(call: Node<'_>, source: &str) -> Option<String> {
                 .trim();
             return (!ns.is_empty() && ns.bytes().all(is_ident)).then(|| ns.to_string());
         }
-        cur = n.parent();
     }
     None
 }

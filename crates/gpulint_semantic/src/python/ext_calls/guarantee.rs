@@ -287,7 +287,11 @@ fn statement(m: &PythonModel<'_>, s: Node<'_>, name: &str, depth: usize) -> Step
     match s.kind_name() {
         "expression_statement" => {
             let Some(a) = s.named_child(0).filter(|a| a.kind_name() == "assignment") else {
-                return Step::Checks(0);
+                return if s.named_child(0).is_some_and(|c| relayouts(m, c, name)) {
+                    Step::Unknown
+                } else {
+                    Step::Checks(0)
+                };
             };
             match assigned(m, a, name, depth) {
                 Some(Some(p)) => Step::Bound(p),
@@ -354,6 +358,31 @@ fn statement(m: &PythonModel<'_>, s: Node<'_>, name: &str, depth: usize) -> Step
         }
         _ => Step::Checks(0),
     }
+}
+
+/// In-place methods that change a tensor's strides, shape or storage.
+const RELAYOUTS: &[&str] = &[
+    "as_strided_",
+    "resize_",
+    "resize_as_",
+    "set_",
+    "squeeze_",
+    "swapaxes_",
+    "swapdims_",
+    "t_",
+    "transpose_",
+    "unsqueeze_",
+];
+
+/// Is `e` a call such as `name.transpose_(0, 1)`, which changes `name`'s layout in place?
+fn relayouts(m: &PythonModel<'_>, e: Node<'_>, name: &str) -> bool {
+    let Some(f) = e.field("function").filter(|_| e.kind_name() == "call") else {
+        return false;
+    };
+    f.kind_name() == "attribute"
+        && f.field("object").is_some_and(|o| m.text(o) == name)
+        && f.field("attribute")
+            .is_some_and(|a| RELAYOUTS.contains(&m.text(a)))
 }
 
 /// Does an assignment under `node` bind `name` (as a target, alone or in a tuple)?

@@ -40,6 +40,9 @@ fn a_branch_that_does_not_make_it_contiguous_grants_nothing() {
     // An `if not x.is_contiguous()` around the call: the call runs only when it is not.
     let src = "import torch\nimport my_ext\n\ndef f(a):\n    if not a.is_contiguous():\n        my_ext.run(a)\n";
     assert_eq!(only(src).args, vec![0]);
+    // Transposed in place after it was made contiguous.
+    let src = "import torch\nimport my_ext\n\ndef f(a):\n    a = a.contiguous()\n    a.transpose_(0, 1)\n    my_ext.run(a)\n";
+    assert_eq!(only(src).args, vec![0]);
     // Rebound in a loop after the use.
     let src = "import torch\nimport my_ext\n\ndef f(a):\n    a = a.contiguous()\n    for i in range(3):\n        my_ext.run(a)\n        a = a.t()\n";
     assert_eq!(only(src).args, vec![0]);
