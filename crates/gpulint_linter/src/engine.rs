@@ -51,7 +51,18 @@ pub struct FileResult {
     pub dependencies: Vec<std::path::PathBuf>,
     /// The native extensions a Python file builds, with their sources.
     pub links: Vec<crate::link::Link>,
+    /// The calls a Python file makes into extension modules, for the op-glue rules.
+    pub calls: Vec<gpulint_semantic::python::ext_calls::ExtCall>,
 }
+
+/// What checking a parsed file gives: its findings, whether it parsed with errors, the
+/// extensions it builds and its calls into extension modules.
+type Checked = (
+    Vec<Diagnostic>,
+    bool,
+    Vec<crate::link::Link>,
+    Vec<gpulint_semantic::python::ext_calls::ExtCall>,
+);
 
 /// The enabled rules of each language and the settings: everything needed to check a file.
 pub struct Engine {
@@ -102,6 +113,11 @@ impl Engine {
                     .iter()
                     .map(|n| (*n, None)),
             );
+            // The op-glue rules read what Python callers pass to the functions an extension
+            // binds (see `ext_calls`): a file that calls one mentions torch.
+            if checker::reads_python_callers(&settings) {
+                extra.push(("torch", None));
+            }
         }
         let mut python = RuleTable::new(Lang::Python, &settings.enabled, &extra);
         if settings.is_enabled("GL003") && settings.explicit.contains("GL003") {
@@ -210,7 +226,7 @@ impl Engine {
                         diagnostics,
                         notebook,
                     };
-                    checked(report, partial, dependencies, Vec::new())
+                    checked(report, partial, dependencies, Vec::new(), Vec::new())
                 }
                 Ok(Err(reason)) => skipped(path, display, reason),
                 Err(payload) => internal_error(path, display, payload),
@@ -232,19 +248,20 @@ impl Engine {
                 partial: false,
                 dependencies: Vec::new(),
                 links: Vec::new(),
+                calls: Vec::new(),
             };
         }
         let (outcome, dependencies) =
             tracked(|| self.check_source(&source, lang, table, notebook.as_deref()));
         match outcome {
-            Ok(Some((diagnostics, partial, links))) => {
+            Ok(Some((diagnostics, partial, links, calls))) => {
                 let report = FileReport {
                     display_path: display,
                     source,
                     diagnostics,
                     notebook,
                 };
-                checked(report, partial, dependencies, links)
+                checked(report, partial, dependencies, links, calls)
             }
             Ok(None) => skipped(
                 path,
@@ -261,7 +278,7 @@ impl Engine {
         lang: Lang,
         table: &RuleTable,
         notebook: Option<&gpulint_source::notebook::Notebook>,
-    ) -> Option<(Vec<Diagnostic>, bool, Vec<crate::link::Link>)> {
+    ) -> Option<Checked> {
         // The parts of the text left out of a second parse (see `unclosed`).
         let mut cuts: Vec<Span> = Vec::new();
         let trees: Vec<tree_sitter::Tree> = match notebook {
@@ -292,7 +309,7 @@ impl Engine {
                         .collect();
                 }
                 if trees.is_empty() {
-                    return Some((Vec::new(), false, Vec::new()));
+                    return Some((Vec::new(), false, Vec::new(), Vec::new()));
                 }
                 trees
             }
@@ -340,7 +357,8 @@ impl Engine {
             lang,
             notebook,
         );
-        Some((diagnostics, !info.error_spans.is_empty(), links))
+        let calls = std::mem::take(&mut info.ext_calls);
+        Some((diagnostics, !info.error_spans.is_empty(), links, calls))
     }
 
     /// Reads a manifest (and, lazily, the files it includes) and runs the manifest rules.
