@@ -123,17 +123,20 @@ fn check_tree_metered(
         {
             info.manifest = gpulint_semantic::python::setup_py::extract(python);
         }
-        let needles = gpulint_semantic::python::extensions::NEEDLES;
-        if needles
-            .iter()
-            .any(|n| memchr::memmem::find(file.text.as_bytes(), n.as_bytes()).is_some())
-        {
+        if gpulint_semantic::python::extensions::may_define_builds(file.text.as_bytes()) {
             info.extensions = gpulint_semantic::python::extensions::collect(python, &file.path);
         }
         if reads_python_callers(settings)
             && memchr::memmem::find(file.text.as_bytes(), b"torch").is_some()
         {
-            info.ext_calls = gpulint_semantic::python::ext_calls::collect(python);
+            let python_module = |dotted: &str| {
+                gpulint_semantic::python::project::is_python_module(
+                    &file.path,
+                    &settings.root,
+                    dotted,
+                )
+            };
+            info.ext_calls = gpulint_semantic::python::ext_calls::collect(python, &python_module);
         }
     }
     let tree = &trees[0];

@@ -92,8 +92,11 @@ const NOT_EXTENSIONS: &[&str] = &[
     "warnings",
 ];
 
-/// The calls into native extensions in `m`, in document order.
-pub fn collect(m: &PythonModel<'_>) -> Vec<ExtCall> {
+/// The calls into native extensions in `m`, in document order. `python_module` says whether
+/// a module is one of the project's Python modules (calls into those are not recorded: the
+/// run keeps every file's calls until the C++ files are checked, so recording every call into
+/// the project's own modules would make its memory grow with the project).
+pub fn collect(m: &PythonModel<'_>, python_module: &dyn Fn(&str) -> bool) -> Vec<ExtCall> {
     let mut out = Vec::new();
     for &(call, _) in &m.calls {
         let Some(func) = call.field("function") else {
@@ -108,7 +111,7 @@ pub fn collect(m: &PythonModel<'_>) -> Vec<ExtCall> {
         let Some((module, function)) = qualified.rsplit_once('.') else {
             continue;
         };
-        if !is_candidate(module) {
+        if !is_candidate(module) || python_module(module) {
             continue;
         }
         let Some(list) = call.field("arguments") else {
