@@ -129,14 +129,7 @@ fn check_tree_metered(
         if reads_python_callers(settings)
             && memchr::memmem::find(file.text.as_bytes(), b"torch").is_some()
         {
-            let python_module = |dotted: &str| {
-                gpulint_semantic::python::project::is_python_module(
-                    &file.path,
-                    &settings.root,
-                    dotted,
-                )
-            };
-            info.ext_calls = gpulint_semantic::python::ext_calls::collect(python, &python_module);
+            info.ext_calls = gpulint_semantic::python::ext_calls::collect(python);
         }
     }
     let tree = &trees[0];

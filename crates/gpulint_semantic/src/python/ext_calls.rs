@@ -92,11 +92,8 @@ const NOT_EXTENSIONS: &[&str] = &[
     "warnings",
 ];
 
-/// The calls into native extensions in `m`, in document order. `python_module` says whether
-/// a module is one of the project's Python modules (calls into those are not recorded: the
-/// run keeps every file's calls until the C++ files are checked, so recording every call into
-/// the project's own modules would make its memory grow with the project).
-pub fn collect(m: &PythonModel<'_>, python_module: &dyn Fn(&str) -> bool) -> Vec<ExtCall> {
+/// The calls into native extensions in `m`, in document order.
+pub fn collect(m: &PythonModel<'_>) -> Vec<ExtCall> {
     let mut out = Vec::new();
     for &(call, _) in &m.calls {
         let Some(func) = call.field("function") else {
@@ -111,7 +108,7 @@ pub fn collect(m: &PythonModel<'_>, python_module: &dyn Fn(&str) -> bool) -> Vec
         let Some((module, function)) = qualified.rsplit_once('.') else {
             continue;
         };
-        if !is_candidate(module) || python_module(module) {
+        if !is_candidate(module) {
             continue;
         }
         let Some(list) = call.field("arguments") else {

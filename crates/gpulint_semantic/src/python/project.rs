@@ -13,7 +13,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 mod modules;
 pub use modules::{
-    float16_policy_by_import, is_python_module, method_accumulated_params, method_returns_attached,
+    float16_policy_by_import, method_accumulated_params, method_returns_attached,
     self_calls_in_loops_of, tf_initialized_by_import, tf_memory_configured_by_import, ModuleFacts,
 };
 

@@ -132,13 +132,6 @@ fn local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usiz
     found
 }
 
-/// Is `dotted` (a module path as imported into `file`) a Python module or package of the
-/// project, every component of it a `.py` file or a folder? A native extension never is: it
-/// is built, not written (`apex._C` resolves to the package `apex` and an attribute `_C`).
-pub fn is_python_module(file: &Path, root: &Path, dotted: &str) -> bool {
-    local_module(file, root, dotted).is_some_and(|(_, named)| named == dotted.split('.').count())
-}
-
 /// Answers kept at most by [`local_module`].
 const MAX_RESOLVED: usize = 4096;
 
