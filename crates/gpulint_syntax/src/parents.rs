@@ -15,8 +15,22 @@ use std::hash::{BuildHasherDefault, Hasher};
 use tree_sitter::Node;
 
 /// The parent of each node below some roots, by node id.
+///
+/// Each node maps to the index of its parent in a list that holds every parent once: 16 bytes
+/// a node in the table (an id and an index) instead of 40 (an id and a node), and a node per
+/// parent, not per child. For a 200 kB Python file that is 2 MB less while it is checked.
 pub struct Parents<'t> {
-    parent: HashMap<usize, Node<'t>, BuildHasherDefault<IdHasher>>,
+    /// Each recorded node's parent, as an index in `nodes`.
+    slot: HashMap<usize, u32, BuildHasherDefault<IdHasher>>,
+    /// Every node that is a parent, once (twice only if [`Parents::record`] is not called in
+    /// the order of a walk).
+    nodes: Vec<Node<'t>>,
+    /// The parents still open in the walk, outermost first: the id of each and its index in
+    /// `nodes`.
+    open: Vec<(usize, u32)>,
+    /// The id of the node recorded last: a parent first met is always that node (a walk enters
+    /// a node's first child right after the node).
+    last: usize,
 }
 
 /// An empty table, to be filled by [`Parents::record`] from a walk that is made anyway (the
@@ -24,7 +38,10 @@ pub struct Parents<'t> {
 impl Default for Parents<'_> {
     fn default() -> Self {
         Parents {
-            parent: HashMap::default(),
+            slot: HashMap::default(),
+            nodes: Vec::new(),
+            open: Vec::new(),
+            last: 0,
         }
     }
 }
@@ -33,20 +50,17 @@ impl<'t> Parents<'t> {
     /// The parents of every node below `roots` (each root is a tree's root node, or a node
     /// whose own parent is not wanted: a root has no parent here).
     pub fn of(roots: impl IntoIterator<Item = Node<'t>> + Clone) -> Parents<'t> {
-        // Sized once (tree-sitter keeps the count of each subtree): no rehashing as it fills.
-        let count: usize = roots
-            .clone()
-            .into_iter()
-            .map(|r| r.descendant_count())
-            .sum();
-        let mut parent = HashMap::with_capacity_and_hasher(count, Default::default());
+        let mut parents = Parents::default();
         for root in roots {
+            // Sized once (tree-sitter keeps the count of each subtree): no rehashing as it
+            // fills.
+            parents.reserve(root.descendant_count());
             let mut cursor = root.walk();
             let mut stack = vec![root];
             'walk: loop {
                 if cursor.goto_first_child() {
                     let n = cursor.node();
-                    parent.insert(n.id(), stack[stack.len() - 1]);
+                    parents.record(n, stack[stack.len() - 1]);
                     stack.push(n);
                     continue;
                 }
@@ -54,7 +68,7 @@ impl<'t> Parents<'t> {
                     stack.pop();
                     if cursor.goto_next_sibling() {
                         let n = cursor.node();
-                        parent.insert(n.id(), stack[stack.len() - 1]);
+                        parents.record(n, stack[stack.len() - 1]);
                         stack.push(n);
                         break;
                     }
@@ -64,27 +78,62 @@ impl<'t> Parents<'t> {
                 }
             }
         }
-        Parents { parent }
+        parents
     }
 
     /// Makes room for `additional` more nodes (a tree's `descendant_count`, when the walk
     /// enters its root): no rehashing as the table fills.
     pub fn reserve(&mut self, additional: usize) {
-        self.parent.reserve(additional);
+        self.slot.reserve(additional);
     }
 
     /// Records that `parent` is the parent of `node` (the walk's innermost open node when it
-    /// enters `node`).
+    /// enters `node`). Called in the order of a walk (each node after its parent, a node's
+    /// subtree before its next sibling), each parent is kept once; in any other order the
+    /// answers are the same, with some parents kept more than once.
     #[inline]
     pub fn record(&mut self, node: Node<'t>, parent: Node<'t>) {
-        self.parent.insert(node.id(), parent);
+        let pid = parent.id();
+        let index = match self.open.last() {
+            Some(&(id, index)) if id == pid => index,
+            _ => self.open_parent(parent),
+        };
+        self.slot.insert(node.id(), index);
+        self.last = node.id();
+    }
+
+    /// The index of `parent`, a node whose children are being recorded, but not the last
+    /// one's: either its first child (it is the node recorded last), or a later child after
+    /// the subtrees of earlier ones closed.
+    #[cold]
+    fn open_parent(&mut self, parent: Node<'t>) -> u32 {
+        let pid = parent.id();
+        if pid != self.last {
+            while let Some(&(id, index)) = self.open.last() {
+                if id == pid {
+                    return index;
+                }
+                self.open.pop();
+            }
+        }
+        // Met first (or out of the order of a walk): kept as a new parent.
+        let index = u32::try_from(self.nodes.len()).unwrap_or(u32::MAX);
+        if index == u32::MAX {
+            // Four billion parents: no tree of a file this tool reads (its size is bounded)
+            // comes near; the node is then recorded with no parent rather than a wrong one.
+            return u32::MAX;
+        }
+        self.nodes.push(parent);
+        self.open.push((pid, index));
+        index
     }
 
     /// The parent of `node`, as `Node::parent` gives it (`None` for a root, or for a node of
     /// another tree).
     #[inline]
     pub fn parent(&self, node: Node<'_>) -> Option<Node<'t>> {
-        self.parent.get(&node.id()).copied()
+        let index = *self.slot.get(&node.id())?;
+        self.nodes.get(index as usize).copied()
     }
 
     /// The ancestors of `node`, innermost first, up to its root.
@@ -159,6 +208,44 @@ mod tests {
             }
         }
         assert!(checked > 10_000);
+    }
+
+    /// Recorded in another order than a walk's (children after their siblings' subtrees, a
+    /// subtree after its parent's next sibling), the answers are the same.
+    #[test]
+    fn any_order_of_records_gives_the_same_parents() {
+        let text = "def f(a):\n    return g(h(a), [1, 2])\nclass C:\n    x = f(1)\n";
+        let tree = crate::parse(Lang::Python, text).unwrap();
+        let walked = Parents::of([tree.root_node()]);
+        let mut pairs: Vec<(Node, Node)> = descendants(tree.root_node())
+            .filter_map(|n| Some((n, walked.parent(n)?)))
+            .collect();
+        assert!(pairs.len() > 30);
+        for order in 0..3 {
+            match order {
+                0 => pairs.reverse(),
+                1 => pairs.sort_by_key(|(n, _)| std::cmp::Reverse(n.end_byte())),
+                _ => pairs.rotate_left(7),
+            }
+            let mut table = Parents::default();
+            for &(n, p) in &pairs {
+                table.record(n, p);
+            }
+            for n in descendants(tree.root_node()) {
+                assert_eq!(
+                    table.parent(n).map(|p| p.id()),
+                    n.parent().map(|p| p.id()),
+                    "order {order}: {} at {}",
+                    n.kind(),
+                    n.start_byte()
+                );
+            }
+        }
+        // In the order of a walk, each parent is kept once.
+        let parents_count = descendants(tree.root_node())
+            .filter(|n| n.child_count() > 0)
+            .count();
+        assert_eq!(walked.nodes.len(), parents_count);
     }
 
     /// Built below an inner node, that node is a root; nodes outside it have no parent.
