@@ -92,3 +92,38 @@ int main() {
         d.notes
     );
 }
+
+#[test]
+fn an_offset_table_bound_is_reported_at_the_launch_with_the_fix() {
+    let src = "#include <torch/extension.h>
+__global__ void ptr2ind(const int64_t* ptr, int64_t* out, int64_t numel) {
+    int64_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < numel) {
+        for (int64_t e = ptr[i]; e < ptr[i + 1]; e++) out[e] = i;
+    }
+}
+torch::Tensor run(torch::Tensor ptr, int64_t edges) {
+    auto out = torch::empty(edges, ptr.options());
+    auto stream = at::cuda::getCurrentCUDAStream();
+    ptr2ind<<<(ptr.numel() + 255) / 256, 256, 0, stream>>>(
+        ptr.data_ptr<int64_t>(), out.data_ptr<int64_t>(), ptr.numel());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+}
+";
+    let d = one(src, "CU002");
+    assert_eq!(d.span.start, src.find("ptr.numel());").unwrap(), "{d:?}");
+    assert!(
+        d.message
+            .contains("passes `ptr.numel()` as `numel`, the bound of `i`"),
+        "{}",
+        d.message
+    );
+    assert!(
+        d.help
+            .as_deref()
+            .is_some_and(|h| h.contains("(`ptr.numel() - 1`)")),
+        "{:?}",
+        d.help
+    );
+}

@@ -7,6 +7,7 @@ use super::SANITIZER;
 use crate::context::Context;
 use gpulint_diagnostics::Span;
 use gpulint_semantic::cuda::guards::compact;
+use gpulint_semantic::cuda::interval::Poly;
 use gpulint_semantic::cuda::interval::{Extent, OutOfRange};
 use gpulint_semantic::cuda::{CudaModel, Kernel};
 use gpulint_syntax::NodeExt;
@@ -118,7 +119,13 @@ fn report(
             .map(|h| h.poly.to_string())
             .unwrap_or_default(),
     };
-    let message = if v.guarded_itself {
+    // No term of the index is the guarded one (`i = l * n + j` bounded through the loops over
+    // `l` and `j`): the index as a whole passes the extent the launch shows.
+    let whole =
+        !v.guarded_itself && compact(m.text(v.term)) == compact(m.text(a.index.unwrap_or(a.node)));
+    let message = if whole {
+        format!("`{access}` is indexed past the end of `{base}`: under `{guard_text}`, `{index}` reaches {reached} while `{base}` holds {extent} elements")
+    } else if v.guarded_itself {
         format!("`{access}` can access `{base}` at index {reached}, past its last element: `{guard_text}` admits `{term}` up to {reached}, and `{base}` holds {extent} elements")
     } else {
         format!("`{access}` is indexed past the end of `{base}`: `{guard_text}` bounds `{term}`, not `{index}`, which reaches {reached} while `{base}` holds {extent} elements")
@@ -132,6 +139,8 @@ fn report(
             g.label,
             if v.guarded_itself {
                 "this guard admits one index too many".to_string()
+            } else if whole {
+                format!("the largest `{index}` follows from this bound")
             } else {
                 format!("this guard bounds `{term}`, not `{index}`")
             },
@@ -156,4 +165,74 @@ fn report(
         format!("check the index that is accessed (`if ({index} < {extent})`), or allocate `{base}` for the largest index; confirm at run time with `{SANITIZER}`")
     };
     ctx.report(d.help(help));
+}
+
+/// Reports an offset past the guard at the launch that passes the guard's bound
+/// (`ptr2ind<<<…>>>(ptr, …, ptr.numel())` for a kernel that reads `ptr[i + 1]` under
+/// `i < numel`): the kernel's code is the idiom, the bound passed is one too large. `false`
+/// when the bound is not a parameter of the kernel or the launch is not found.
+pub(super) fn report_at_launch(
+    ctx: &mut Context<'_>,
+    m: &CudaModel<'_>,
+    k: &Kernel<'_>,
+    v: &OutOfRange<'_>,
+) -> bool {
+    let Extent::Launch {
+        launch,
+        extent,
+        reached,
+    } = &v.extent
+    else {
+        return false;
+    };
+    let Some(g) = v.guard.and_then(|g| m.guards.get(g as usize)) else {
+        return false;
+    };
+    let term = compact(m.text(v.term));
+    let Some(limit) = g
+        .bounds
+        .iter()
+        .find(|b| compact(m.source.get(b.term.start..b.term.end).unwrap_or("")) == term)
+        .and_then(|b| b.limit_node)
+    else {
+        return false;
+    };
+    let name = m.text(limit).trim();
+    let Some(p) = k.params.iter().position(|p| !p.pointer && p.name == name) else {
+        return false;
+    };
+    let kernel = &m.functions[k.function].name;
+    let Some(arg) = m
+        .launches_of(kernel)
+        .find(|l| l.node.id() == launch.id())
+        .and_then(|l| l.args.get(p).copied())
+    else {
+        return false;
+    };
+    let a = &k.accesses[v.access];
+    let (access, index, base) = (
+        short(m.text(a.node)),
+        short(m.text(a.index.unwrap_or(a.node))),
+        a.base,
+    );
+    let passed = short(m.text(arg));
+    let guard_text = short(m.source.get(g.label.start..g.label.end).unwrap_or(""));
+    let fix = reached
+        .sub(extent)
+        .and_then(|d| d.as_const())
+        .and_then(|d| Poly::atom(&passed).add_const(-(d + 1)))
+        .map(|p| format!(" (`{p}`)"))
+        .unwrap_or_default();
+    let d = ctx
+        .diagnostic(
+            arg,
+            format!("launch of `{kernel}` passes `{passed}` as `{name}`, the bound of `{term}`, but the kernel reads `{access}`: `{index}` reaches {reached} while `{base}` holds {extent} elements"),
+        )
+        .primary_label(format!("`{name}` = {passed}"))
+        .with_label(Span::of(&a.node), format!("`{index}` reaches {reached} here"))
+        .with_label(g.label, format!("`{guard_text}` bounds `{term}`, not `{index}`"))
+        .note(format!("`{base}` is an offset table read at `{term}` and `{index}`: it needs one more entry than the bound admits values of `{term}`"))
+        .help(format!("pass a bound that keeps `{index}` below {extent}{fix}, or check `{index} < {name}` in the kernel; confirm at run time with `{SANITIZER}`"));
+    ctx.report(d);
+    true
 }

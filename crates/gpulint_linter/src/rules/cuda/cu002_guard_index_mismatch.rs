@@ -26,6 +26,14 @@ declare_rule! {
     /// fine); otherwise the bound the kernel checks is taken for the size, for indices that are
     /// the guarded one plus a constant, and the message says so.
     ///
+    /// Where a launch in the file shows the buffer's size, the largest index is compared with
+    /// it even when no term of the index is the guarded one: `noise[l * numel + n]` with
+    /// `l <= steps` and `n < numel` reaches `(steps + 1) * numel - 1`, past a buffer allocated
+    /// as `torch::rand({steps, x.size(0)})` launched with `numel = x.numel()` (a size of a
+    /// tensor is at most its number of elements). An offset table read at `i` and `i + 1` is
+    /// the kernel's idiom, so when the launch passes the table's own length as the bound
+    /// (`ptr.numel()` instead of `ptr.numel() - 1`), the finding points at that argument.
+    ///
     /// Not reported: accesses checked by a second guard on the accessed index itself
     /// (`if (i + 1 < n)`, `i < n - 1`, `if (i > 0 && i < n)`, `i == 0` handled apart), clamped
     /// ones (`min(i + n, size - 1)`, `max(i - 1, 0)`), sums with more terms
@@ -115,12 +123,21 @@ impl Rule for GuardIndexMismatch {
             // Offsets past the guard (`x[i + 1]` under `i < n`) and below the start
             // (`in[i - 1]` at the first thread), one finding per pointer and index.
             let found = m.out_of_range(k);
-            let offsets: Vec<_> = found
+            let mut offsets: Vec<_> = found
                 .iter()
                 .filter(|v| !v.guarded_itself)
                 .filter(|v| !reported.contains(&k.accesses[v.access].node.id()))
                 .filter(|v| !exempt(m, k, v))
                 .collect();
+            // An offset table read at `i + 1` is the kernel's idiom: when a launch shows
+            // that it passes the table's full length as the bound, the launch is what is
+            // wrong, and the finding goes there.
+            offsets.retain(|v| {
+                !(matches!(v.extent, Extent::Launch { .. })
+                    && v.upper
+                    && offset_table(m, k, v)
+                    && super::bounds::report_at_launch(ctx, m, k, v))
+            });
             super::bounds::report_grouped(ctx, m, k, &offsets);
         }
     }
@@ -136,13 +153,18 @@ fn exempt(m: &CudaModel<'_>, k: &Kernel<'_>, v: &OutOfRange<'_>) -> bool {
     if !v.upper {
         return false;
     }
+    mentions_multiple(m, k, &extent.to_string()) || offset_table(m, k, v)
+}
+
+/// Is the access an offset table's next entry: an integer pointer read at `t + c` that the
+/// kernel also reads at the guarded term `t` itself (`rowptr[r]`, `rowptr[r + 1]`)?
+fn offset_table(m: &CudaModel<'_>, k: &Kernel<'_>, v: &OutOfRange<'_>) -> bool {
     let a = &k.accesses[v.access];
-    if mentions_multiple(m, k, &extent.to_string()) {
-        return true;
-    }
     let integral = super::bounds::integral_pointer(m, k, a.base);
     let term = compact(m.text(v.term));
+    let index = a.index.map(|i| compact(m.text(i)));
     integral
+        && index.as_deref() != Some(term.as_str())
         && k.accesses
             .iter()
             .any(|b| b.base == a.base && b.index.is_some_and(|i| compact(m.text(i)) == term))

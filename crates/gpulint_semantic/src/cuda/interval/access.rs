@@ -109,11 +109,13 @@ impl<'t> CudaModel<'t> {
     ) -> Option<OutOfRange<'t>> {
         let hi = range.hi.as_ref()?;
         let guard = hi.guard?;
-        // The guard's fact on a term of the index, and what the index adds to that term.
-        let (fact, rest) = self.guarded_term(cx, index, at, guard)?;
-        let term_node = fact.1;
+        // The guard's fact on a term of the index, and what the index adds to that term. An
+        // index with no guarded term (`i = l * n + j` from the bounds of two loops) is compared
+        // with the extents the launches show, as a whole.
+        let termed = self.guarded_term(cx, index, at, guard);
+        let term_node = termed.as_ref().map_or(peel(index), |t| t.0 .1);
         let global_index = k.flags(self, term_node).is_global_index();
-        let guarded_itself = rest.is_none();
+        let guarded_itself = termed.as_ref().is_some_and(|t| t.1.is_none());
         // The launches in this file that show the buffer's extent decide.
         let mut known = false;
         for l in launches {
@@ -124,7 +126,7 @@ impl<'t> CudaModel<'t> {
                 continue;
             };
             known = true;
-            if nonneg(&reached.sub(&ext)?) {
+            if host_nonneg(&reached.sub(&ext)?) {
                 return Some(OutOfRange {
                     access: ai,
                     upper: true,
@@ -144,6 +146,7 @@ impl<'t> CudaModel<'t> {
         if known {
             return None;
         }
+        let (fact, rest) = termed?;
         // Otherwise the guard's bound is the extent, for `t`, `t + c` with a constant `c`, and
         // `t + n` where `n` is the bound.
         let extent = assumed_extent(&fact.0)?;
@@ -368,6 +371,37 @@ fn assumed_extent(limit: &Poly) -> Option<Poly> {
     } else {
         Some(limit.clone())
     }
+}
+
+/// Is `p`, over host values, never negative? Besides `nonneg`, a size of a tensor is at most
+/// its number of elements (`x.size(d) <= x.numel()`, all sizes at least 1), which settles
+/// `w * x.numel() + x.numel() - 1 - w * x.size(0)`.
+fn host_nonneg(p: &Poly) -> bool {
+    if nonneg(p) {
+        return true;
+    }
+    let mut sizes: Vec<String> = p
+        .atoms()
+        .filter(|a| a.ends_with(')') && a.contains(".size("))
+        .map(str::to_string)
+        .collect();
+    sizes.sort();
+    sizes.dedup();
+    if sizes.is_empty() {
+        return false;
+    }
+    let mut q = p.clone();
+    for s in &sizes {
+        let Some(at) = s.rfind(".size(") else {
+            return false;
+        };
+        let numel = Poly::atom(&format!("{}.numel()", &s[..at]));
+        match q.lower_with_larger(s, &numel) {
+            Some(r) => q = r,
+            None => return false,
+        }
+    }
+    nonneg(&q)
 }
 
 /// Is `p` never negative, for host or kernel sizes of at least 1?

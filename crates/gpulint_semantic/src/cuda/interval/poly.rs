@@ -161,6 +161,26 @@ impl Poly {
         Some(out)
     }
 
+    /// A lower bound of the polynomial when `atom` is at most `larger` (both nonnegative): `atom`
+    /// replaced by `larger`, provided every term that mentions `atom` has a negative
+    /// coefficient (so a larger value only lowers it). `None` when a term has a positive one.
+    pub fn lower_with_larger(&self, atom: &str, larger: &Poly) -> Option<Poly> {
+        if self
+            .terms
+            .iter()
+            .any(|(m, c)| *c > 0 && m.iter().any(|a| a == atom))
+        {
+            return None;
+        }
+        self.substitute(&|a| {
+            Some(if a == atom {
+                larger.clone()
+            } else {
+                Poly::atom(a)
+            })
+        })
+    }
+
     /// The interval of values over atom ranges given by `range` (saturating).
     pub fn interval(&self, range: &dyn Fn(&str) -> (i128, i128)) -> (i128, i128) {
         let (mut lo, mut hi) = (0i128, 0i128);
@@ -240,5 +260,27 @@ mod tests {
         );
         let (lo, hi) = rc.interval(&|_| (1, 100));
         assert_eq!((lo, hi), (1, 10000));
+    }
+
+    #[test]
+    fn lower_with_larger() {
+        // `w * n + n - 1 - w * s` with `s <= n` is at least `n - 1`.
+        let (w, n, s) = (Poly::atom("w"), Poly::atom("n"), Poly::atom("s"));
+        let p = w
+            .mul(&n)
+            .unwrap()
+            .add(&n)
+            .unwrap()
+            .add_const(-1)
+            .unwrap()
+            .sub(&w.mul(&s).unwrap())
+            .unwrap();
+        assert_eq!(p.lower_with_larger("s", &n).unwrap().to_string(), "n - 1");
+        // A positive term of `s` grows with it: no lower bound from `s <= n`.
+        assert!(s
+            .add_const(-1)
+            .unwrap()
+            .lower_with_larger("s", &n)
+            .is_none());
     }
 }
