@@ -6,6 +6,7 @@
 mod access;
 mod culprit;
 mod eval;
+mod evidence;
 mod extent;
 mod facts;
 mod overflow;
@@ -17,6 +18,7 @@ mod width;
 pub use access::{Extent, OutOfRange};
 pub use culprit::{Culprit, CulpritKind};
 pub use eval::{Bound, Point, Range, RangeCx};
+pub use evidence::Evidence;
 pub use extent::type_range;
 pub use overflow::{Overflow, OverflowKind};
 pub use poly::Poly;

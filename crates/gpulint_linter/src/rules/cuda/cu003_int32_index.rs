@@ -7,7 +7,7 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};
-use gpulint_semantic::cuda::interval::{CulpritKind, OverflowKind};
+use gpulint_semantic::cuda::interval::{CulpritKind, Evidence, OverflowKind};
 use gpulint_semantic::cuda::narrow::{method_name, narrowing_of, COUNT_CALLS, INT32_LIMITS};
 use gpulint_semantic::cuda::{CudaModel, Flags, GuardKind, Kernel};
 use gpulint_syntax::descendants;
@@ -45,7 +45,13 @@ declare_rule! {
     ///   warning in kernels that index framework tensors (the file includes PyTorch, ATen, c10,
     ///   TensorFlow or CUTLASS headers, or a launch passes `x.numel()`/`x.size(d)`), and only when
     ///   both factors range over data sizes: products with `threadIdx`, `blockDim`, or constants,
-    ///   and products widened first (`static_cast<int64_t>(row) * cols`), are not reported;
+    ///   and products widened first (`static_cast<int64_t>(row) * cols`), are not reported. In
+    ///   files with no framework header, two things still show large data: an element count that
+    ///   bounds the global index and multiplies three or more sizes (`if (i < B * T * V)`; a
+    ///   tensor of three dimensions passes 2³¹ at about 1,300 per dimension), and a factor that is
+    ///   a `__device__` helper's 32-bit parameter to which a call passes a 64-bit value (the
+    ///   caller kept it 64-bit). Offsets that multiply three sizes are not enough there (kernel
+    ///   windows, sampling points and voxel grids multiply as many), nor are two-size counts;
     ///
     ///   Offsets count wherever they go: a pointer parameter advanced in place (`src +=
     ///   first_batch * element_count`), a pointer local built as `base + offset`, a 64-bit local
@@ -281,9 +287,11 @@ fn check_arithmetic<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>
             } else {
                 "an index or a pointer offset"
             };
-            let reach = match o.proven {
-                Some(v) => format!("with the sizes at the launches in this file it reaches {v}, past the limit of `{ty}`"),
-                None => "past 2³¹ − 1 elements it wraps (the kernel indexes framework tensors, which reach that size)".to_string(),
+            let reach = match (o.proven, o.evidence) {
+                (Some(v), _) => format!("with the sizes at the launches in this file it reaches {v}, past the limit of `{ty}`"),
+                (None, Evidence::Dimensions) => "past 2³¹ − 1 elements it wraps (it multiplies three or more sizes: a tensor of three dimensions reaches that size at about 1,300 per dimension)".to_string(),
+                (None, Evidence::NarrowedCall) => "past 2³¹ − 1 elements it wraps (the caller keeps the value in 64 bits)".to_string(),
+                (None, _) => "past 2³¹ − 1 elements it wraps (the kernel indexes framework tensors, which reach that size)".to_string(),
             };
             let (l, r) = (
                 o.node.field("left").map(|n| short(m.text(n))).unwrap_or_default(),

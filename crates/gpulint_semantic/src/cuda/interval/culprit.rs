@@ -109,7 +109,7 @@ impl<'t> CudaModel<'t> {
 
     /// A 32-bit parameter `name` of helper `k` to which a call in this file passes a 64-bit
     /// value.
-    fn narrowed_param(&self, k: &Kernel<'t>, name: &str) -> Option<Culprit<'t>> {
+    pub(super) fn narrowed_param(&self, k: &Kernel<'t>, name: &str) -> Option<Culprit<'t>> {
         let f = &self.functions[k.function];
         if f.space.global || !self.helpers.iter().any(|h| h.function == k.function) {
             return None;

@@ -6,10 +6,14 @@
 //!
 //! A product overflows *provably* when the launches in this file give every size it depends on
 //! and its largest value passes the type's limit; it *can* overflow when both factors range
-//! over data sizes (parameters, indices over the grid, not `threadIdx` or `blockDim`) and the
-//! kernel works on framework tensors, whose element counts reach 2³¹.
+//! over data sizes (parameters, indices over the grid, not `threadIdx` or `blockDim`) and
+//! something shows that the data is large: the kernel works on framework tensors, whose element
+//! counts reach 2³¹; or, in any file, the product is part of an element count that multiplies
+//! three or more sizes (`if (i < B * T * V)`), or one factor is a helper parameter to which a
+//! call narrows a 64-bit value (the caller kept it 64-bit).
 
 use super::eval::{Point, RangeCx};
+use super::evidence::{arithmetic_root, Evidence};
 use super::width::Width;
 use crate::cuda::guards::compact;
 use crate::cuda::kernel::{identifiers, peel, Kernel};
@@ -19,7 +23,7 @@ use gpulint_syntax::{descendants, named_children};
 use tree_sitter::Node;
 
 /// A factor is a data size when it can reach this.
-const LARGE: i128 = 1 << 15;
+pub(super) const LARGE: i128 = 1 << 15;
 
 /// Where 32-bit arithmetic can overflow.
 #[derive(Debug, Clone)]
@@ -36,6 +40,8 @@ pub struct Overflow<'t> {
     /// A factor has no upper bound in this file (read from memory, an unknown member): it
     /// counts as a data size, a weaker finding than one whose ranges are all bounded.
     pub unbounded: bool,
+    /// Why the sizes can reach the limit when the launches do not prove it.
+    pub evidence: Evidence,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,7 +167,7 @@ impl<'t> CudaModel<'t> {
         }
         for (root, at, used) in &roots {
             for p in std::iter::once(*root).chain(descendants(*root).take(512)) {
-                if let Some(o) = self.product_overflow(&cx, k, p, at, tensors) {
+                if let Some(o) = self.product_overflow(&cx, k, p, at, tensors, false) {
                     let key = compact(self.text(p));
                     if !seen.contains(&key) {
                         seen.push(key);
@@ -191,7 +197,7 @@ impl<'t> CudaModel<'t> {
                 }
                 let at = cx.point(Some(gi as u32), g.cond.start_byte());
                 for p in std::iter::once(l).chain(descendants(l).take(256)) {
-                    if let Some(o) = self.product_overflow(&cx, k, p, &at, tensors) {
+                    if let Some(o) = self.product_overflow(&cx, k, p, &at, tensors, true) {
                         let key = compact(self.text(p));
                         if !seen.contains(&key) {
                             seen.push(key);
@@ -232,6 +238,7 @@ impl<'t> CudaModel<'t> {
                         ty: if signed { "int" } else { "unsigned" },
                         used_at: None,
                         unbounded: false,
+                        evidence: Evidence::Framework,
                     });
                 }
             }
@@ -241,7 +248,7 @@ impl<'t> CudaModel<'t> {
 
     /// Does `e` fold to a constant in kernel `k` (its parameters and locals shadow constants of
     /// the same name elsewhere in the file)?
-    fn is_constant(&self, k: &Kernel<'t>, e: Node<'t>) -> bool {
+    pub(super) fn is_constant(&self, k: &Kernel<'t>, e: Node<'t>) -> bool {
         let shadowed = identifiers(e, self.source)
             .iter()
             .any(|n| k.param(n).is_some() || k.local(n).is_some());
@@ -252,7 +259,7 @@ impl<'t> CudaModel<'t> {
     /// parameter, a member of a traits class (`Ktraits::kNRows`), a `constexpr` local
     /// initialised from one (`constexpr int kBlockM = Kernel_traits::kBlockM;`)? A tile or row
     /// count per block, not a data size.
-    fn compile_time(&self, k: &Kernel<'t>, e: Node<'t>, depth: usize) -> bool {
+    pub(super) fn compile_time(&self, k: &Kernel<'t>, e: Node<'t>, depth: usize) -> bool {
         let e = peel(e);
         match e.kind_name() {
             "number_literal" => true,
@@ -330,7 +337,8 @@ impl<'t> CudaModel<'t> {
         false
     }
 
-    /// `a * b` evaluated in 32 bits whose value can pass the limit.
+    /// `a * b` evaluated in 32 bits whose value can pass the limit; `count`: it is part of an
+    /// element count that bounds a global index.
     fn product_overflow(
         &self,
         cx: &RangeCx<'_, 't>,
@@ -338,6 +346,7 @@ impl<'t> CudaModel<'t> {
         p: Node<'t>,
         at: &Point<'t>,
         tensors: bool,
+        count: bool,
     ) -> Option<Overflow<'t>> {
         if p.kind_name() != "binary_expression" || p.field("operator")?.kind_name() != "*" {
             return None;
@@ -391,11 +400,9 @@ impl<'t> CudaModel<'t> {
                     ty,
                     used_at: None,
                     unbounded: false,
+                    evidence: Evidence::Proven,
                 });
             }
-        }
-        if !tensors {
-            return None;
         }
         let large = |f: Node<'t>| {
             let r = cx.range(f, at);
@@ -404,13 +411,30 @@ impl<'t> CudaModel<'t> {
                 None => true,
             }
         };
-        (large(l) && large(r)).then_some(Overflow {
+        if !(large(l) && large(r)) {
+            return None;
+        }
+        // Without framework headers, the arithmetic itself must show a large tensor: an element
+        // count that multiplies three sizes (`if (i < B * T * V)`), or a factor that a call
+        // narrows from the 64-bit value its caller kept. (Offsets that multiply three sizes are
+        // not enough: kernel windows, sampling points and voxel grids multiply as many.)
+        let evidence = if tensors {
+            Evidence::Framework
+        } else if self.narrowed_factor(k, l, r) {
+            Evidence::NarrowedCall
+        } else if count && self.size_degree(cx, k, arithmetic_root(self, p), at, 0) >= 3 {
+            Evidence::Dimensions
+        } else {
+            return None;
+        };
+        Some(Overflow {
             node: p,
             kind: OverflowKind::IndexProduct,
             proven: None,
             ty,
             used_at: None,
             unbounded,
+            evidence,
         })
     }
 }

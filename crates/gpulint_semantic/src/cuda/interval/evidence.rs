@@ -1,0 +1,106 @@
+//! What shows that a 32-bit product works on tensors large enough to overflow it, when the
+//! launches in the file do not prove it: framework headers, or, in any file, an element count
+//! that multiplies three or more sizes (`if (i < B * T * V)`), or a factor that is a helper
+//! parameter to which a call narrows a 64-bit value.
+
+use super::eval::{Point, RangeCx};
+use super::overflow::LARGE;
+use crate::cuda::kernel::{peel, Kernel};
+use crate::cuda::CudaModel;
+use gpulint_syntax::NodeExt;
+use tree_sitter::Node;
+
+/// What shows that a 32-bit product that the launches do not bound works on large tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evidence {
+    /// The launches in this file give every size and the product passes the limit.
+    Proven,
+    /// The file includes framework headers (or a launch passes `x.numel()`): the kernel
+    /// indexes framework tensors, whose element counts reach 2³¹.
+    Framework,
+    /// An element count that bounds a global index multiplies three or more data sizes (`if (i
+    /// < B * T * V)`): the element count of a tensor of three or more dimensions.
+    Dimensions,
+    /// A factor is a 32-bit helper parameter to which a call passes a 64-bit value.
+    NarrowedCall,
+}
+
+impl<'t> CudaModel<'t> {
+    /// The degree of `e` in data sizes: how many sizes are multiplied in its largest term
+    /// (`B * T * V`: 3; `((b * H + h) * Q + q) * K`: 3, `b` being a block coordinate; `s * n +
+    /// i * m`: 2). A data size is a variable, member or parameter whose range reaches `LARGE`,
+    /// not a constant, a compile-time tile count or a value derived from thread coordinates.
+    pub(super) fn size_degree(
+        &self,
+        cx: &RangeCx<'_, 't>,
+        k: &Kernel<'t>,
+        e: Node<'t>,
+        at: &Point<'t>,
+        depth: usize,
+    ) -> usize {
+        if depth > 12 {
+            return 0;
+        }
+        let e = peel(e);
+        match e.kind_name() {
+            "binary_expression" => {
+                let (Some(l), Some(r)) = (e.field("left"), e.field("right")) else {
+                    return 0;
+                };
+                let (dl, dr) = (
+                    self.size_degree(cx, k, l, at, depth + 1),
+                    self.size_degree(cx, k, r, at, depth + 1),
+                );
+                match e.field("operator").map(|o| o.kind_name()) {
+                    Some("*") => dl + dr,
+                    Some("+" | "-") => dl.max(dr),
+                    _ => 0,
+                }
+            }
+            "identifier" | "field_expression" => {
+                if k.flags(self, e).thread_dependent()
+                    || self.is_constant(k, e)
+                    || self.compile_time(k, e, 0)
+                {
+                    return 0;
+                }
+                let ranges = |a: &str| cx.atom_range(a);
+                let large = match cx.range(e, at).hi {
+                    Some(h) => h.poly.interval(&ranges).1 >= LARGE,
+                    None => true,
+                };
+                usize::from(large)
+            }
+            _ => 0,
+        }
+    }
+
+    /// Is a factor of the product a 32-bit helper parameter to which a call passes a 64-bit
+    /// value (`long idx; helper(idx, …)` with `helper(int idx, …) { inp + idx * P }`)?
+    pub(super) fn narrowed_factor(&self, k: &Kernel<'t>, l: Node<'t>, r: Node<'t>) -> bool {
+        [l, r].into_iter().any(|f| {
+            let f = peel(f);
+            f.kind_name() == "identifier" && self.narrowed_param(k, self.text(f)).is_some()
+        })
+    }
+}
+
+/// The largest expression holding `p` through `+`, `-`, `*` and parentheses: the whole index
+/// or count `p` is a part of.
+pub(super) fn arithmetic_root<'t>(m: &CudaModel<'t>, p: Node<'t>) -> Node<'t> {
+    let mut top = p;
+    while let Some(up) = m.parent(top) {
+        let arithmetic = match up.kind_name() {
+            "parenthesized_expression" => true,
+            "binary_expression" => up
+                .field("operator")
+                .is_some_and(|o| matches!(o.kind_name(), "+" | "-" | "*")),
+            _ => false,
+        };
+        if !arithmetic {
+            break;
+        }
+        top = up;
+    }
+    top
+}
