@@ -514,6 +514,7 @@ impl<'t> PythonBuilder<'t> {
             parents: OnceCell::from(self.parents),
             statements: Default::default(),
             qualified_names: Default::default(),
+            local_callees: Default::default(),
         }
     }
 }
