@@ -587,6 +587,33 @@ pub(super) fn identifiers_in_target(target: Node<'_>) -> Vec<Node<'_>> {
 mod tests {
     use gpulint_syntax::{descendants, parse_range, Lang, Parents};
 
+    /// Every kind the builder tells apart names a kind of the Python grammar: a misspelt name
+    /// would leave its nodes silently unrecorded.
+    #[test]
+    fn builder_kinds_are_grammar_kinds() {
+        use super::{K, KINDS};
+        for k in [
+            K::Assignment,
+            K::AugmentedAssignment,
+            K::For,
+            K::While,
+            K::Identifier,
+            K::Attribute,
+            K::Call,
+            K::FunctionDefinition,
+            K::ClassDefinition,
+            K::DecoratedDefinition,
+            K::Lambda,
+            K::NamedExpression,
+            K::AsPatternTarget,
+            K::WithItem,
+            K::Import,
+            K::ImportFrom,
+        ] {
+            assert!(KINDS.contains(&k), "{k:?}");
+        }
+    }
+
     /// The parent table the builder records during its walk is the one a walk of its own
     /// builds, on every fixture (broken ones included) and on a file parsed as several trees
     /// (notebook cells): every node of every tree has the same parent, a root none.
