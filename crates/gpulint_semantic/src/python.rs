@@ -151,6 +151,10 @@ pub struct PythonModel<'t> {
     /// rules and facts ask about the same calls, and each answer costs field look-ups up the
     /// expression and a scope search.
     qualified_names: RefCell<HashMap<NodeKey, Option<String>, foldhash::fast::FixedState>>,
+    /// [`PythonModel::local_callee`] of each call asked about: the execution order, the call
+    /// graph, the TensorFlow facts and rules ask about the same calls, and each answer costs
+    /// field look-ups and name searches.
+    local_callees: RefCell<HashMap<NodeKey, Option<usize>, foldhash::fast::FixedState>>,
 }
 
 /// A node of the model's trees as a hash key: its id (unique among the nodes of trees alive

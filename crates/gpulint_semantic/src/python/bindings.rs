@@ -283,23 +283,25 @@ impl<'t> PythonModel<'t> {
         if let Some(f) = self.enclosing_function(at) {
             if self.function_binds(f, name) {
                 let body = self.functions[f].node.field("body")?;
+                let (start, end) = (body.start_byte(), body.end_byte());
+                // The plain `name = ...` assignments of the file (from the name index, in
+                // document order), kept to those in the body outside nested functions:
+                // scanning every assignment of the body for each name asked about cost the
+                // names times the assignments of a long function.
+                let own = self.name_index().assignments.get(name);
                 let mut found = None;
-                for n in self.assignments_within(body) {
-                    if n.kind_name() != "assignment" {
+                for &n in own.map(Vec::as_slice).unwrap_or(&[]) {
+                    let (s, e) = (n.start_byte(), n.end_byte());
+                    if s < start || s >= end || e > end {
                         continue;
                     }
                     if self.enclosing_function(n) != Some(f) {
                         continue;
                     }
-                    let Some(left) = n.field("left") else {
-                        continue;
-                    };
-                    if left.kind_name() == "identifier" && self.text(left) == name {
-                        if found.is_some() {
-                            return None;
-                        }
-                        found = n.field("right");
+                    if found.is_some() {
+                        return None;
                     }
+                    found = n.field("right");
                 }
                 return found;
             }

@@ -7,7 +7,70 @@ use gpulint_syntax::NodeExt;
 use gpulint_syntax::{named_children, text};
 use std::cell::OnceCell;
 use std::collections::HashMap;
+use std::sync::LazyLock;
 use tree_sitter::{Node, Tree};
+
+/// The kinds of node the builder tells apart (every other kind is [`K::Other`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum K {
+    Other,
+    Assignment,
+    AugmentedAssignment,
+    For,
+    While,
+    Identifier,
+    Attribute,
+    Call,
+    FunctionDefinition,
+    ClassDefinition,
+    DecoratedDefinition,
+    Lambda,
+    NamedExpression,
+    AsPatternTarget,
+    WithItem,
+    Import,
+    ImportFrom,
+}
+
+/// [`K`] of each kind id of the Python grammar, from the kind's name: every node the walk
+/// enters is told apart by one table read (comparing its kind's name with each name of
+/// several `match`es cost more than the rest of the builder's work on most nodes). Kinds are
+/// matched by name, named or not, as [`NodeExt::kind_name`] compares.
+static KINDS: LazyLock<Vec<K>> = LazyLock::new(|| {
+    let Some(grammar) = gpulint_syntax::Lang::Python.grammar() else {
+        return Vec::new();
+    };
+    (0..grammar.node_kind_count() as u16)
+        .map(|id| match grammar.node_kind_for_id(id).unwrap_or("") {
+            "assignment" => K::Assignment,
+            "augmented_assignment" => K::AugmentedAssignment,
+            "for_statement" => K::For,
+            "while_statement" => K::While,
+            "identifier" => K::Identifier,
+            "attribute" => K::Attribute,
+            "call" => K::Call,
+            "function_definition" => K::FunctionDefinition,
+            "class_definition" => K::ClassDefinition,
+            "decorated_definition" => K::DecoratedDefinition,
+            "lambda" => K::Lambda,
+            "named_expression" => K::NamedExpression,
+            "as_pattern_target" => K::AsPatternTarget,
+            "with_item" => K::WithItem,
+            "import_statement" => K::Import,
+            "import_from_statement" => K::ImportFrom,
+            _ => K::Other,
+        })
+        .collect()
+});
+
+/// The [`K`] of a node of a Python tree.
+#[inline]
+fn kind_of(node: Node<'_>) -> K {
+    KINDS
+        .get(node.kind_id() as usize)
+        .copied()
+        .unwrap_or(K::Other)
+}
 
 /// Collects the model during the checker's walk.
 pub struct PythonBuilder<'t> {
@@ -31,6 +94,9 @@ pub struct PythonBuilder<'t> {
     module_bindings: HashMap<&'t str, Binding<'t>>,
     local_aliases: HashMap<(usize, &'t str), Node<'t>>,
     argparse_defaults: HashMap<String, Node<'t>>,
+    /// Does the text mention `add_argument` at all? When it does not, no call is an argparse
+    /// option, and calls are not looked into for one.
+    mentions_add_argument: bool,
     /// The parent of every node walked, recorded as the walk enters it: the model's parent
     /// table comes with the walk instead of a walk of its own.
     parents: gpulint_syntax::Parents<'t>,
@@ -58,6 +124,8 @@ impl<'t> PythonBuilder<'t> {
             module_bindings: HashMap::new(),
             local_aliases: HashMap::new(),
             argparse_defaults: HashMap::new(),
+            mentions_add_argument: memchr::memmem::find(source.as_bytes(), b"add_argument")
+                .is_some(),
             parents: gpulint_syntax::Parents::default(),
         }
     }
@@ -67,7 +135,7 @@ impl<'t> PythonBuilder<'t> {
     }
 
     pub fn enter(&mut self, node: Node<'t>) {
-        let kind = node.kind_name();
+        let kind = kind_of(node);
         let parent = self.open.last();
         match parent {
             Some(p) => self.parents.record(node, p.node),
@@ -80,41 +148,43 @@ impl<'t> PythonBuilder<'t> {
         });
         let barrier = parent.and_then(|p| p.barrier);
         match kind {
-            "assignment" | "augmented_assignment" => self.assignments.push(node),
-            "for_statement" | "while_statement" => self.loops.push(node),
-            "identifier" => self.identifiers.push(node),
-            "attribute" => self.attributes.push(node),
+            K::Assignment | K::AugmentedAssignment => self.assignments.push(node),
+            K::For | K::While => self.loops.push(node),
+            K::Identifier => self.identifiers.push(node),
+            K::Attribute => self.attributes.push(node),
             _ => {}
         }
-        if matches!(kind, "call" | "assignment" | "augmented_assignment") {
+        if matches!(kind, K::Call | K::Assignment | K::AugmentedAssignment) {
             self.exec_events.push((node, barrier));
         }
         if let Some(f) = local_to {
             if matches!(
                 kind,
-                "function_definition"
-                    | "class_definition"
-                    | "assignment"
-                    | "augmented_assignment"
-                    | "for_statement"
-                    | "named_expression"
-                    | "as_pattern_target"
+                K::FunctionDefinition
+                    | K::ClassDefinition
+                    | K::Assignment
+                    | K::AugmentedAssignment
+                    | K::For
+                    | K::NamedExpression
+                    | K::AsPatternTarget
             ) {
                 self.binding_sites.push((f, node));
             }
         }
-        self.enter_kind(node, kind);
-        let definition = matches!(kind, "function_definition" | "class_definition" | "lambda");
+        if kind != K::Other {
+            self.enter_kind(node, kind);
+        }
+        let definition = matches!(kind, K::FunctionDefinition | K::ClassDefinition | K::Lambda);
         self.open.push(Open {
             node,
             local_to_children: if definition { None } else { local_to },
-            body: (kind == "function_definition")
+            body: (kind == K::FunctionDefinition)
                 .then(|| {
                     node.field("body")
                         .map(|b| (b.id(), self.functions.len() - 1))
                 })
                 .flatten(),
-            barrier: if definition || kind == "decorated_definition" {
+            barrier: if definition || kind == K::DecoratedDefinition {
                 Some(node)
             } else {
                 barrier
@@ -122,10 +192,10 @@ impl<'t> PythonBuilder<'t> {
         });
     }
 
-    fn enter_kind(&mut self, node: Node<'t>, kind: &str) {
+    fn enter_kind(&mut self, node: Node<'t>, kind: K) {
         match kind {
-            "import_statement" => self.import(node, None),
-            "import_from_statement" => {
+            K::Import => self.import(node, None),
+            K::ImportFrom => {
                 let module = node
                     .field("module_name")
                     .map(|m| text(m, self.source).to_string());
@@ -133,7 +203,7 @@ impl<'t> PythonBuilder<'t> {
                     self.import(node, Some(module));
                 }
             }
-            "function_definition" => {
+            K::FunctionDefinition => {
                 let name = node
                     .field("name")
                     .map(|n| text(n, self.source).to_string())
@@ -149,7 +219,7 @@ impl<'t> PythonBuilder<'t> {
                     .open
                     .last()
                     .map(|o| o.node)
-                    .filter(|p| p.kind_name() == "decorated_definition")
+                    .filter(|p| kind_of(*p) == K::DecoratedDefinition)
                     .map(|p| {
                         named_children(p)
                             .filter(|c| c.kind_name() == "decorator")
@@ -168,7 +238,7 @@ impl<'t> PythonBuilder<'t> {
                 });
                 self.scope_stack.push(self.functions.len() - 1);
             }
-            "class_definition" => {
+            K::ClassDefinition => {
                 let name = node
                     .field("name")
                     .map(|n| text(n, self.source).to_string())
@@ -180,12 +250,14 @@ impl<'t> PythonBuilder<'t> {
                 });
                 self.class_stack.push((self.scope_stack.len(), name));
             }
-            "call" => {
+            K::Call => {
                 self.calls.push((node, self.scope()));
-                self.argparse(node);
+                if self.mentions_add_argument {
+                    self.argparse(node);
+                }
             }
-            "assignment" => self.assignment(node),
-            "augmented_assignment" | "for_statement" | "with_item" | "named_expression"
+            K::Assignment => self.assignment(node),
+            K::AugmentedAssignment | K::For | K::WithItem | K::NamedExpression
                 if self.scope_stack.is_empty() && self.class_stack.is_empty() =>
             {
                 let target = node
@@ -211,11 +283,11 @@ impl<'t> PythonBuilder<'t> {
 
     pub fn leave(&mut self, node: Node<'t>) {
         self.open.pop();
-        match node.kind_name() {
-            "function_definition" => {
+        match kind_of(node) {
+            K::FunctionDefinition => {
                 self.scope_stack.pop();
             }
-            "class_definition" => {
+            K::ClassDefinition => {
                 self.class_stack.pop();
             }
             _ => {}
@@ -442,6 +514,7 @@ impl<'t> PythonBuilder<'t> {
             parents: OnceCell::from(self.parents),
             statements: Default::default(),
             qualified_names: Default::default(),
+            local_callees: Default::default(),
         }
     }
 }
@@ -513,6 +586,33 @@ pub(super) fn identifiers_in_target(target: Node<'_>) -> Vec<Node<'_>> {
 #[cfg(test)]
 mod tests {
     use gpulint_syntax::{descendants, parse_range, Lang, Parents};
+
+    /// Every kind the builder tells apart names a kind of the Python grammar: a misspelt name
+    /// would leave its nodes silently unrecorded.
+    #[test]
+    fn builder_kinds_are_grammar_kinds() {
+        use super::{K, KINDS};
+        for k in [
+            K::Assignment,
+            K::AugmentedAssignment,
+            K::For,
+            K::While,
+            K::Identifier,
+            K::Attribute,
+            K::Call,
+            K::FunctionDefinition,
+            K::ClassDefinition,
+            K::DecoratedDefinition,
+            K::Lambda,
+            K::NamedExpression,
+            K::AsPatternTarget,
+            K::WithItem,
+            K::Import,
+            K::ImportFrom,
+        ] {
+            assert!(KINDS.contains(&k), "{k:?}");
+        }
+    }
 
     /// The parent table the builder records during its walk is the one a walk of its own
     /// builds, on every fixture (broken ones included) and on a file parsed as several trees

@@ -222,7 +222,18 @@ impl<'t> PythonModel<'t> {
 
     /// The local function a call invokes: `f(...)` for a module-level or enclosing `def f`,
     /// `self.f(...)` / `cls.f(...)` for a method of the same class.
+    /// Answered once per call (see `PythonModel::local_callees`).
     pub fn local_callee(&self, call: Node<'_>) -> Option<usize> {
+        let key = super::node_key(call);
+        if let Some(&known) = self.local_callees.borrow().get(&key) {
+            return known;
+        }
+        let callee = self.find_local_callee(call);
+        self.local_callees.borrow_mut().insert(key, callee);
+        callee
+    }
+
+    fn find_local_callee(&self, call: Node<'_>) -> Option<usize> {
         let func = call.field("function")?;
         // Only asked once the name could be a local function's (most calls are not).
         let caller = || self.enclosing_function(func);
