@@ -1,0 +1,183 @@
+//! The buffers names refer to: `__shared__` declarations, pointers taken from them, and the
+//! buffer parameters of a called helper bound to the caller's buffers.
+
+use super::walk::{Buf, Sum, Walker};
+use super::{Acc, HelperSummary};
+use crate::cuda::kernel::{peel, peel_pointer};
+use gpulint_syntax::{named_children, NodeExt};
+use std::collections::HashMap;
+use tree_sitter::Node;
+
+impl<'a, 'c, 't> Walker<'a, 'c, 't> {
+    /// `__shared__` declarations, pointers into shared buffers, and the accesses of the
+    /// initialisers.
+    pub(super) fn declaration(&mut self, d: Node<'t>) -> Sum<'t> {
+        let m = self.f.m;
+        let text = m.text(d);
+        let shared = text.contains("__shared__");
+        let volatile = text.contains("volatile");
+        let aggregate = d.field("type").is_some_and(|t| {
+            let tt = m.text(t);
+            matches!(
+                t.kind_name(),
+                "union_specifier" | "struct_specifier" | "class_specifier"
+            ) || tt.contains("Storage")
+                || tt.contains("::")
+        });
+        let mut out = Sum::empty();
+        for c in named_children(d) {
+            let (decl, value) = match c.kind_name() {
+                "init_declarator" => (c.field("declarator"), c.field("value")),
+                "identifier" | "array_declarator" | "pointer_declarator" => (Some(c), None),
+                _ => continue,
+            };
+            let Some(decl) = decl else {
+                continue;
+            };
+            if let Some(v) = value {
+                let e = self.expr(v);
+                out = self.seq(out, e);
+            }
+            let (name_node, _) = crate::cuda::kernel::declarator_name(decl);
+            let Some(name_node) = name_node else {
+                continue;
+            };
+            let name = m.text(name_node);
+            if shared {
+                self.bufs.insert(
+                    name,
+                    Buf {
+                        root: name.to_string(),
+                        offset: None,
+                        volatile,
+                        scalar: decl.kind_name() == "identifier",
+                        aggregate,
+                    },
+                );
+                continue;
+            }
+            self.bufs.remove(name);
+            if decl.kind_name() != "pointer_declarator" {
+                continue;
+            }
+            if let Some(v) = value {
+                if let Some(b) = self.pointer_into(v) {
+                    self.bufs.insert(
+                        name,
+                        Buf {
+                            volatile: b.volatile || volatile,
+                            ..b
+                        },
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    /// The buffer a pointer expression points into: `s`, `s + k`, `&s[k]`, `(T*)s`.
+    pub(super) fn pointer_into(&self, v: Node<'t>) -> Option<Buf> {
+        let v = peel_pointer(v, self.f.m.source);
+        match v.kind_name() {
+            "identifier" => {
+                let b = self.bufs.get(self.f.m.text(v))?;
+                (!b.scalar).then(|| b.clone())
+            }
+            "binary_expression" => {
+                let op = v.field("operator").map(|o| o.kind()).unwrap_or("");
+                let (l, r) = (v.field("left")?, v.field("right")?);
+                if op != "+" {
+                    return None;
+                }
+                let mut b = self.pointer_into(l)?;
+                b.offset = match (b.offset.take(), self.f.form(r)) {
+                    (None, Some(p)) => Some(p),
+                    (Some(o), Some(p)) => o.add(&p),
+                    _ => None,
+                };
+                b.offset.as_ref()?;
+                Some(b)
+            }
+            "pointer_expression" if v.child(0).is_some_and(|o| o.kind() == "&") => {
+                let arg = peel(v.field("argument")?);
+                if arg.kind_name() != "subscript_expression" {
+                    return None;
+                }
+                let base = peel(arg.field("argument")?);
+                let mut b = self.pointer_into(base)?;
+                let idx = arg
+                    .field("indices")
+                    .and_then(|i| i.named_child(0))
+                    .or_else(|| arg.field("index"))?;
+                let p = self.f.form(idx)?;
+                b.offset = match b.offset.take() {
+                    None => Some(p),
+                    Some(o) => Some(o.add(&p)?),
+                };
+                Some(b)
+            }
+            _ => None,
+        }
+    }
+
+    /// The summary of a call to a helper with a summary, its buffer parameters bound to the
+    /// caller's buffers.
+    pub fn helper_call(&mut self, call: Node<'t>, name: &str) -> Option<Sum<'t>> {
+        let h: HelperSummary<'t> = self.ctx.summary(name)?;
+        let args: Vec<Node<'t>> = call
+            .field("arguments")
+            .map(|a| {
+                named_children(a)
+                    .filter(|c| c.kind_name() != "comment")
+                    .collect()
+            })
+            .unwrap_or_default();
+        let caller = self.threads();
+        let mut map: HashMap<String, String> = HashMap::new();
+        for (pos, pname) in &h.params {
+            let arg = args.get(*pos)?;
+            let root = match self.pointer_into(*arg) {
+                Some(b) if b.offset.is_none() => b.root,
+                Some(_) => return Some(Sum::barrier()),
+                None => {
+                    let a = peel_pointer(*arg, self.f.m.source);
+                    if a.kind_name() != "identifier" {
+                        return Some(Sum::barrier());
+                    }
+                    self.f.m.text(a).to_string()
+                }
+            };
+            map.insert(pname.clone(), root);
+        }
+        let rebind = |v: &[Acc<'t>]| -> Vec<Acc<'t>> {
+            v.iter()
+                .map(|a| {
+                    let mut a = a.clone();
+                    a.buf = map
+                        .get(&a.buf)
+                        .cloned()
+                        .unwrap_or_else(|| format!("{name}::{}", a.buf));
+                    a.site = call;
+                    a.threads.warp |= caller.warp;
+                    a.threads.per_thread_guard |= caller.per_thread_guard;
+                    if a.threads.single.is_none() {
+                        a.threads.single = caller.single.clone();
+                    }
+                    a.via = Some(h.function);
+                    a
+                })
+                .collect()
+        };
+        let mut pending = rebind(&h.sum.pending);
+        pending.extend(rebind(&h.sum.exit));
+        Some(Sum {
+            exposed: rebind(&h.sum.exposed),
+            pending,
+            through: h.sum.through,
+            warp_sync: h.sum.warp_sync,
+            exit: Vec::new(),
+            jump: Vec::new(),
+            barrier: h.sum.barrier,
+        })
+    }
+}
