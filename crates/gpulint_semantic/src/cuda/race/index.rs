@@ -338,6 +338,7 @@ pub(crate) fn may_conflict(
             // `s[t]` against `s[t + k]`: only where the ranges provably overlap (a reduction's
             // `if (t < s) s[t] += s[t + s]` keeps them apart).
             a.index.len() == 1
+                && !strided_apart(&a.index[0], &diffs[0])
                 && !bounded_by_symbol(a)
                 && !bounded_by_symbol(b)
                 && ranges_overlap(&a.index[0], &b.index[0], range)
@@ -379,6 +380,16 @@ fn split_by_guard(a: &Side<'_>, b: &Side<'_>) -> bool {
             .any(|(v, limit)| v == lo && *limit == d)
     };
     bounded(p, q, a.threads) || bounded(q, p, b.threads)
+}
+
+/// `s[5 * t + 0]` against `s[5 * t + 1]`: each thread's slots are a stride apart, and an
+/// offset that is not a multiple of the stride never reaches another thread's slot.
+fn strided_apart(x: &Index, diff: &Poly) -> bool {
+    let (Some(p), Some(d)) = (&x.poly, diff.as_const()) else {
+        return false;
+    };
+    let g = p.gcd_where(&|a| a.starts_with("threadIdx."));
+    g > 1 && d % g != 0
 }
 
 /// Is the side's own index kept below a bound that is not a constant (`if (t < lanes)`)?
