@@ -172,7 +172,46 @@ def pathspecs_for(gitdir, commit, path):
     specs = [f'{d}/']
     if path.lower().endswith(NATIVE_EXTS):
         specs += files_in(os.path.dirname(d))
+        specs += [h for h in included_headers(gitdir, commit, path)
+                  if not h.startswith(f'{d}/') and h not in specs]
     return specs
+
+
+INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+HEADER_EXTS = ('.h', '.cuh', '.hpp', '.hxx', '.inl')
+ROOT_BUILD_FILES = ('setup.py', 'CMakeLists.txt', 'pyproject.toml')
+MAX_HEADERS = 32
+
+
+def included_headers(gitdir, commit, path, depth=3):
+    """The project headers `path` includes (quoted includes, a few levels deep), wherever they
+    are in the tree, and the top-level build files that name include directories: linting the
+    project, gpulint reads them (see crates/gpulint_semantic/src/cuda/headers.rs). An include
+    is looked up relative to the including file, else by its path's tail anywhere in the tree
+    (an include directory the build names); every match is extracted."""
+    names = git(gitdir, 'ls-tree', '-r', '--name-only', '-z', commit).stdout.split('\0')
+    headers = [n for n in names if n.lower().endswith(HEADER_EXTS)]
+    header_set = set(headers)
+    out = [n for n in names if n in ROOT_BUILD_FILES]
+    seen, frontier = {path}, [path]
+    for _ in range(depth):
+        nxt = []
+        for f in frontier:
+            text = git(gitdir, 'show', f'{commit}:{f}', check=False).stdout or ''
+            for inc in INCLUDE_RE.findall(text):
+                rel = os.path.normpath(os.path.join(os.path.dirname(f), inc)).replace(os.sep, '/')
+                if rel in header_set:
+                    found = [rel]
+                else:
+                    tail = '/'.join(p for p in inc.split('/') if p not in ('.', '..'))
+                    found = [h for h in headers if h == tail or h.endswith('/' + tail)]
+                for h in found:
+                    if h not in seen and len(seen) <= MAX_HEADERS:
+                        seen.add(h)
+                        out.append(h)
+                        nxt.append(h)
+        frontier = nxt
+    return out
 
 
 def extract_tree(gitdir, commit, dest):

@@ -249,7 +249,7 @@ fn builds(
                     return None;
                 }
                 let linker = linker_for(&engine)?;
-                let result = linker.check_bytes(&c.path, c.display.clone(), bytes, c.lang);
+                let result = linker.check_bytes(&c.path, c.display().to_string(), bytes, c.lang);
                 let sources: Vec<PathBuf> = result
                     .links
                     .into_iter()

@@ -217,3 +217,106 @@ fn a_tensor_allocated_like_itself_ends() {
     );
     run_bounded(d, &["like.cu"], LIMIT);
 }
+
+/// Calls of the APIs the Python rules look at, one every 50 levels of an expression nested
+/// `depth` deep that ends in an operand left out (a zero-width MISSING identifier at the bottom), in a training loop under
+/// `torch.no_grad()` and at module level.
+fn nested_api_calls(depth: usize) -> String {
+    const APIS: &[&str] = &[
+        "torch.cuda.empty_cache(",
+        "tf.function(",
+        "jax.jit(",
+        "keras.Sequential(",
+        "np.zeros(",
+        "torch.zeros(",
+        "float(",
+        "model.predict(",
+        "tf.config.experimental.set_memory_growth(",
+        "tf.compat.v1.Session(",
+        "torch.autocast(",
+        "tf.keras.mixed_precision.experimental.set_policy(",
+    ];
+    // A call every 50 levels, a unary minus in parentheses between them.
+    let calls: String = (0..depth)
+        .map(|i| match i % 50 {
+            0 => APIS[(i / 50) % APIS.len()],
+            _ => "-(",
+        })
+        .collect();
+    let nest = format!("{calls}x + {}", ")".repeat(depth));
+    format!(
+        "import torch\nimport numpy as np\nimport tensorflow as tf\nimport jax\nfrom tensorflow import keras\n\n\
+         def train(model, loader, opt, criterion):\n    for x, y in loader:\n        with torch.no_grad():\n\
+         \x20           loss = criterion(model(x), y)\n            loss.backward()\n            opt.step()\n\
+         \x20           z = {nest}\n            try:\n                y = x  # noqa: PT001\n\
+         \x20           except RuntimeError:\n                pass\n\nz = {nest}\n"
+    )
+}
+
+/// C++ with zero-width MISSING nodes deep in it: casts in the host function nested `depth`
+/// deep with a `;` left out; products in a kernel's index and `if`s around a barrier, nested
+/// `depth / 4` deep, with an operand left out.
+fn nested_kernel_code(depth: usize) -> [(&'static str, String); 3] {
+    let kernel = "#include <torch/extension.h>\n__global__ void k(float* x, const float* y, int n, int64_t m) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n";
+    let (host_depth, depth) = (depth, depth / 4);
+    let close = ")".repeat(depth);
+    let host_close = ")".repeat(host_depth);
+    [
+        (
+            "products.cu",
+            format!(
+                "{kernel}    x[i] = y[{}i * {close}];\n    int c = {}n * {close};\n    x[c] = 1.f;\n}}\n",
+                "(i * m + ".repeat(depth),
+                "(threadIdx.x * m + ".repeat(depth)
+            ),
+        ),
+        (
+            "host.cu",
+            format!(
+                "{kernel}    if (i < n) x[i] = y[i];\n}}\nvoid run(torch::Tensor t, torch::Tensor u) {{\n    int n = {}t.numel(){host_close}\n    auto p = {}t.data_ptr(){host_close};\n    k<<<(n + 255) / 256, 256>>>(p, u.data_ptr<float>(), n, t.numel());\n}}\n",
+                "static_cast<int>(".repeat(host_depth),
+                "reinterpret_cast<float*>(".repeat(host_depth)
+            ),
+        ),
+        (
+            "barrier.cu",
+            format!(
+                "{kernel}{}__syncthreads(); x[i] = 1;{}\n}}\n",
+                (0..depth)
+                    .map(|d| format!("if (threadIdx.x < n + {} + ) {{", d % 10))
+                    .collect::<String>(),
+                "}".repeat(depth)
+            ),
+        ),
+    ]
+}
+
+/// Nesting a hundred thousand levels deep with zero-width MISSING nodes in it. tree-sitter's
+/// `Node::parent` descends from the root at every call and, for a zero-width node, recurses
+/// once per level: the rules that asked it for parents (PT007's climb to the loop, the
+/// `no_grad` and `tf.function` checks, the placement of allocations, TF003/TF004/TF012/KR004's
+/// climbs, JX003, CU003's narrowing, the int32 overflow culprit, OP001's pointer casts, CU008's
+/// per-thread conditions, CU009) took minutes (5,000 nested calls: more than 100 s) or could
+/// overflow the stack. They now ask the file's parent table, built by one walk.
+#[test]
+fn parent_lookups_deep_in_broken_nesting_are_bounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let depth = 100_000;
+    write(d, "deep/calls.py", nested_api_calls(depth));
+    let mut files = vec!["deep/calls.py".to_string()];
+    for (name, text) in nested_kernel_code(depth) {
+        write(d, &format!("deep/{name}"), text);
+        files.push(format!("deep/{name}"));
+    }
+    // Far above the seconds a release build takes, far below what the climbs took.
+    let limit = Duration::from_secs(180);
+    for f in &files {
+        let o = run_bounded(d, &["--verbose", f], limit);
+        // Each file is read and said to be partly parsed (the MISSING nodes).
+        let c = codes(&o);
+        assert!(c.contains(&"GL003".to_string()), "{f}: {c:?}");
+    }
+    // The comment writer and the suppressions look at the lines in the nesting too.
+    run_bounded(d, &["--add-noqa", "deep"], limit);
+}

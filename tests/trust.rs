@@ -84,6 +84,23 @@ fn fifos_never_block_the_run() {
     );
     let o = run_bounded(d, &["--isolated", "--no-cache", "requirements.txt"], limit);
     assert!(code(&o) < 2, "{}", stderr(&o));
+    // Named on the command line, a FIFO or a device is said to be skipped, not passed over.
+    let o = run_bounded(d, &["--isolated", "--no-cache", "pipe.py"], limit);
+    assert!(code(&o) < 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("pipe.py: not a regular file"),
+        "{}",
+        stderr(&o)
+    );
+    if std::path::Path::new("/dev/null").exists() {
+        let o = run_bounded(d, &["--isolated", "--no-cache", "/dev/null"], limit);
+        assert!(code(&o) < 2, "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("/dev/null: not a regular file (a FIFO, socket or device)"),
+            "{}",
+            stderr(&o)
+        );
+    }
     let o = run_bounded(d, &["estimate", "pipe.py"], limit);
     assert_eq!(code(&o), 2);
     assert!(
@@ -540,4 +557,69 @@ fn notebook_cells_that_cannot_be_read_are_findings() {
     let run = || stdout(&gpulint(d, &["--output-format", "json", "nb.ipynb"]));
     assert_eq!(run(), stdout(&o));
     assert_eq!(run(), stdout(&o));
+}
+
+/// SARIF of a project checked from another working directory: an absolute path is an absolute
+/// `file://` URI without `uriBaseId` (an absolute path given as a URI relative to `%SRCROOT%`
+/// is SARIF1004, which code scanning rejects); a file below the working directory stays
+/// relative to `%SRCROOT%`.
+#[test]
+fn sarif_locations_outside_the_working_directory_are_absolute_uris() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(d, "project/k.cu", KERNEL);
+    std::fs::create_dir_all(d.join("elsewhere")).unwrap();
+    let sarif = |cwd: &Path, target: &str| -> serde_json::Value {
+        let o = gpulint(
+            cwd,
+            &[
+                "--isolated",
+                "--no-cache",
+                "--exit-zero",
+                "--output-format",
+                "sarif",
+                target,
+            ],
+        );
+        assert!(code(&o) < 2, "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        v["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"].clone()
+    };
+    let project = d.join("project").canonicalize().unwrap();
+    let outside = sarif(&d.join("elsewhere"), project.to_str().unwrap());
+    let uri = outside["uri"].as_str().unwrap();
+    assert!(
+        uri.starts_with("file:///") && uri.ends_with("/project/k.cu"),
+        "{outside}"
+    );
+    assert!(outside.get("uriBaseId").is_none(), "{outside}");
+    let inside = sarif(d, "project");
+    assert_eq!(inside["uri"], "project/k.cu", "{inside}");
+    assert_eq!(inside["uriBaseId"], "%SRCROOT%", "{inside}");
+}
+
+/// The README's install routes exist and say what they need: every `cargo install` builds
+/// with `Cargo.lock` (`--locked`), no release tag or version is offered that does not exist,
+/// and the prerequisites (Rust 1.85, a C compiler) are stated.
+#[test]
+fn the_readme_install_routes_are_locked_and_state_their_needs() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let installs: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.contains("cargo install ") && !l.contains("`cargo install`"))
+        .collect();
+    assert!(!installs.is_empty());
+    for l in installs {
+        assert!(l.contains("--locked"), "without --locked: {l}");
+    }
+    assert!(!readme.contains("rev: v0.1.0"), "a tag that does not exist");
+    assert!(
+        !readme
+            .lines()
+            .any(|l| l.trim_end().ends_with("pip install gpulint")),
+        "nothing is published on PyPI"
+    );
+    assert!(readme.contains("Rust 1.85"), "the Rust version needed");
+    assert!(readme.contains("C compiler"), "the C compiler needed");
 }

@@ -244,10 +244,31 @@ pub struct RuleMeta {
     /// A file can only produce findings of this rule if it contains one of these byte strings.
     /// Empty: every file of the rule's language.
     pub needles: &'static [&'static str],
+    /// A second condition of the same kind: when not empty, a file can only produce findings
+    /// of this rule if it also contains one of these (a rule about training steps needs a
+    /// framework's name and a training call). Files are parsed by `needles` alone; this only
+    /// decides whether the rule runs on a parsed file.
+    pub also_needles: &'static [&'static str],
     pub options: &'static [RuleOption],
 }
 
 impl RuleMeta {
+    /// The fields a rule declaration may leave out (only `also_needles` is optional in
+    /// practice: [`declare_rule!`] takes the others from the declaration).
+    #[doc(hidden)]
+    pub const UNSET: RuleMeta = RuleMeta {
+        code: "",
+        name: "",
+        lang: RuleLang::Any,
+        severity: Severity::Info,
+        summary: "",
+        doc: "",
+        kinds: &[],
+        needles: &[],
+        also_needles: &[],
+        options: &[],
+    };
+
     /// The documentation with the one leading space of `///` comments removed.
     pub fn doc_markdown(&self) -> String {
         let mut out = String::with_capacity(self.doc.len());
@@ -280,9 +301,12 @@ macro_rules! declare_rule {
         pub static $id:ident = { $($field:ident : $val:expr),* $(,)? };
     ) => {
         $(#[doc = $doc])*
+        // A declaration that names every field leaves nothing to `UNSET`.
+        #[allow(clippy::needless_update)]
         pub static $id: $crate::RuleMeta = $crate::RuleMeta {
             doc: concat!($($doc, "\n"),*),
-            $($field: $val),*
+            $($field: $val,)*
+            ..$crate::RuleMeta::UNSET
         };
     };
 }

@@ -8,7 +8,7 @@
 
 pub use crate::context::Context;
 use crate::manifest_context::ManifestContext;
-use crate::registry::RuleTable;
+use crate::registry::{RuleSet, RuleTable};
 use crate::rule::Rule;
 use crate::settings::Settings;
 use gpulint_diagnostics::{Diagnostic, Span};
@@ -96,8 +96,10 @@ fn check_tree_metered(
     let mut info = ParseInfo::default();
     let mut wanted: Vec<Node<'_>> = Vec::new();
 
+    // The rules that can fire in this text; the others are not run (their needles are absent).
+    let active = table.rules_for_text(&file.text);
     for tree in trees {
-        walk_tree(tree, table, &mut builder, &mut info, &mut wanted);
+        walk_tree(tree, table, active, &mut builder, &mut info, &mut wanted);
     }
 
     let mut model = builder.finish(trees);
@@ -149,12 +151,16 @@ fn check_tree_metered(
             }
         };
     for node in wanted {
-        for rule in table.rules_for(node.kind_id()) {
-            run(*rule, node.start_byte(), &|r, ctx| r.check(node, ctx));
+        for (i, rule) in table.rules_for(node.kind_id()) {
+            if active.contains(*i) {
+                run(*rule, node.start_byte(), &|r, ctx| r.check(node, ctx));
+            }
         }
     }
-    for rule in table.rules() {
-        run(*rule, budget::UNKNOWN, &|r, ctx| r.check_file(ctx));
+    for (i, rule) in table.rules().iter().enumerate() {
+        if active.contains(i) {
+            run(*rule, budget::UNKNOWN, &|r, ctx| r.check_file(ctx));
+        }
     }
 
     // Nothing is reported from evidence inside a region the parser did not understand.
@@ -169,6 +175,7 @@ fn check_tree_metered(
 fn walk_tree<'t>(
     tree: &'t Tree,
     table: &RuleTable,
+    active: RuleSet,
     builder: &mut gpulint_semantic::Builder<'t>,
     info: &mut ParseInfo,
     wanted: &mut Vec<Node<'t>>,
@@ -183,7 +190,11 @@ fn walk_tree<'t>(
             info.error_spans.push(Span::of(&node));
         }
         let kind = node.kind_id();
-        if table.wants(kind) {
+        if table
+            .rules_for(kind)
+            .iter()
+            .any(|(i, _)| active.contains(*i))
+        {
             wanted.push(node);
         }
         if table.is_comment(kind) {

@@ -69,10 +69,10 @@ impl Engine {
     pub fn new(settings: Settings) -> Engine {
         // A file whose only possible finding is an unused suppression of ours must still be
         // parsed to find its comments.
-        let mut extra: Vec<&str> = Vec::new();
+        let mut extra: Vec<(&str, Option<&str>)> = Vec::new();
         if settings.is_enabled("GL001") {
-            extra.push("gpulint:");
-            extra.extend(settings.enabled.iter().copied());
+            extra.push(("gpulint:", None));
+            extra.extend(settings.enabled.iter().map(|c| (*c, None)));
         }
         // CU010's extra runtime calls make a file worth parsing like its built-in names.
         let runtime_calls: Vec<String> = if settings.is_enabled("CU010") {
@@ -91,12 +91,16 @@ impl Engine {
             Vec::new()
         };
         let mut cuda_extra = extra.clone();
-        cuda_extra.extend(runtime_calls.iter().map(String::as_str));
+        cuda_extra.extend(runtime_calls.iter().map(|c| (c.as_str(), Some("CU010"))));
         let mut cuda = RuleTable::new(Lang::Cuda, &settings.enabled, &cuda_extra);
         // A Python file that builds an extension is parsed to find the sources it names.
         let link = !cuda.rules().is_empty();
         if link {
-            extra.extend_from_slice(gpulint_semantic::python::extensions::NEEDLES);
+            extra.extend(
+                gpulint_semantic::python::extensions::NEEDLES
+                    .iter()
+                    .map(|n| (*n, None)),
+            );
         }
         let mut python = RuleTable::new(Lang::Python, &settings.enabled, &extra);
         if settings.is_enabled("GL003") && settings.explicit.contains("GL003") {

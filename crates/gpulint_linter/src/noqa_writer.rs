@@ -287,8 +287,13 @@ fn comment_safe(
         if probe < root.start_byte() || probe >= root.end_byte() {
             continue;
         }
-        let mut node = root.descendant_for_byte_range(probe, probe + 1);
-        while let Some(n) = node {
+        // The node at `probe`, then its ancestors innermost first (found once going down from
+        // the root: `Node::parent` descends from the root on every call).
+        let leaf = root.descendant_for_byte_range(probe, probe + 1);
+        let up = leaf
+            .map(|l| gpulint_syntax::ancestors_of(root, l))
+            .unwrap_or_default();
+        for n in leaf.into_iter().chain(up.into_iter().rev()) {
             let multi_line = n.end_byte() > line_end;
             let stringy = matches!(
                 n.kind(),
@@ -301,7 +306,6 @@ fn comment_safe(
             if stringy && multi_line && n.start_byte() < end {
                 return false;
             }
-            node = n.parent();
         }
     }
     true

@@ -2,6 +2,7 @@
 
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use crate::rules;
+use aho_corasick::automaton::Automaton;
 use aho_corasick::AhoCorasick;
 use gpulint_syntax::{kind_ids, Lang};
 use std::collections::BTreeSet;
@@ -109,54 +110,153 @@ pub fn find(code_or_name: &str) -> Option<&'static RuleMeta> {
         .find(|m| m.code.eq_ignore_ascii_case(code_or_name) || m.name == code_or_name)
 }
 
+/// A set of the rules of one [`RuleTable`], by their index in [`RuleTable::rules`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RuleSet(u128);
+
+impl RuleSet {
+    /// The most rules one language's table can hold.
+    pub const CAPACITY: usize = 128;
+
+    #[inline]
+    pub fn contains(self, index: usize) -> bool {
+        self.0 >> index & 1 == 1
+    }
+
+    #[inline]
+    fn insert(&mut self, index: usize) {
+        self.0 |= 1 << index;
+    }
+
+    #[inline]
+    fn union(self, other: RuleSet) -> RuleSet {
+        RuleSet(self.0 | other.0)
+    }
+
+    #[inline]
+    fn intersection(self, other: RuleSet) -> RuleSet {
+        RuleSet(self.0 & other.0)
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
 /// The enabled rules of one language, dispatched by node-kind id.
 pub struct RuleTable {
     pub lang: Lang,
     rules: Vec<&'static dyn Rule>,
-    by_kind: Vec<Vec<&'static dyn Rule>>,
-    /// A file can only matter if it contains one of these (none: no rule of this language is
-    /// enabled that could fire without a needle, so every file is parsed).
+    /// Per node-kind id: the rules that want it, with their index in `rules`.
+    by_kind: Vec<Vec<(usize, &'static dyn Rule)>>,
+    /// A file can only matter if it contains one of these (none: no needles at all).
     needles: Option<AhoCorasick>,
+    /// The patterns of `needles` and of every rule's `also_needles`, in order of `needle_rules`.
+    /// A DFA searched through the `Automaton` trait: `AhoCorasick` calls its automaton through
+    /// a trait object once per byte, three times slower on the full scan this needs.
+    all_needles: Option<aho_corasick::dfa::DFA>,
+    /// Every rule of the table.
+    all: RuleSet,
+    /// Per pattern of `needles`: the rules whose `needles` hold it, and those whose
+    /// `also_needles` hold it.
+    needle_rules: Vec<(RuleSet, RuleSet)>,
+    /// The rules without `needles`, and those without `also_needles`: for them that condition
+    /// holds in every file.
+    unconditional: (RuleSet, RuleSet),
+    /// Rules are run only on the files that hold their needles (Python). CUDA rules run on
+    /// every parsed file: their needles are not exact (a device function declared through a
+    /// specifier macro such as `DS_D_INLINE` has none of `__device__` and `DEVICE`), so they
+    /// only decide whether a file is parsed.
+    gate_rules: bool,
     parse_always: bool,
     comment_kinds: Vec<u16>,
 }
 
 impl RuleTable {
     /// The table for `lang` with the rules whose codes are in `enabled`. `extra_needles` are
-    /// byte strings that make a file worth parsing in any case (suppressions to verify).
-    pub fn new(lang: Lang, enabled: &BTreeSet<&'static str>, extra_needles: &[&str]) -> RuleTable {
+    /// byte strings that make a file worth parsing in any case (suppressions to verify), each
+    /// with the code of the rule it also lets run (`None`: no rule of its own).
+    pub fn new(
+        lang: Lang,
+        enabled: &BTreeSet<&'static str>,
+        extra_needles: &[(&str, Option<&str>)],
+    ) -> RuleTable {
         let rules: Vec<&'static dyn Rule> = RULES
             .iter()
             .copied()
             .filter(|r| r.meta().lang == RuleLang::Source(lang) && enabled.contains(r.meta().code))
             .collect();
+        assert!(
+            rules.len() <= RuleSet::CAPACITY,
+            "more rules for {} than a RuleSet holds",
+            lang.as_str()
+        );
         let count = lang.grammar().map_or(0, |g| g.node_kind_count());
-        let mut by_kind: Vec<Vec<&'static dyn Rule>> = vec![Vec::new(); count];
-        for rule in &rules {
+        let mut by_kind: Vec<Vec<(usize, &'static dyn Rule)>> = vec![Vec::new(); count];
+        for (i, rule) in rules.iter().enumerate() {
             for kind in rule.meta().kinds {
                 for id in kind_ids(lang, kind) {
-                    by_kind[id as usize].push(*rule);
+                    by_kind[id as usize].push((i, *rule));
                 }
             }
         }
         let parse_always = rules.iter().any(|r| r.meta().needles.is_empty());
-        let mut needles: Vec<&str> = rules
+        // Each needle once, with the rules it lets run. Only `needles` (and the extra needles)
+        // make a file worth parsing.
+        let mut by_needle: std::collections::BTreeMap<&str, (RuleSet, RuleSet, bool)> =
+            Default::default();
+        let mut unconditional = (RuleSet::default(), RuleSet::default());
+        let mut all = RuleSet::default();
+        for (i, rule) in rules.iter().enumerate() {
+            let m = rule.meta();
+            all.insert(i);
+            if m.needles.is_empty() {
+                unconditional.0.insert(i);
+            }
+            if m.also_needles.is_empty() {
+                unconditional.1.insert(i);
+            }
+            for n in m.needles {
+                let e = by_needle.entry(n).or_default();
+                e.0.insert(i);
+                e.2 = true;
+            }
+            for n in m.also_needles {
+                by_needle.entry(n).or_default().1.insert(i);
+            }
+        }
+        for (n, code) in extra_needles {
+            let e = by_needle.entry(n).or_default();
+            e.2 = true;
+            if let Some(i) = code.and_then(|c| rules.iter().position(|r| r.meta().code == c)) {
+                e.0.insert(i);
+            }
+        }
+        by_needle.retain(|n, _| !n.is_empty());
+        let patterns: Vec<&str> = by_needle.keys().copied().collect();
+        let needle_rules: Vec<(RuleSet, RuleSet)> =
+            by_needle.values().map(|(a, b, _)| (*a, *b)).collect();
+        let prefilter: Vec<&str> = by_needle
             .iter()
-            .flat_map(|r| r.meta().needles.iter().copied())
+            .filter(|(_, (_, _, parse))| *parse)
+            .map(|(n, _)| *n)
             .collect();
-        needles.extend_from_slice(extra_needles);
-        needles.sort_unstable();
-        needles.dedup();
-        let needles = if parse_always || needles.is_empty() {
-            None
-        } else {
-            AhoCorasick::new(&needles).ok()
+        let build = |p: &[&str]| {
+            (!p.is_empty()).then(|| AhoCorasick::new(p).expect("needles build an automaton"))
         };
+        let needles = build(&prefilter);
+        let all_needles = (!patterns.is_empty())
+            .then(|| aho_corasick::dfa::DFA::new(&patterns).expect("needles build an automaton"));
         RuleTable {
             lang,
             rules,
             by_kind,
             needles,
+            all_needles,
+            needle_rules,
+            unconditional,
+            gate_rules: lang == Lang::Python,
+            all,
             parse_always,
             comment_kinds: kind_ids(lang, "comment"),
         }
@@ -169,15 +269,9 @@ impl RuleTable {
         self
     }
 
+    /// The rules that want nodes of this kind, with their index in [`RuleTable::rules`].
     #[inline]
-    pub fn wants(&self, kind_id: u16) -> bool {
-        self.by_kind
-            .get(kind_id as usize)
-            .is_some_and(|r| !r.is_empty())
-    }
-
-    #[inline]
-    pub fn rules_for(&self, kind_id: u16) -> &[&'static dyn Rule] {
+    pub fn rules_for(&self, kind_id: u16) -> &[(usize, &'static dyn Rule)] {
         self.by_kind
             .get(kind_id as usize)
             .map(Vec::as_slice)
@@ -202,6 +296,36 @@ impl RuleTable {
             Some(ac) => ac.is_match(text),
             None => false,
         }
+    }
+
+    /// The rules that can report something in a file with this text: those without needles
+    /// and those with a needle the text contains (one pass over the text for all of them).
+    /// A rule left out could not fire there, so it is not run.
+    pub fn rules_for_text(&self, text: &str) -> RuleSet {
+        if !self.gate_rules {
+            return self.all;
+        }
+        let (mut first, mut second) = self.unconditional;
+        if let Some(ac) = &self.all_needles {
+            let mut seen = vec![false; self.needle_rules.len()];
+            let mut left = seen.len();
+            let matches = ac
+                .try_find_overlapping_iter(aho_corasick::Input::new(text))
+                .expect("an unanchored search of standard semantics");
+            for m in matches {
+                let p = m.pattern().as_usize();
+                if !seen[p] {
+                    seen[p] = true;
+                    first = first.union(self.needle_rules[p].0);
+                    second = second.union(self.needle_rules[p].1);
+                    left -= 1;
+                    if left == 0 || (first == self.all && second == self.all) {
+                        break;
+                    }
+                }
+            }
+        }
+        first.intersection(second)
     }
 }
 
@@ -236,6 +360,36 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn rules_run_only_on_files_with_their_needles() {
+        let enabled: BTreeSet<&'static str> = RULES.iter().map(|r| r.meta().code).collect();
+        let python = RuleTable::new(Lang::Python, &enabled, &[]);
+        let index = |code: &str| {
+            python
+                .rules()
+                .iter()
+                .position(|r| r.meta().code == code)
+                .unwrap()
+        };
+        // A framework's name without a training call: no training step to estimate.
+        let set = python.rules_for_text("import torch\nnet = torch.nn.Linear(4, 4)\n");
+        assert!(set.contains(index("PT001")));
+        assert!(!set.contains(index("MEM001")));
+        assert!(!set.contains(index("TF002")));
+        // Both conditions of MEM001.
+        let set = python.rules_for_text("import torch\nloss.backward()\n");
+        assert!(set.contains(index("MEM001")));
+        let set = python.rules_for_text("loss.backward()\n");
+        assert!(!set.contains(index("MEM001")));
+        // A needle inside another word counts (`tf_keras` holds `keras`).
+        let set = python.rules_for_text("import tf_keras\n");
+        assert!(set.contains(index("KR001")) && set.contains(index("TF012")));
+        // CUDA rules run on every parsed file.
+        let cuda = RuleTable::new(Lang::Cuda, &enabled, &[]);
+        let set = cuda.rules_for_text("int main() { return 0; }\n");
+        assert!((0..cuda.rules().len()).all(|i| set.contains(i)));
     }
 
     #[test]

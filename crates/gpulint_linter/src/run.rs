@@ -22,9 +22,39 @@ const MAX_ENTRIES_IN_NOTE: usize = 3;
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Candidate {
     pub path: PathBuf,
-    /// As shown to the user.
-    pub display: String,
+    shown: Shown,
     pub lang: Lang,
+}
+
+/// The path as shown to the user. It is nearly always the end of the path itself (the part
+/// below the current directory), kept as where that end starts: a run over a large tree holds
+/// every name once, not twice.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Shown {
+    /// The path's text from this byte on.
+    Tail(usize),
+    Own(Box<str>),
+}
+
+impl Candidate {
+    /// The file at `path`, shown to the user as `display`.
+    pub fn new(path: PathBuf, display: String, lang: Lang) -> Candidate {
+        let shown = match path.to_str() {
+            Some(text) if text.ends_with(display.as_str()) => {
+                Shown::Tail(text.len() - display.len())
+            }
+            _ => Shown::Own(display.into_boxed_str()),
+        };
+        Candidate { path, shown, lang }
+    }
+
+    /// The path as shown to the user.
+    pub fn display(&self) -> &str {
+        match &self.shown {
+            Shown::Tail(at) => self.path.to_str().map_or("", |text| &text[*at..]),
+            Shown::Own(text) => text,
+        }
+    }
 }
 
 /// How a run reports its progress (a progress bar on a terminal); every method does nothing by
@@ -131,17 +161,24 @@ pub fn run_files_with<T: Send>(
         // A manifest's findings depend on the files it includes: never cached (they are cheap
         // to check).
         let out = match &cache {
-            None => (engine.check_path(&c.path, c.display.clone(), c.lang), None),
-            Some(_) if c.lang == Lang::Manifest => {
-                (engine.check_path(&c.path, c.display.clone(), c.lang), None)
-            }
+            None => (
+                engine.check_path(&c.path, c.display().to_string(), c.lang),
+                None,
+            ),
+            Some(_) if c.lang == Lang::Manifest => (
+                engine.check_path(&c.path, c.display().to_string(), c.lang),
+                None,
+            ),
             Some(cache) => {
                 let bytes = match gpulint_source::read_bytes(&c.path, engine.settings.max_file_size)
                 {
                     Ok(b) => b,
                     Err(_) => {
                         progress.inc();
-                        return Some((engine.check_path(&c.path, c.display.clone(), c.lang), None));
+                        return Some((
+                            engine.check_path(&c.path, c.display().to_string(), c.lang),
+                            None,
+                        ));
                     }
                 };
                 let hash = cache::result_hash(&bytes, engine.settings_hash());
@@ -149,10 +186,10 @@ pub fn run_files_with<T: Send>(
                 let hit = cache
                     .get(&k, hash, bytes.len().max(1) * 2)
                     .and_then(|cached| {
-                        engine.restore(&c.path, c.display.clone(), bytes.clone(), cached)
+                        engine.restore(&c.path, c.display().to_string(), bytes.clone(), cached)
                     });
                 let result = hit.unwrap_or_else(|| {
-                    engine.check_bytes(&c.path, c.display.clone(), bytes, c.lang)
+                    engine.check_bytes(&c.path, c.display().to_string(), bytes, c.lang)
                 });
                 let entry =
                     matches!(result.status, Status::Checked | Status::Prefiltered).then(|| {
@@ -359,11 +396,11 @@ pub fn extra_sources<'a>(
     let mut extra = Vec::new();
     for (source, id) in sources {
         if known.insert(id) {
-            extra.push(Candidate {
-                path: source.clone(),
-                display: display_path(source, cwd),
-                lang: Lang::Cuda,
-            });
+            extra.push(Candidate::new(
+                source.clone(),
+                display_path(source, cwd),
+                Lang::Cuda,
+            ));
         }
     }
     extra.sort();
@@ -484,16 +521,25 @@ mod tests {
     use crate::settings::Settings;
 
     #[test]
+    fn a_candidate_shows_the_name_it_was_given() {
+        // The usual case: the shown name is the end of the path, and is not stored again.
+        let below = Candidate::new(PathBuf::from("./src/a.py"), "src/a.py".into(), Lang::Python);
+        assert_eq!(below.display(), "src/a.py");
+        assert!(matches!(below.shown, Shown::Tail(2)));
+        // A name that is not the end of the path is kept as given.
+        let other = Candidate::new(PathBuf::from("/x/a.py"), "../x/a.py".into(), Lang::Python);
+        assert_eq!(other.display(), "../x/a.py");
+        let dot = Candidate::new(PathBuf::from("a.py"), "a.py".into(), Lang::Python);
+        assert_eq!(dot.display(), "a.py");
+    }
+
+    #[test]
     fn files_without_anything_to_show_are_counted_not_kept() {
         let dir = tempfile::tempdir().unwrap();
         let write = |name: &str, text: &str| {
             let path = dir.path().join(name);
             std::fs::write(&path, text).unwrap();
-            Candidate {
-                display: name.to_string(),
-                path,
-                lang: Lang::Python,
-            }
+            Candidate::new(path, name.to_string(), Lang::Python)
         };
         let files = vec![
             // A finding: kept, with its text.

@@ -178,16 +178,21 @@ fn coverage(tree: &Tree, file: &SourceFile, line: usize) -> (usize, usize) {
         return (line, line);
     };
     let b = start + offset;
-    let mut node: Option<Node<'_>> = tree.root_node().descendant_for_byte_range(b, b + 1);
+    let root = tree.root_node();
     let mut best: Option<Node<'_>> = None;
-    while let Some(n) = node {
+    // The node at `b`, then its ancestors innermost first (found once going down from the
+    // root: `Node::parent` descends from the root on every call).
+    let leaf = root.descendant_for_byte_range(b, b + 1);
+    let up = leaf
+        .map(|l| gpulint_syntax::ancestors_of(root, l))
+        .unwrap_or_default();
+    for n in leaf.into_iter().chain(up.into_iter().rev()) {
         if n.start_byte() < b {
             break;
         }
         if n.start_byte() == b && !CONTAINERS.contains(&n.kind()) && n.kind() != "comment" {
             best = Some(n);
         }
-        node = n.parent();
     }
     let Some(stmt) = best else {
         return (line, line);

@@ -86,7 +86,7 @@ const CREATORS: &[(&str, usize, bool, &str)] = &[
 ];
 
 /// The allocation a creation call makes, when its shape is a constant.
-pub fn literal_allocation<'n>(pm: &PythonModel<'_>, call: Node<'n>) -> Option<Allocation<'n>> {
+pub fn literal_allocation<'t>(pm: &PythonModel<'t>, call: Node<'_>) -> Option<Allocation<'t>> {
     // The qualified name of `a.b.zeros(...)` ends in `.zeros` whatever `a` is bound to: a
     // method no creator ends in needs no resolving (most calls of a file).
     if let Some(function) = call
@@ -175,19 +175,19 @@ fn device_is_gpu(pm: &PythonModel<'_>, device: Node<'_>) -> bool {
     !(text.contains("cpu") || text.contains("mps") || text == "none")
 }
 
-fn placement<'n>(
-    pm: &PythonModel<'_>,
-    call: Node<'n>,
+fn placement<'t>(
+    pm: &PythonModel<'t>,
+    call: Node<'_>,
     q: &str,
-    device: Option<Node<'n>>,
-) -> (Device, Option<Node<'n>>) {
+    device: Option<Node<'_>>,
+) -> (Device, Option<Node<'t>>) {
     // A method chained on the result: `.cuda()`, `.to(device)`, `.half().cuda()`.
     let mut cur = call;
     for _ in 0..4 {
-        let Some(attr) = cur.parent().filter(|p| p.kind_name() == "attribute") else {
+        let Some(attr) = pm.parent(cur).filter(|p| p.kind_name() == "attribute") else {
             break;
         };
-        let Some(method_call) = attr.parent().filter(|p| p.kind_name() == "call") else {
+        let Some(method_call) = pm.parent(attr).filter(|p| p.kind_name() == "call") else {
             break;
         };
         let name = attr.field("attribute").map(|a| pm.text(a)).unwrap_or("");
@@ -258,9 +258,11 @@ fn placement<'n>(
 /// A NumPy (or CPU torch) array passed straight to something that puts it on the GPU:
 /// `torch.from_numpy(a).cuda()`, `torch.tensor(a, device="cuda")`, `jnp.asarray(a)`,
 /// `jax.device_put(a)`, `tf.constant(a)`.
-fn wrapped_on_gpu<'n>(pm: &PythonModel<'_>, call: Node<'n>) -> Option<Node<'n>> {
-    let args = call.parent().filter(|p| p.kind_name() == "argument_list")?;
-    let outer = args.parent().filter(|p| p.kind_name() == "call")?;
+fn wrapped_on_gpu<'t>(pm: &PythonModel<'t>, call: Node<'_>) -> Option<Node<'t>> {
+    let args = pm
+        .parent(call)
+        .filter(|p| p.kind_name() == "argument_list")?;
+    let outer = pm.parent(args).filter(|p| p.kind_name() == "call")?;
     if args.named_child(0).map(|a| a.id()) != Some(call.id()) {
         return None;
     }

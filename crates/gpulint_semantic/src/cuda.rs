@@ -128,8 +128,10 @@ pub struct CudaModel<'t> {
     host_defs: HashMap<(usize, &'t str), Vec<HostDef<'t>>>,
     /// Torch op glue: tensor parameters, raw pointers, checks, dispatches, guards, bindings.
     pub glue: glue::Glue<'t>,
-    /// The project headers this file includes (empty until [`CudaModel::read_headers`]).
-    pub headers: headers::Headers,
+    /// The project headers this file includes: read the first time a rule asks about them,
+    /// from the path [`CudaModel::read_headers`] gave (none: no headers).
+    headers: std::cell::OnceCell<headers::Headers>,
+    header_path: Option<std::path::PathBuf>,
     /// Indexes into `functions` sorted by start byte, and per function the innermost other
     /// function whose range holds it: finding the functions around a node costs their nesting,
     /// not the number of functions in the file.
@@ -156,6 +158,8 @@ pub struct CudaModel<'t> {
     /// Function-like macros of this file whose body retrieves the last error (built on first
     /// use).
     error_macros: std::cell::OnceCell<std::collections::HashSet<String>>,
+    /// The parent of each node of the tree (built on first use).
+    parents: std::cell::OnceCell<gpulint_syntax::Parents<'t>>,
 }
 
 /// See [`CudaModel::function_order`]: the order by start byte (longest first on a tie) and
@@ -284,6 +288,18 @@ impl<'t> CudaModel<'t> {
     }
 
     /// Kernels (`__global__` functions).
+    /// The parent of `node`, as `Node::parent` gives it, from a table built once per file:
+    /// `Node::parent` descends from the root on every call (see [`gpulint_syntax::Parents`]).
+    pub fn parent(&self, node: Node<'_>) -> Option<Node<'t>> {
+        self.parents().parent(node)
+    }
+
+    /// The parent table of the tree (built on first use).
+    pub fn parents(&self) -> &gpulint_syntax::Parents<'t> {
+        self.parents
+            .get_or_init(|| gpulint_syntax::Parents::of([self.root]))
+    }
+
     pub fn kernel_functions(&self) -> impl Iterator<Item = &Function<'t>> {
         self.functions.iter().filter(|f| f.space.global)
     }
@@ -303,7 +319,7 @@ impl<'t> CudaModel<'t> {
     }
 
     /// Indexes of the functions whose byte range holds `node`, innermost first.
-    pub fn functions_around(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
+    pub fn functions_around(&self, node: Node<'_>) -> impl Iterator<Item = usize> + use<'_, 't> {
         let (start, end) = (node.start_byte(), node.end_byte());
         let before = self
             .function_order
@@ -462,7 +478,7 @@ impl<'t> CudaModel<'t> {
         self.aliases
             .get(name)
             .copied()
-            .or_else(|| self.headers.alias(name))
+            .or_else(|| self.headers().alias(name))
     }
 
     /// The types declared for struct members called `name`, in this file, else in the
@@ -470,19 +486,29 @@ impl<'t> CudaModel<'t> {
     pub fn field_types(&self, name: &str) -> Vec<&str> {
         match self.fields.get(name) {
             Some(v) => v.clone(),
-            None => self.headers.field_types(name),
+            None => self.headers().field_types(name),
         }
     }
 
-    /// Reads the project headers `path` includes (see [`headers`]).
+    /// Reads the project headers `path` includes (see [`headers`]) when a rule first asks
+    /// about them: a file whose rules ask nothing of its headers does not depend on them.
     pub fn read_headers(&mut self, path: &std::path::Path) {
-        self.headers = headers::project_headers(path, self.source);
+        self.headers = std::cell::OnceCell::new();
+        self.header_path = Some(path.to_path_buf());
+    }
+
+    /// The project headers this file includes.
+    pub fn headers(&self) -> &headers::Headers {
+        self.headers.get_or_init(|| match &self.header_path {
+            Some(path) => headers::project_headers(path, self.source),
+            None => headers::Headers::default(),
+        })
     }
 
     /// Names of macros and functions, here or in a project header, that query the CUDA error
     /// state (`#define CHECK_LAUNCH() … cudaGetLastError() …`, `void finish() {…}`).
     pub fn check_helpers(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = self.headers.check_helpers().collect();
+        let mut out: Vec<&str> = self.headers().check_helpers().collect();
         let top = gpulint_syntax::named_children(self.root).flat_map(|n| {
             let nested = matches!(n.kind_name(), "preproc_if" | "preproc_ifdef")
                 .then(|| gpulint_syntax::named_children(n))

@@ -137,6 +137,10 @@ pub struct PythonModel<'t> {
     /// see [`call_sites`]).
     calls_to: OnceCell<HashMap<usize, Vec<usize>>>,
     jax_on_cpu: OnceCell<bool>,
+    /// The parent of each node of the file's trees (built on first use).
+    parents: OnceCell<gpulint_syntax::Parents<'t>>,
+    /// [`PythonModel::statement_of`] of the nodes already climbed through.
+    statements: RefCell<HashMap<usize, Option<Node<'t>>>>,
     /// [`PythonModel::qualified_name`] of each expression asked about (by [`NodeKey`]): many
     /// rules and facts ask about the same calls, and each answer costs field look-ups up the
     /// expression and a scope search.
@@ -248,6 +252,44 @@ impl<'t> PythonModel<'t> {
         path
     }
 
+    /// The parent of `node`, as `Node::parent` gives it, from a table built once per file:
+    /// `Node::parent` descends from the root on every call (see [`gpulint_syntax::Parents`]).
+    pub fn parent(&self, node: Node<'_>) -> Option<Node<'t>> {
+        self.parents().parent(node)
+    }
+
+    /// The parent table of the file's trees (built on first use).
+    pub fn parents(&self) -> &gpulint_syntax::Parents<'t> {
+        self.parents
+            .get_or_init(|| gpulint_syntax::Parents::of(self.roots.iter().copied()))
+    }
+
+    /// The innermost ancestor of `node` that is a statement, a clause, a block or a module
+    /// (an expression can be nested a hundred thousand levels deep; statements, each indented
+    /// further, a few thousand at most in a file of the size limit). Climbs share their work:
+    /// every expression node climbed through keeps the answer, so asking for every node of a
+    /// deep expression costs its size, not its size times its depth.
+    pub fn statement_of(&self, node: Node<'_>) -> Option<Node<'t>> {
+        let mut known = self.statements.borrow_mut();
+        let mut climbed = Vec::new();
+        let mut cur = self.parent(node);
+        let found = loop {
+            let Some(p) = cur else { break None };
+            if is_statement_level(gpulint_syntax::NodeExt::kind_name(&p)) {
+                break Some(p);
+            }
+            if let Some(&answer) = known.get(&p.id()) {
+                break answer;
+            }
+            climbed.push(p.id());
+            cur = self.parent(p);
+        };
+        for id in climbed {
+            known.insert(id, found);
+        }
+        found
+    }
+
     /// The index of a `function_definition` node in [`PythonModel::functions`].
     pub fn function_of_node(&self, def: Node<'_>) -> Option<usize> {
         self.function_index.get(&def.id()).copied()
@@ -328,6 +370,20 @@ impl<'t> PythonModel<'t> {
             .map(|(e, _)| *e)
             .collect()
     }
+}
+
+/// Statements, clauses, blocks and modules: the nodes [`PythonModel::statement_of`] stops at.
+fn is_statement_level(kind: &str) -> bool {
+    kind.ends_with("_statement")
+        || kind.ends_with("_clause")
+        || matches!(
+            kind,
+            "block"
+                | "module"
+                | "function_definition"
+                | "class_definition"
+                | "decorated_definition"
+        )
 }
 
 /// Helpers for the model's unit tests (in `bindings` and `resolve`).

@@ -15,6 +15,20 @@ pub fn note_dependency(path: &Path) {
     DEPENDENCIES.with(|d| d.borrow_mut().push(path.to_path_buf()));
 }
 
+/// Runs `f` and returns with its result the dependencies it noted (they stay noted for the
+/// file being checked), so that a cache of `f`'s result can note them again on a hit.
+pub fn noting<T>(f: impl FnOnce() -> T) -> (T, Vec<std::path::PathBuf>) {
+    let mark = DEPENDENCIES.with(|d| d.borrow().len());
+    let out = f();
+    let noted = DEPENDENCIES.with(|d| {
+        d.borrow()
+            .get(mark..)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default()
+    });
+    (out, noted)
+}
+
 /// Runs `f` with panics caught, and returns with its outcome the files it noted as
 /// dependencies through [`note_dependency`], sorted and without repeats.
 pub fn tracked<T>(f: impl FnOnce() -> T) -> (std::thread::Result<T>, Vec<std::path::PathBuf>) {

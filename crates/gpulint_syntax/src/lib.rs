@@ -5,8 +5,10 @@
 
 pub mod cuda_retry;
 pub mod kind;
+mod parents;
 mod tree;
 
+pub use parents::Parents;
 pub use tree::*;
 
 use std::cell::RefCell;

@@ -24,8 +24,6 @@ pub fn walk<'t>(tree: &'t Tree, mut visit: impl FnMut(Node<'t>, bool)) {
     }
 }
 
-/// `Node::child_by_field_name` looks the field name up by a linear scan of the grammar's field
-/// names on every call; this looks it up once per name in a table (one per grammar).
 /// The nodes from `root` down to `target`, outermost first, `target` excluded (empty when
 /// `target` is not below `root`). Found going down with a cursor: `Node::parent` starts again
 /// from the root at every step, so walking up to the root that way is quadratic in the depth.
@@ -75,6 +73,8 @@ pub fn ancestors_of<'t>(root: Node<'t>, target: Node<'_>) -> Vec<Node<'t>> {
     }
 }
 
+/// `Node::child_by_field_name` looks the field name up by a linear scan of the grammar's field
+/// names on every call; this looks it up once per name in a table (one per grammar).
 pub trait NodeExt<'t> {
     /// The child in field `name` (as `child_by_field_name`, faster).
     fn field(&self, name: &str) -> Option<Node<'t>>;
@@ -265,16 +265,17 @@ impl<'t> Iterator for Descendants<'t> {
     }
 }
 
-/// The innermost ancestor (or the node itself) of one of the given kinds.
-pub fn ancestor_of_kind<'t>(node: Node<'t>, kinds: &[&str]) -> Option<Node<'t>> {
-    let mut cur = Some(node);
-    while let Some(n) = cur {
-        if kinds.contains(&n.kind()) {
-            return Some(n);
-        }
-        cur = n.parent();
+/// The innermost ancestor of `node` below `root` (or the node itself) of one of the given
+/// kinds. The ancestors are found going down from `root` ([`ancestors_of`]), not by climbing
+/// with `Node::parent`.
+pub fn ancestor_of_kind<'t>(root: Node<'t>, node: Node<'t>, kinds: &[&str]) -> Option<Node<'t>> {
+    if kinds.contains(&node.kind_name()) {
+        return Some(node);
     }
-    None
+    ancestors_of(root, node)
+        .into_iter()
+        .rev()
+        .find(|n| kinds.contains(&n.kind_name()))
 }
 
 #[cfg(test)]

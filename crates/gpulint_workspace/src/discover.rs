@@ -130,11 +130,8 @@ pub fn discover(paths: &[PathBuf], excluded: &Exclusion, cwd: &Path) -> Discover
             Err(_) if root.symlink_metadata().is_ok() => {
                 // A broken link named explicitly: it is a file we cannot read.
                 if let Some(lang) = Lang::of_path(root) {
-                    out.files.push(Candidate {
-                        path: root.clone(),
-                        display: display_path(root, cwd),
-                        lang,
-                    });
+                    out.files
+                        .push(Candidate::new(root.clone(), display_path(root, cwd), lang));
                 } else {
                     out.missing.push(root.display().to_string());
                 }
@@ -142,16 +139,21 @@ pub fn discover(paths: &[PathBuf], excluded: &Exclusion, cwd: &Path) -> Discover
             Err(_) => out.missing.push(root.display().to_string()),
             Ok(m) if m.is_file() => match Lang::of_path(root) {
                 // A file named explicitly is always checked, excluded or not.
-                Some(lang) => out.files.push(Candidate {
-                    path: root.clone(),
-                    display: display_path(root, cwd),
-                    lang,
-                }),
+                Some(lang) => {
+                    out.files
+                        .push(Candidate::new(root.clone(), display_path(root, cwd), lang))
+                }
                 None => out.skipped.push((
                     display_path(root, cwd),
                     "not a Python, CUDA/C++ or dependency manifest file".into(),
                 )),
             },
+            Ok(m) if !m.is_dir() => out.skipped.push((
+                // Named on the command line (`gpulint /dev/null`): reading it could block or
+                // never end, and it is no source file, whatever its name.
+                display_path(root, cwd),
+                "not a regular file (a FIFO, socket or device)".into(),
+            )),
             Ok(_) => walk(root, excluded, cwd, &mut out),
         }
     }
@@ -166,6 +168,8 @@ pub fn discover(paths: &[PathBuf], excluded: &Exclusion, cwd: &Path) -> Discover
             seen.insert(std::fs::canonicalize(&absolute).unwrap_or(absolute))
         });
     }
+    // The list lives until the run ends: no room for files that will never come.
+    out.files.shrink_to_fit();
     out
 }
 
@@ -267,11 +271,11 @@ fn walk(root: &Path, excluded: &Exclusion, cwd: &Path, out: &mut Discovery) {
             continue;
         }
         if is_file {
-            out.files.push(Candidate {
-                path: path.to_path_buf(),
-                display: display_path(path, cwd),
+            out.files.push(Candidate::new(
+                path.to_path_buf(),
+                display_path(path, cwd),
                 lang,
-            });
+            ));
         }
     }
 }
@@ -317,7 +321,7 @@ mod tests {
         let ex = Excludes::new(&[(root.to_path_buf(), ex)]).unwrap();
         let ex: Exclusion = std::sync::Arc::new(move |p: &Path| ex.is_excluded(p));
         let d = discover(&[root.to_path_buf()], &ex, root);
-        let names: Vec<_> = d.files.iter().map(|c| c.display.clone()).collect();
+        let names: Vec<_> = d.files.iter().map(|c| c.display().to_string()).collect();
         assert_eq!(names, vec!["a.py", "k.cu", "sub/op.cc"]);
         // Named explicitly: always checked.
         let d = discover(&[root.join("venv/z.py")], &ex, root);

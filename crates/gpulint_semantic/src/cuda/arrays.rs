@@ -274,7 +274,7 @@ impl<'t> CudaModel<'t> {
         let name = self.text(id);
         let mut cur = id;
         for _ in 0..MAX_UP {
-            let parent = cur.parent()?;
+            let parent = self.parent(cur)?;
             match parent.kind_name() {
                 "if_statement"
                 | "conditional_expression"
@@ -436,7 +436,8 @@ impl<'t> CudaModel<'t> {
         let [def] = k.defs[i].as_slice() else {
             return None;
         };
-        if def.parent()?.kind_name() != "init_declarator" || def.start_byte() > id.start_byte() {
+        if self.parent(*def)?.kind_name() != "init_declarator" || def.start_byte() > id.start_byte()
+        {
             return None;
         }
         // `tid++`, `++tid`: changed without an assignment.

@@ -13,13 +13,16 @@ mod build;
 mod checks;
 mod origin;
 mod pointers;
+mod sites;
 mod syntax;
 
 use super::{CudaModel, Launch};
 pub use build::build;
 pub use checks::{classify, is_dispatch, Props, ALL, CONTIG, DEVICE, DTYPE, SHAPE};
 use checks::{is_ident, occurrences};
+use gpulint_syntax::NodeExt;
 use origin::{reassigned_param, Ctx};
+pub use sites::{LaunchSite, VacuousCheck, Via};
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
@@ -89,6 +92,11 @@ pub struct GlueFn<'t> {
     pub launches: Vec<usize>,
     /// It calls a function of this file that launches a kernel.
     pub calls_launcher: bool,
+    /// Calls that hand their arguments to kernels launched elsewhere: launch macros, and
+    /// launching helpers of this file that take no tensors and hold no guard.
+    pub sites: Vec<LaunchSite<'t>>,
+    /// Checks that compare a tensor's property with itself.
+    pub vacuous: Vec<VacuousCheck<'t>>,
     pub guard: Option<Node<'t>>,
     /// `TensorIterator` does the indexing: strides are honoured.
     pub tensor_iterator: bool,
@@ -171,10 +179,48 @@ impl<'t> PtrUse<'t> {
 impl<'t> GlueFn<'t> {
     /// Does the launch's argument list take this use (directly, or through its variable)?
     pub fn use_reaches(&self, model: &CudaModel<'t>, u: &PtrUse<'t>, launch: usize) -> bool {
-        let Some(l) = model.launches.get(launch) else {
-            return false;
-        };
-        l.args.iter().any(|a| {
+        model
+            .launches
+            .get(launch)
+            .is_some_and(|l| self.use_in_args(model, u, &l.args))
+    }
+
+    /// The first tensor parameter whose memory `args` hand to a kernel, and the node that
+    /// does: a raw pointer taken from it (directly, or through the variable it is stored in),
+    /// or the tensor itself passed to a converter (`getTensorInfo<float, int>(x)`: a kernel
+    /// cannot take a tensor, so what the call makes of it points into its memory).
+    pub fn tensor_in_args(
+        &self,
+        model: &CudaModel<'t>,
+        args: &[Node<'t>],
+    ) -> Option<(usize, Node<'t>)> {
+        for u in &self.uses {
+            if let Origin::Param { index, .. } = u.origin {
+                if self.use_in_args(model, u, args) {
+                    return Some((index, u.node));
+                }
+            }
+        }
+        args.iter().find_map(|a| {
+            let a = syntax::peel(*a);
+            let f = a
+                .field("function")
+                .filter(|_| a.kind_name() == "call_expression")?;
+            if f.kind_name() == "field_expression" {
+                return None;
+            }
+            sites::call_args(a).into_iter().find_map(|x| {
+                let name = model.text(x);
+                (x.kind_name() == "identifier")
+                    .then(|| self.params.iter().position(|p| p.1 && p.0 == name))
+                    .flatten()
+                    .map(|i| (i, a))
+            })
+        })
+    }
+
+    fn use_in_args(&self, model: &CudaModel<'t>, u: &PtrUse<'t>, args: &[Node<'t>]) -> bool {
+        args.iter().any(|a| {
             (a.start_byte() <= u.node.start_byte() && u.node.end_byte() <= a.end_byte())
                 || u.var.is_some_and(|v| {
                     v.bytes().all(is_ident) && occurrences(model.text(*a), v).next().is_some()

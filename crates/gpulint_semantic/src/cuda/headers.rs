@@ -10,7 +10,10 @@
 //! a few levels deep. Each header is parsed once and its facts are shared by every file that
 //! includes it; each is noted as a dependency of the including file's cached result.
 
+mod kernels;
+
 use gpulint_syntax::{parse, text, Lang, NodeExt};
+pub use kernels::{HeaderKernel, HeaderParam, SeenKernel};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -43,6 +46,10 @@ pub struct HeaderFacts {
     pub fields: HashMap<String, Vec<String>>,
     /// Macros and functions whose body queries the CUDA error state.
     pub check_helpers: Vec<String>,
+    /// The `__global__` kernels it defines.
+    pub kernels: Vec<HeaderKernel>,
+    /// Where it was read from (empty for text not read from a file).
+    pub path: PathBuf,
     /// Its own quoted includes, as written.
     includes: Vec<String>,
 }
@@ -68,6 +75,19 @@ impl Headers {
             .flatten()
             .map(String::as_str)
             .collect()
+    }
+
+    /// The kernel called `name` in the nearest header that defines one.
+    pub fn kernel(&self, name: &str) -> Option<SeenKernel<'_>> {
+        self.files.iter().find_map(|h| {
+            h.kernels
+                .iter()
+                .find(|k| k.name == name)
+                .map(|kernel| SeenKernel {
+                    kernel,
+                    path: h.path.as_path(),
+                })
+        })
     }
 
     pub fn check_helpers(&self) -> impl Iterator<Item = &str> {
@@ -265,7 +285,11 @@ fn header_facts(path: &Path) -> Option<Arc<HeaderFacts>> {
     if let Some(f) = FACTS.lock().ok().and_then(|m| m.get(path).cloned()) {
         return f;
     }
-    let facts = read_small(path).map(|t| Arc::new(facts_of(&t)));
+    let facts = read_small(path).map(|t| {
+        let mut f = facts_of(&t);
+        f.path = path.to_path_buf();
+        Arc::new(f)
+    });
     if let Ok(mut m) = FACTS.lock() {
         m.insert(path.to_path_buf(), facts.clone());
     }
@@ -312,15 +336,18 @@ pub fn share(path: &Path, source: &str, tree: &tree_sitter::Tree) {
     if std::fs::metadata(path).map_or(true, |m| m.len() > MAX_HEADER_SIZE) {
         return;
     }
-    let facts = Arc::new(facts_of_tree(source, tree));
+    let mut facts = facts_of_tree(source, tree);
+    facts.path = path.to_path_buf();
+    let facts = Arc::new(facts);
     if let Ok(mut m) = FACTS.lock() {
         m.entry(path.to_path_buf()).or_insert(Some(facts));
     }
 }
 
 /// Words without which a header declares no alias (`using`, `typedef`) and no member (a
-/// `struct`, `class` or `union` body); helpers need one of [`ERROR_QUERIES`].
-const DECLARATION_WORDS: &[&str] = &["using", "typedef", "struct", "class", "union"];
+/// `struct`, `class` or `union` body), kernels `__global__`; helpers need one of
+/// [`ERROR_QUERIES`].
+const DECLARATION_WORDS: &[&str] = &["using", "typedef", "struct", "class", "union", "__global__"];
 
 /// The facts of one header's text. A header without any word that its facts need is not
 /// parsed: only its includes are read.
@@ -347,6 +374,7 @@ pub fn facts_of(source: &str) -> HeaderFacts {
 fn facts_of_tree(source: &str, tree: &tree_sitter::Tree) -> HeaderFacts {
     let mut f = HeaderFacts {
         includes: quoted_includes(source),
+        kernels: kernels::kernels_of(source, tree),
         ..Default::default()
     };
     gpulint_syntax::walk(tree, |node, entering| {

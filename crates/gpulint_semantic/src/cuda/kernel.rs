@@ -215,6 +215,23 @@ impl<'t> CudaModel<'t> {
             .iter()
             .filter(move |a| a.base == base && a.index.is_some_and(|i| self.eval(i).is_none()))
     }
+
+    /// The first place kernel `k` takes a raw pointer to a row of accessor parameter `base`
+    /// (`acc[b][i].data()`): the row is then walked as if its last dimension had stride 1.
+    pub fn row_pointer<'a>(&'a self, k: &'a Kernel<'t>, base: &str) -> Option<&'a Access<'t>> {
+        k.accesses.iter().find(|a| {
+            a.base == base
+                && a.accessor
+                && self.parent(a.node).is_some_and(|f| {
+                    f.kind_name() == "field_expression"
+                        && f.field("field")
+                            .is_some_and(|n| text(n, self.source) == "data")
+                        && self
+                            .parent(f)
+                            .is_some_and(|c| c.kind_name() == "call_expression")
+                })
+        })
+    }
 }
 
 /// Two sets share a local.

@@ -40,10 +40,11 @@ pub const COUNT_CALLS: &[&str] = &["numel", "NumElements", "num_elements", "nele
 /// The cast or declaration that stores the value of `e` in a 32-bit type, and the type.
 /// The value passes through `+`, `-`, `*` and parentheses, not through a division (a block
 /// count `(n + 255) / 256` is small).
-pub fn narrowing_of<'t>(e: Node<'t>, source: &'t str) -> Option<(Node<'t>, &'t str)> {
+pub fn narrowing_of<'t>(m: &super::CudaModel<'t>, e: Node<'t>) -> Option<(Node<'t>, &'t str)> {
+    let source = m.source;
     let mut cur = e;
     for _ in 0..16 {
-        let p = cur.parent()?;
+        let p = m.parent(cur)?;
         match p.kind() {
             "parenthesized_expression" => {}
             "binary_expression" => {
@@ -56,7 +57,7 @@ pub fn narrowing_of<'t>(e: Node<'t>, source: &'t str) -> Option<(Node<'t>, &'t s
             }
             "argument_list" => {
                 // Only a cast's own argument passes the value through.
-                let call = p.parent()?;
+                let call = m.parent(p)?;
                 let f = call.field("function")?;
                 if f.kind() != "template_function"
                     || text(f.field("name")?, source) != "static_cast"
@@ -80,7 +81,7 @@ pub fn narrowing_of<'t>(e: Node<'t>, source: &'t str) -> Option<(Node<'t>, &'t s
                 return NARROW_TYPES.contains(&ty).then_some((p, ty));
             }
             "init_declarator" => {
-                let decl = p.parent().filter(|d| d.kind() == "declaration")?;
+                let decl = m.parent(p).filter(|d| d.kind() == "declaration")?;
                 let ty = text(decl.field("type")?, source).trim();
                 return NARROW_TYPES.contains(&ty).then_some((p, ty));
             }
@@ -152,7 +153,7 @@ impl<'t> super::CudaModel<'t> {
                     "identifier" => match self.host_values_at(l, text(a, self.source)).as_slice() {
                         // A 64-bit local: `int64_t n = x.numel();` (a 32-bit one is the
                         // narrowing at its declaration, reported there).
-                        [v] if !declared_narrow(*v, self.source) => {
+                        [v] if !declared_narrow(self, *v) => {
                             count_value(*v, self.source).map(|c| (*v, c))
                         }
                         _ => None,
@@ -175,13 +176,12 @@ impl<'t> super::CudaModel<'t> {
 }
 
 /// Is `value` the initialiser of a declaration of a 32-bit type?
-fn declared_narrow(value: Node<'_>, source: &str) -> bool {
-    value
-        .parent()
+fn declared_narrow(m: &super::CudaModel<'_>, value: Node<'_>) -> bool {
+    m.parent(value)
         .filter(|p| p.kind() == "init_declarator")
-        .and_then(|p| p.parent())
+        .and_then(|p| m.parent(p))
         .and_then(|d| d.field("type"))
-        .is_some_and(|t| NARROW_TYPES.contains(&text(t, source).trim()))
+        .is_some_and(|t| NARROW_TYPES.contains(&text(t, m.source).trim()))
 }
 
 /// `x.numel()` (a count: `Some(true)`) or a product of two or more `x.size(d)`
@@ -331,7 +331,7 @@ impl<'t> super::CudaModel<'t> {
                 if !method_name(call, self.source).is_some_and(|m| COUNT_CALLS.contains(&m)) {
                     continue;
                 }
-                let Some(assign) = count_assignment(call) else {
+                let Some(assign) = count_assignment(self, call) else {
                     continue;
                 };
                 let Some(field) = assign.field("left").and_then(member_of) else {
@@ -390,10 +390,10 @@ pub fn member_declarator(d: Node<'_>) -> Option<Node<'_>> {
 
 /// The assignment whose right side is `call`, through parentheses, `+`/`-`/`*` and casts:
 /// `s.n = x.numel();`, `s.n = (int)x.numel();`.
-fn count_assignment(call: Node<'_>) -> Option<Node<'_>> {
+fn count_assignment<'t>(m: &super::CudaModel<'t>, call: Node<'t>) -> Option<Node<'t>> {
     let mut cur = call;
     for _ in 0..8 {
-        let p = cur.parent()?;
+        let p = m.parent(cur)?;
         match p.kind() {
             "parenthesized_expression" | "cast_expression" => {}
             "binary_expression"

@@ -22,7 +22,7 @@ fn access<'a, 't>(k: &'a Kernel<'t>, m: &CudaModel<'t>, t: &str) -> &'a Access<'
 }
 
 /// Is the access `t` bounded by one of its guards?
-fn covered(m: &CudaModel<'_>, k: &Kernel<'_>, t: &str) -> bool {
+fn covered<'t>(m: &CudaModel<'t>, k: &Kernel<'t>, t: &str) -> bool {
     let a = access(k, m, t);
     let mut parts: Vec<_> = a.alias_offsets.clone();
     parts.extend(a.index);

@@ -48,10 +48,10 @@ impl<'t> PythonModel<'t> {
         let hi = own.partition_point(|a| a.start_byte() < start);
         let assign = *own[..hi].iter().rev().find(|a| a.end_byte() <= start)?;
         // A top-level statement of the cell (or module) that holds the use.
-        let stmt = assign
-            .parent()
+        let stmt = self
+            .parent(assign)
             .filter(|p| p.kind_name() == "expression_statement")?;
-        let root = stmt.parent().filter(|r| r.parent().is_none())?;
+        let root = self.parent(stmt).filter(|r| self.parent(*r).is_none())?;
         if at.id() == root.id() || start < root.start_byte() || at.end_byte() > root.end_byte() {
             return None;
         }

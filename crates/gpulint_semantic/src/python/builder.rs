@@ -92,6 +92,7 @@ impl<'t> PythonBuilder<'t> {
         self.enter_kind(node, kind);
         let definition = matches!(kind, "function_definition" | "class_definition" | "lambda");
         self.open.push(Open {
+            node,
             local_to_children: if definition { None } else { local_to },
             body: (kind == "function_definition")
                 .then(|| {
@@ -128,8 +129,12 @@ impl<'t> PythonBuilder<'t> {
                     .last()
                     .filter(|(depth, _)| *depth == self.scope_stack.len())
                     .map(|(_, c)| c.clone());
-                let decorators = node
-                    .parent()
+                // The parent, from the walk's path (`enter_kind` runs before the node is
+                // pushed).
+                let decorators = self
+                    .open
+                    .last()
+                    .map(|o| o.node)
                     .filter(|p| p.kind_name() == "decorated_definition")
                     .map(|p| {
                         named_children(p)
@@ -418,6 +423,8 @@ impl<'t> PythonBuilder<'t> {
             tf_functions: OnceCell::new(),
             calls_to: OnceCell::new(),
             jax_on_cpu: OnceCell::new(),
+            parents: OnceCell::new(),
+            statements: Default::default(),
             qualified_names: Default::default(),
         }
     }
@@ -425,6 +432,8 @@ impl<'t> PythonBuilder<'t> {
 
 /// What the builder keeps about a node the walk is inside of.
 struct Open<'t> {
+    /// The node itself (the parent of the node entered next, if it is a child).
+    node: Node<'t>,
     /// The function whose own body holds this node's children: not the children of a nested
     /// `def`, class or lambda (except a `def`'s body, which is its own function's).
     local_to_children: Option<usize>,

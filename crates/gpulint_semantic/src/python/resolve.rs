@@ -91,13 +91,11 @@ impl<'t> PythonModel<'t> {
             let found = self.classes.iter().rposition(|c| {
                 c.parent == scope
                     && c.name == name
-                    && c.node
-                        .parent()
-                        .and_then(|p| {
-                            gpulint_syntax::ancestor_of_kind(
-                                p,
-                                &["class_definition", "function_definition"],
-                            )
+                    && self
+                        .parents()
+                        .ancestors(c.node)
+                        .find(|a| {
+                            matches!(a.kind_name(), "class_definition" | "function_definition")
                         })
                         .is_none_or(|a| a.kind_name() == "function_definition")
             });
@@ -114,10 +112,10 @@ impl<'t> PythonModel<'t> {
         let body = class.node.field("body")?;
         self.functions_named(name).iter().copied().find(|&f| {
             let def = self.functions[f].node;
-            let parent = def
-                .parent()
+            let parent = self
+                .parent(def)
                 .filter(|p| p.kind_name() != "decorated_definition")
-                .or_else(|| def.parent()?.parent());
+                .or_else(|| self.parent(self.parent(def)?));
             parent.is_some_and(|p| p.id() == body.id())
         })
     }

@@ -85,7 +85,7 @@ impl<'t> TfFunctions<'t> {
                 continue;
             }
             // `@tf.function(...)` decorators were recorded above.
-            if call.parent().is_some_and(|p| p.kind() == "decorator") {
+            if m.parent(call).is_some_and(|p| p.kind_name() == "decorator") {
                 continue;
             }
             out.creations.push(call);
@@ -123,10 +123,10 @@ impl<'t> TfFunctions<'t> {
 
 /// The innermost `for`/`while` loop around `node` whose body contains it, within the same
 /// function (a loop outside the enclosing `def` does not run the node per iteration).
-pub fn enclosing_loop(node: Node<'_>) -> Option<Node<'_>> {
+pub fn enclosing_loop<'t>(m: &PythonModel<'t>, node: Node<'t>) -> Option<Node<'t>> {
     let mut cur = node;
     for _ in 0..256 {
-        let p = cur.parent()?;
+        let p = m.parent(cur)?;
         match p.kind() {
             "function_definition" | "class_definition" | "lambda" | "module" => return None,
             "for_statement" | "while_statement"
@@ -196,7 +196,7 @@ pub fn trial_driver<'t>(m: &PythonModel<'t>, f: usize, max: i128) -> Option<(Nod
         .filter(|(c, scope)| {
             scope.is_some_and(|s| s != f)
                 && m.local_callee(*c) == Some(f)
-                && unconditional_in_function(*c)
+                && unconditional_in_function(m, *c)
         })
         .filter_map(|(_, scope)| *scope);
     for obj in std::iter::once(f).chain(callers) {
@@ -290,10 +290,10 @@ pub fn few_iterations(m: &PythonModel<'_>, lp: Node<'_>, max: i128) -> bool {
 
 /// Does `node` run whenever its enclosing function runs (no `if`, `match`, loop or `except`
 /// between it and the `def`)?
-pub fn unconditional_in_function(node: Node<'_>) -> bool {
+pub fn unconditional_in_function(m: &PythonModel<'_>, node: Node<'_>) -> bool {
     let mut cur = node;
     for _ in 0..256 {
-        let Some(p) = cur.parent() else { return true };
+        let Some(p) = m.parent(cur) else { return true };
         match p.kind() {
             "function_definition" | "module" => return true,
             "if_statement"
@@ -340,10 +340,10 @@ mod tests {
         // The assignment in `a` sits in a loop body; `return x` does not.
         let a = m.functions[by_name("a")].node;
         let assign = descendants_of_kind(a, "assignment");
-        assert!(enclosing_loop(assign).is_some());
-        assert!(few_iterations(&m, enclosing_loop(assign).unwrap(), 3));
+        assert!(enclosing_loop(&m, assign).is_some());
+        assert!(few_iterations(&m, enclosing_loop(&m, assign).unwrap(), 3));
         let ret = descendants_of_kind(a, "return_statement");
-        assert!(enclosing_loop(ret).is_none());
+        assert!(enclosing_loop(&m, ret).is_none());
     }
 
     fn descendants_of_kind<'t>(n: Node<'t>, kind: &str) -> Node<'t> {

@@ -133,12 +133,14 @@ impl<'t> Training<'t> {
                 }
             }
             // `with torch.no_grad():`
-            // (`grad_off` first: `Node::parent` costs the node's depth.)
-            if grad_off(m, call) && call.parent().is_some_and(|p| p.kind_name() == "with_item") {
-                if let Some(with) = gpulint_syntax::ancestor_of_kind(call, &["with_statement"]) {
-                    if let Some(body) = with.field("body") {
-                        t.grad_free.push((body.start_byte(), body.end_byte(), call));
-                    }
+            if grad_off(m, call) && m.parent(call).is_some_and(|p| p.kind_name() == "with_item") {
+                // The innermost `with` statement around the call.
+                let mut up = m.statement_of(call);
+                while let Some(s) = up.filter(|s| s.kind_name() != "with_statement") {
+                    up = m.statement_of(s);
+                }
+                if let Some(body) = up.and_then(|with| with.field("body")) {
+                    t.grad_free.push((body.start_byte(), body.end_byte(), call));
                 }
             }
         }

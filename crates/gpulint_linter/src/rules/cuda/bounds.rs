@@ -2,8 +2,8 @@
 //! of the semantic model): the message names the index's range, the guard that fails to cover
 //! it, and where the buffer's extent comes from.
 
-use super::cu001_unguarded_thread_index::SANITIZER;
 use super::short;
+use super::SANITIZER;
 use crate::context::Context;
 use gpulint_diagnostics::Span;
 use gpulint_semantic::cuda::guards::compact;

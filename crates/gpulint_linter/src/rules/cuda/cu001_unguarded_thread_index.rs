@@ -1,6 +1,6 @@
 //! CU001: global-memory access with a global thread index and no bounds guard.
 
-use super::short;
+use super::{short, SANITIZER};
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
@@ -109,9 +109,6 @@ declare_rule! {
         }],
     };
 }
-
-/// The command that confirms a CU finding at run time.
-pub const SANITIZER: &str = "compute-sanitizer --tool memcheck ./your_app";
 
 /// Guards further out than this are not searched; the access is taken as guarded.
 const MAX_CHAIN: usize = 256;

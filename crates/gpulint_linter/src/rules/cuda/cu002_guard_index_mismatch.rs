@@ -1,6 +1,6 @@
 //! CU002: the index a guard checks differs from the index that is accessed.
 
-use super::cu001_unguarded_thread_index::SANITIZER;
+use super::SANITIZER;
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
@@ -192,7 +192,7 @@ fn mismatch<'a, 't>(
 
 /// Is `term` at least the guard's bound: the same expression, or a constant at least as
 /// large?
-fn reaches_bound(m: &CudaModel<'_>, k: &Kernel<'_>, term: Node<'_>, b: &Bound<'_>) -> bool {
+fn reaches_bound<'t>(m: &CudaModel<'t>, k: &Kernel<'t>, term: Node<'_>, b: &Bound<'_>) -> bool {
     let limit = compact(span_text(m, b.limit));
     if limit.is_empty() || k.flags(m, term).thread_dependent() {
         return false;

@@ -1,8 +1,8 @@
 //! CU003: a 32-bit global thread index compared against a 64-bit size, and element counts
 //! narrowed to 32 bits in host glue before a launch.
 
-use super::cu001_unguarded_thread_index::SANITIZER;
 use super::short;
+use super::SANITIZER;
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
@@ -226,7 +226,7 @@ impl Rule for Int32ThreadIndex {
                 }
                 // The declaration of the index: a 32-bit type.
                 let Some(decl) = k.defs[li].iter().find_map(|v| {
-                    let d = v.parent()?.parent()?;
+                    let d = m.parent(m.parent(*v)?)?;
                     (d.kind() == "declaration").then_some(d)
                 }) else {
                     continue;
@@ -491,7 +491,7 @@ fn check_glue(ctx: &mut Context<'_>) {
             }
         }
         for (v, via) in values {
-            let Some((narrow, ty, what, count)) = narrowed_count(v, src, in_tf_op) else {
+            let Some((narrow, ty, what, count)) = narrowed_count(m, v, in_tf_op) else {
                 continue;
             };
             if seen.contains(&narrow.id()) {
@@ -530,10 +530,11 @@ fn check_glue(ctx: &mut Context<'_>) {
 /// more sizes (`x.size(0) * x.size(1) * x.size(2)`) to 32 bits: the narrowing node, the type,
 /// what was narrowed, and whether it is a full element count.
 fn narrowed_count<'t>(
+    m: &CudaModel<'t>,
     v: Node<'t>,
-    src: &'t str,
     in_tf_op: bool,
 ) -> Option<(Node<'t>, &'t str, &'static str, bool)> {
+    let src = m.source;
     let calls: Vec<Node<'t>> = std::iter::once(v)
         .chain(descendants(v).take(256))
         .filter(|n| n.kind() == "call_expression")
@@ -545,7 +546,7 @@ fn narrowed_count<'t>(
         if !COUNT_CALLS.contains(&name) || (in_tf_op && name == "NumElements") {
             continue;
         }
-        if let Some((n, ty)) = narrowing_of(*c, src) {
+        if let Some((n, ty)) = narrowing_of(m, *c) {
             return Some((n, ty, "the element count", true));
         }
     }
@@ -554,7 +555,7 @@ fn narrowed_count<'t>(
         .filter(|c| matches!(method_name(**c, src), Some("size" | "dim_size")))
         .collect();
     if sizes.len() >= 3 {
-        if let Some((n, ty)) = narrowing_of(*sizes[0], src) {
+        if let Some((n, ty)) = narrowing_of(m, *sizes[0]) {
             // The whole product is narrowed, not one factor used as an argument.
             let product = descendants(n)
                 .filter(|x| x.kind() == "call_expression")

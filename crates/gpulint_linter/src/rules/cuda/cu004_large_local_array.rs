@@ -1,6 +1,6 @@
 //! CU004: a large per-thread (local-memory) array in device code.
 
-use super::cu001_unguarded_thread_index::SANITIZER;
+use super::SANITIZER;
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};

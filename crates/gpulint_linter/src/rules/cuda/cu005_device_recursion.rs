@@ -1,6 +1,6 @@
 //! CU005: recursion in device code, direct or through other device functions.
 
-use super::cu001_unguarded_thread_index::SANITIZER;
+use super::SANITIZER;
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};

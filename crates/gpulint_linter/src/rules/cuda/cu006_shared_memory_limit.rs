@@ -1,8 +1,8 @@
 //! CU006: static shared memory over 48 KB per block, or a dynamic request over 48 KB without
 //! the `cudaFuncSetAttribute` opt-in.
 
-use super::cu001_unguarded_thread_index::SANITIZER;
 use super::cu004_large_local_array::human;
+use super::SANITIZER;
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};

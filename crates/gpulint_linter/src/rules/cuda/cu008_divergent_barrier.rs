@@ -273,7 +273,7 @@ fn missing_barrier(
 
 /// `for (col = lane; col < Traits::COLS; col += STRIDE)`: a compile-time bound, which kernels
 /// pick as a multiple of the stride, so every thread runs the same number of iterations.
-fn constant_trip_bound(m: &CudaModel<'_>, k: &Kernel<'_>, g: &Guard<'_>) -> bool {
+fn constant_trip_bound<'t>(m: &CudaModel<'t>, k: &Kernel<'t>, g: &Guard<'_>) -> bool {
     if g.kind != GuardKind::Loop || g.cond.kind() != "binary_expression" {
         return false;
     }

@@ -140,12 +140,9 @@ impl Rule for UncheckedKernelLaunch {
             // up with `Node::parent` starts again from the root at every step.
             let mut path = gpulint_syntax::ancestors_of(m.root, l.node);
             if path.is_empty() {
-                // A launch in a region parsed again on its own: its own tree's ancestors.
-                let mut up = l.node.parent();
-                while let Some(u) = up {
-                    path.push(u);
-                    up = u.parent();
-                }
+                // Not found by byte offsets going down (a zero-width launch): the model's
+                // parent table.
+                path = m.parents().ancestors(l.node).collect();
                 path.reverse();
             }
             let Some(&stmt) = path.last().filter(|p| p.kind() == "expression_statement") else {

@@ -22,6 +22,9 @@ mod op_glue;
 #[cfg(test)]
 mod op_tests;
 
+/// The command that confirms a CU finding at run time.
+pub const SANITIZER: &str = "compute-sanitizer --tool memcheck ./your_app";
+
 /// Source text on one line (whitespace runs folded), shortened to 60 characters for a message.
 pub(crate) fn short(s: &str) -> String {
     let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -6,7 +6,7 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};
-use gpulint_semantic::cuda::glue::{GlueFn, Origin, PtrUse, DEVICE, SHAPE};
+use gpulint_semantic::cuda::glue::{GlueFn, Origin, PtrUse, VacuousCheck, DEVICE, SHAPE};
 use gpulint_semantic::cuda::{CudaModel, Kernel};
 use gpulint_syntax::Lang;
 
@@ -30,6 +30,11 @@ declare_rule! {
     /// the typed accessors (`data_ptr<float>()` raises on a mismatch) and to OP003 for untyped
     /// pointers. Severity is error when a pointer from one tensor goes to a launch sized by
     /// another tensor's `numel()`.
+    ///
+    /// Also reported, in any host function taking tensors: a check that compares a tensor's
+    /// property with itself, directly or through a local holding the same expression
+    /// (`const auto D = p2.size(2); TORCH_CHECK(p2.size(2) == D, …)`). It can never fail, so
+    /// the comparison it was meant to make (usually with another input) is missing.
     ///
     /// Set `python-validated` to the names of bound functions whose Python wrappers validate
     /// their inputs (`torch._check` in `register_fake`, explicit checks), or `["*"]`.
@@ -120,6 +125,9 @@ impl Rule for UnvalidatedTensorPointer {
         let trusted = ctx.option_strings("python-validated");
         let mut resolver = LazyResolver::new(&trusted);
         for gf in &m.glue.fns {
+            for v in &gf.vacuous {
+                report_vacuous(ctx, m, gf, v);
+            }
             if gf.launches.is_empty() && !gf.calls_launcher {
                 continue;
             }
@@ -252,6 +260,28 @@ impl Rule for UnvalidatedTensorPointer {
 /// Another tensor parameter whose `numel()` bounds the kernel's accesses through this tensor's
 /// pointer: the launch passes `other.numel()` (directly or through a local), and the kernel
 /// reads or writes the pointer's parameter under a guard on that count.
+/// A check that compares a tensor's property with itself validates nothing.
+fn report_vacuous(ctx: &mut Context<'_>, m: &CudaModel<'_>, gf: &GlueFn<'_>, v: &VacuousCheck<'_>) {
+    let (left, right) = (m.text(v.left), m.text(v.right));
+    let name = gf.params[v.param].0;
+    let fname = &m.functions[gf.func].name;
+    let through = if left.trim() == right.trim() {
+        String::new()
+    } else {
+        format!(" (`{right}` holds `{left}`)")
+    };
+    let d = ctx
+        .diagnostic(
+            v.call,
+            format!("in `{fname}`: this check compares `{left}` with itself{through}, so it can never fail"),
+        )
+        .primary_label("always true")
+        .with_label(Span::of(&v.right), format!("the same value as `{left}`"))
+        .note(format!("whatever `{name}` was meant to be compared with is not checked: mismatched inputs reach the kernels, which index one by the other's extent"))
+        .help(format!("compare `{left}` with the value it must match (the corresponding size of the other input)"));
+    ctx.report(d);
+}
+
 fn sized_by_other<'t>(
     m: &CudaModel<'t>,
     gf: &GlueFn<'t>,
@@ -294,7 +324,7 @@ fn sized_by_other<'t>(
 }
 
 /// Does the kernel access `ptr` under a guard that mentions `count`?
-fn bounded_by(m: &CudaModel<'_>, k: &Kernel<'_>, ptr: &str, count: &str) -> bool {
+fn bounded_by<'t>(m: &CudaModel<'t>, k: &Kernel<'t>, ptr: &str, count: &str) -> bool {
     // `p[0]` reads one element whatever the count.
     m.indexed_accesses(k, ptr).any(|a| {
         m.guard_chain(a.guard).any(|g| {

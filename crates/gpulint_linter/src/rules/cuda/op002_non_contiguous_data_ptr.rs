@@ -1,28 +1,33 @@
 //! OP002: a raw pointer from a tensor that may be non-contiguous goes to a kernel that indexes
 //! it linearly.
 
-use super::op_glue::{callers_note, merge_callers, LazyResolver};
+use super::op_glue::{callers_note, LazyResolver};
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
-use gpulint_diagnostics::{Severity, Span};
+use gpulint_diagnostics::{Diagnostic, Severity, Span};
 use gpulint_semantic::cuda::glue::{GlueFn, Origin, PtrUse, CONTIG};
 use gpulint_semantic::cuda::{Access, CudaModel};
 use gpulint_syntax::Lang;
+use std::path::Path;
 
 declare_rule! {
     /// ## What it does
     /// Finds a `data_ptr`-family call (`data_ptr<T>()`, `data_ptr()`, `mutable_data_ptr`,
-    /// `const_data_ptr`) on a tensor parameter whose pointer is passed to a kernel of the same
-    /// file that indexes it (`p[i]`), when the tensor is
+    /// `const_data_ptr`) on a tensor parameter whose pointer is passed to a kernel that indexes
+    /// it (`p[i]`), in the same file or in a project header it includes (`#include
+    /// "foo_kernel.cuh"`), when the tensor is
     /// - not the result of `.contiguous()` (`auto xc = x.contiguous();`, `x = x.contiguous();`,
     ///   or a caller passing `x.contiguous()`);
     /// - not checked with `TORCH_CHECK(x.is_contiguous())` (also through a check macro such as
     ///   `CHECK_INPUT(x)`), here or in its callers;
     /// - not a fresh allocation (`at::empty*`, `empty_like`, `zeros`).
     ///
-    /// Accessors (`packed_accessor32/64`, `accessor`), `TensorIterator`, and launches that
-    /// pass strides or a layout flag (`is_channels_last`) are not reported. A launcher whose
+    /// Accessors (`packed_accessor32/64`, `accessor`) honour strides and are not reported,
+    /// unless the kernel takes raw pointers to their rows (`acc[b][i].data()`, often
+    /// reinterpreted as a vector type) and reads on from them. `TensorIterator`, and launches
+    /// that pass strides or a layout flag (`is_channels_last`) are not reported. Each tensor is
+    /// reported once, at its own raw pointer (the place its fix goes). A launcher whose
     /// callers cannot be seen (no binding in its file, no caller in the same directory or its
     /// parent) is not reported. Set
     /// `python-validated` to the bound functions whose Python wrappers pass contiguous
@@ -94,8 +99,22 @@ declare_rule! {
 
 pub struct NonContiguousDataPtr;
 
-/// A tensor parameter, its raw pointer, and the kernel access that indexes it.
-type Hit<'a, 't> = (usize, &'a PtrUse<'t>, &'a Access<'t>);
+/// Where the launched kernel walks the pointer as contiguous.
+enum Indexed<'a, 't> {
+    /// An access in a kernel of this file.
+    Here(&'a Access<'t>),
+    /// A line of a kernel defined in a project header.
+    Header { path: &'a Path, line: usize },
+}
+
+/// A launch that takes a tensor's pointer, how the kernel walks it, and whether what it walks
+/// are the rows of an accessor (`acc[b][i].data()`) rather than a raw pointer.
+struct Linear<'a, 't> {
+    launch: usize,
+    kernel_param: String,
+    indexed: Indexed<'a, 't>,
+    row: bool,
+}
 
 impl Rule for NonContiguousDataPtr {
     fn meta(&self) -> &'static RuleMeta {
@@ -111,9 +130,8 @@ impl Rule for NonContiguousDataPtr {
                 continue;
             }
             let facts = &m.glue.facts.fns[gf.facts];
-            // Per launch: the tensors it takes through possibly strided raw pointers.
-            let mut by_launch: Vec<(usize, Vec<Hit<'_, '_>>)> = Vec::new();
-            let mut callers = Vec::new();
+            // One finding per tensor, at its first raw pointer that a kernel walks linearly:
+            // each tensor needs its own fix there.
             let mut seen: Vec<usize> = Vec::new();
             for u in &gf.uses {
                 let Origin::Param {
@@ -123,13 +141,12 @@ impl Rule for NonContiguousDataPtr {
                 else {
                     continue;
                 };
-                if u.accessor || seen.contains(&index) {
+                if seen.contains(&index)
+                    || facts.covered.get(index).is_some_and(|p| p & CONTIG != 0)
+                {
                     continue;
                 }
-                if facts.covered.get(index).is_some_and(|p| p & CONTIG != 0) {
-                    continue;
-                }
-                let Some((launch, access)) = linear_access(m, gf, u) else {
+                let Some(linear) = linear_access(m, gf, u) else {
                     continue;
                 };
                 let r = resolver.get(ctx).coverage(gf.facts, index);
@@ -137,49 +154,63 @@ impl Rule for NonContiguousDataPtr {
                     continue;
                 }
                 seen.push(index);
-                merge_callers(&mut callers, r.callers);
-                match by_launch.iter_mut().find(|(l, _)| *l == launch) {
-                    Some((_, hits)) => hits.push((index, u, access)),
-                    None => by_launch.push((launch, vec![(index, u, access)])),
-                }
-            }
-            for (launch, hits) in by_launch {
-                let l = &m.launches[launch];
-                let names: Vec<String> = hits
-                    .iter()
-                    .map(|h| format!("`{}`", gf.params[h.0].0))
-                    .collect();
-                let (first, u, access) = hits[0];
-                let name = gf.params[first].0;
-                let message = if names.len() == 1 {
-                    format!("`{name}` may be non-contiguous, but kernel `{}` indexes its raw pointer linearly", l.kernel)
-                } else {
-                    format!("{} may be non-contiguous, but kernel `{}` indexes their raw pointers linearly", names.join(", "), l.kernel)
-                };
-                let mut d = ctx
-                    .diagnostic(u.node, message)
-                    .primary_label(format!("raw pointer from `{name}`, strides ignored"));
-                for (i, u, _) in hits.iter().skip(1) {
-                    d = d.with_label(
-                        Span::of(&u.node),
-                        format!("raw pointer from `{}`", gf.params[*i].0),
-                    );
-                }
-                d = d
-                    .with_label(Span::of(&l.node), "launched here")
-                    .with_label(
-                        Span::of(&access.node),
-                        format!("indexed as if `{name}` were contiguous"),
-                    )
-                    .note("a transposed, sliced or expanded tensor has strides that linear indexing ignores: an expanded view has stride 0 and fewer bytes than numel(), so the kernel reads past the allocation");
-                d = callers_note(d, &callers, "do not make them contiguous either");
-                d = d.help(format!(
-                    "take the pointer from a contiguous copy (`auto {name}_c = {name}.contiguous();` then `{name}_c.data_ptr<…>()`) or check `TORCH_CHECK({name}.is_contiguous(), \"{name} must be contiguous\");`; confirm at run time with `compute-sanitizer --tool memcheck python train.py`"
-                ));
+                let d = finding(ctx, gf, index, u, &linear);
+                let d = callers_note(d, &r.callers, "do not make it contiguous either");
                 ctx.report(d);
             }
         }
     }
+}
+
+fn finding(
+    ctx: &Context<'_>,
+    gf: &GlueFn<'_>,
+    index: usize,
+    u: &PtrUse<'_>,
+    linear: &Linear<'_, '_>,
+) -> Diagnostic {
+    let m = ctx.cuda();
+    let l = &m.launches[linear.launch];
+    let name = gf.params[index].0;
+    let message = if linear.row {
+        format!("`{name}` may be non-contiguous, but kernel `{}` takes raw pointers to rows of its accessor and walks them as contiguous", l.kernel)
+    } else {
+        format!(
+            "`{name}` may be non-contiguous, but kernel `{}` indexes its raw pointer linearly",
+            l.kernel
+        )
+    };
+    let what = if linear.row { "row pointer" } else { "indexed" };
+    let mut d = ctx
+        .diagnostic(u.node, message)
+        .primary_label(format!("raw pointer from `{name}`, strides ignored"))
+        .with_label(Span::of(&l.node), "launched here");
+    d = match &linear.indexed {
+        Indexed::Here(a) => d.with_label(
+            Span::of(&a.node),
+            format!("{what} as if `{name}` were contiguous"),
+        ),
+        Indexed::Header { path, line } => d.note(format!(
+            "kernel `{}` is defined in `{}`: line {line} {} `{}` as if it were contiguous",
+            l.kernel,
+            path.file_name()
+                .map_or_else(|| path.to_string_lossy(), |f| f.to_string_lossy()),
+            if linear.row {
+                "takes a row pointer of"
+            } else {
+                "indexes"
+            },
+            linear.kernel_param,
+        )),
+    };
+    let note = if linear.row {
+        "`acc[b][i].data()` points at a row's first element; reading on from it assumes the last dimension has stride 1, which a transposed or sliced tensor does not have"
+    } else {
+        "a transposed, sliced or expanded tensor has strides that linear indexing ignores: an expanded view has stride 0 and fewer bytes than numel(), so the kernel reads past the allocation"
+    };
+    d.note(note).help(format!(
+        "take the pointer from a contiguous copy (`auto {name}_c = {name}.contiguous();` then `{name}_c.data_ptr<…>()`) or check `TORCH_CHECK({name}.is_contiguous(), \"{name} must be contiguous\");`; confirm at run time with `compute-sanitizer --tool memcheck python train.py`"
+    ))
 }
 
 /// Does a launch argument or kernel parameter carry the memory layout (strides, a
@@ -189,13 +220,13 @@ fn layout_aware(name: &str) -> bool {
     lower.contains("stride") || lower.contains("channels_last") || lower.contains("layout")
 }
 
-/// The launch that takes this pointer and the kernel's first indexed access through the
-/// matching parameter, when the launch passes no strides.
+/// The launch that takes this pointer and where its kernel (of this file, or of a project
+/// header) walks the matching parameter as contiguous, when the launch passes no strides.
 fn linear_access<'a, 't>(
     m: &'a CudaModel<'t>,
     gf: &GlueFn<'t>,
     u: &PtrUse<'t>,
-) -> Option<(usize, &'a Access<'t>)> {
+) -> Option<Linear<'a, 't>> {
     for &li in &gf.launches {
         if !gf.use_reaches(m, u, li) {
             continue;
@@ -204,17 +235,51 @@ fn linear_access<'a, 't>(
         if l.args.iter().any(|a| layout_aware(m.text(*a))) {
             return None;
         }
-        let kernel = m.launched_kernel(l)?;
-        if kernel.params.iter().any(|p| layout_aware(p.name)) {
+        let pos = u.arg_position(m, l)?;
+        if let Some(kernel) = m.launched_kernel(l) {
+            if kernel.params.iter().any(|p| layout_aware(p.name)) {
+                return None;
+            }
+            let param = kernel.params.get(pos)?;
+            // `p[0]` reads one element: strides do not matter. An accessor honours them,
+            // unless its rows are taken as raw pointers.
+            let access = if u.accessor {
+                param
+                    .accessor
+                    .then(|| m.row_pointer(kernel, param.name))
+                    .flatten()
+            } else {
+                param
+                    .pointer
+                    .then(|| m.indexed_accesses(kernel, param.name).next())
+                    .flatten()
+            };
+            return access.map(|a| Linear {
+                launch: li,
+                kernel_param: param.name.to_string(),
+                indexed: Indexed::Here(a),
+                row: u.accessor,
+            });
+        }
+        let seen = m.headers().kernel(l.kernel)?;
+        if seen.kernel.params.iter().any(|p| layout_aware(&p.name)) {
             return None;
         }
-        let pos = u.arg_position(m, l)?;
-        let param = kernel.params.get(pos).filter(|p| p.pointer)?;
-        // `p[0]` reads one element: strides do not matter.
-        return m
-            .indexed_accesses(kernel, param.name)
-            .next()
-            .map(|a| (li, a));
+        let param = seen.kernel.params.get(pos)?;
+        let line = if u.accessor {
+            param.row_pointer.filter(|_| param.accessor)
+        } else {
+            param.linear.filter(|_| param.pointer)
+        };
+        return line.map(|line| Linear {
+            launch: li,
+            kernel_param: param.name.clone(),
+            indexed: Indexed::Header {
+                path: seen.path,
+                line,
+            },
+            row: u.accessor,
+        });
     }
     None
 }

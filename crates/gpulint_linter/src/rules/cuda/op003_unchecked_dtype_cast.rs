@@ -183,7 +183,7 @@ fn in_dtype_branch(m: &CudaModel<'_>, node: tree_sitter::Node<'_>) -> bool {
     ];
     let mut cur = node;
     for _ in 0..64 {
-        let Some(p) = cur.parent() else {
+        let Some(p) = m.parent(cur) else {
             return false;
         };
         match p.kind() {

@@ -5,13 +5,15 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};
-use gpulint_semantic::cuda::glue::Origin;
+use gpulint_semantic::cuda::glue::Via;
 use gpulint_syntax::Lang;
 
 declare_rule! {
     /// ## What it does
-    /// Finds host functions that launch a kernel (`<<<…>>>`) with raw pointers from their
-    /// tensor parameters and hold no device guard: `at::cuda::OptionalCUDAGuard`,
+    /// Finds host functions that launch a kernel (`<<<…>>>`, also through a `#define`d launch
+    /// macro of the file, or through a helper of the file that launches and takes raw pointers)
+    /// with raw pointers from their tensor parameters (or the tensors handed to a converter
+    /// such as `getTensorInfo<…>(x)`) and hold no device guard: `at::cuda::OptionalCUDAGuard`,
     /// `c10::cuda::CUDAGuard`, `c10::cuda::OptionalCUDAGuard`, `at::DeviceGuard`, a
     /// `CUDAStreamGuard`, or `cudaSetDevice(x.get_device())`.
     ///
@@ -108,32 +110,48 @@ impl Rule for MissingDeviceGuard {
             if gf.guard.is_some() {
                 continue;
             }
-            // The first launch that takes a pointer from a tensor parameter.
-            let hit = gf.launches.iter().find_map(|&l| {
-                gf.uses
-                    .iter()
-                    .find(|u| matches!(u.origin, Origin::Param { .. }) && gf.use_reaches(m, u, l))
-                    .map(|u| (l, u))
+            // The first launch (or launch macro, or launching helper) that takes a tensor
+            // parameter's memory.
+            let direct = gf.launches.iter().map(|&l| {
+                let l = &m.launches[l];
+                (l.node, l.args.as_slice(), l.kernel, None)
             });
-            let Some((launch, u)) = hit else {
+            let indirect = gf
+                .sites
+                .iter()
+                .map(|s| (s.node, s.args.as_slice(), s.target, Some(s.via)));
+            let hit = direct
+                .chain(indirect)
+                .find_map(|(node, args, target, via)| {
+                    gf.tensor_in_args(m, args)
+                        .map(|(index, arg)| (node, target, via, index, arg))
+                });
+            let Some((site, target, via, index, arg)) = hit else {
                 continue;
             };
             let Some(callers) = resolver.get(ctx).unguarded(gf.facts) else {
                 continue;
             };
-            let Origin::Param { index, .. } = u.origin else {
-                continue;
-            };
             let name = gf.params[index].0;
             let fname = &m.functions[gf.func].name;
-            let l = &m.launches[launch];
+            let (message, label) = match via {
+                None => (
+                    format!("`{fname}` launches kernel `{target}` without a CUDA device guard"),
+                    "runs on the current device, which need not be the inputs' device".to_string(),
+                ),
+                Some(Via::Macro(mac)) => (
+                    format!("`{fname}` launches kernel `{target}` (through macro `{mac}`) without a CUDA device guard"),
+                    format!("`{mac}` launches on the current device, which need not be the inputs' device"),
+                ),
+                Some(Via::Helper) => (
+                    format!("`{fname}` launches kernels through `{target}` without a CUDA device guard"),
+                    format!("`{target}` launches on the current device, which need not be the inputs' device"),
+                ),
+            };
             let mut d = ctx
-                .diagnostic(
-                    l.node,
-                    format!("`{fname}` launches kernel `{}` without a CUDA device guard", l.kernel),
-                )
-                .primary_label("runs on the current device, which need not be the inputs' device")
-                .with_label(Span::of(&u.node), format!("`{name}` may live on another GPU"))
+                .diagnostic(site, message)
+                .primary_label(label)
+                .with_label(Span::of(&arg), format!("`{name}` may live on another GPU"))
                 .note(format!(
                     "a custom op runs on whatever device is current (usually cuda:0): with `{name}` on cuda:1 the kernel dereferences another device's memory and fails with an illegal memory access"
                 ));

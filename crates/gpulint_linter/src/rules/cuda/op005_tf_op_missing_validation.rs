@@ -1,8 +1,8 @@
 //! OP005: a TensorFlow GPU op's `Compute` that uses its inputs without `OP_REQUIRES`
 //! validation, narrows the element count to 32 bits, or drops the status of `allocate_output`.
 
-use super::cu001_unguarded_thread_index::SANITIZER;
 use super::short;
+use super::SANITIZER;
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
@@ -186,7 +186,7 @@ fn check_narrowing<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, c: &TfCompute<'
         ) {
             continue;
         }
-        let Some((narrow, ty)) = narrowing_of(*call, m.source) else {
+        let Some((narrow, ty)) = narrowing_of(m, *call) else {
             continue;
         };
         let d = ctx
@@ -213,8 +213,8 @@ fn check_allocations<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, c: &TfCompute
         let Some(name) = callee_name(*call, m.source) else {
             continue;
         };
-        let bare = call
-            .parent()
+        let bare = m
+            .parent(*call)
             .is_some_and(|p| p.kind() == "expression_statement");
         if !bare || !ALLOCATIONS.contains(&name) {
             continue;

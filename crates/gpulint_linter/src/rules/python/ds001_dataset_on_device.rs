@@ -76,7 +76,7 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "Entire dataset loaded from files moved to the GPU at once",
         kinds: &[],
-        needles: &["torch", "tensorflow", "jax", "keras"],
+        needles: &["torch", "tensorflow", "jax", "keras", "flax"],
         options: &[],
     };
 }
@@ -158,7 +158,7 @@ impl Rule for DatasetOnDevice {
                 _ => None,
             };
             let Some(x) = target else { continue };
-            if enclosing_loop(call).is_some() {
+            if enclosing_loop(m, call).is_some() {
                 continue;
             }
             let value = resolve(m, x);
@@ -203,13 +203,13 @@ fn array_source<'t>(m: &PythonModel<'t>, expr: Node<'t>, at: Node<'t>) -> Option
                 let scope = m.enclosing_function(at);
                 let value = m.value_of_name(at, name).or_else(|| {
                     let v = m.last_assigned_before(name, at)?;
-                    let assign = v.parent()?;
+                    let assign = m.parent(v)?;
                     let same = m.enclosing_function(assign) == scope
                         || (m.enclosing_function(assign).is_none()
                             && scope.is_none_or(|f| !m.function_binds(f, name)));
                     same.then_some(v)
                 })?;
-                at = value.parent().unwrap_or(value);
+                at = m.parent(value).unwrap_or(value);
                 cur = value;
             }
             "call" if loaded_data(m, cur, 0) => return Some(Source::Loaded(cur)),

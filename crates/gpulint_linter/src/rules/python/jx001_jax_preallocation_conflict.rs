@@ -72,7 +72,7 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "JAX preallocates GPU memory in a process that also runs TensorFlow or PyTorch on the GPU",
         kinds: &[],
-        needles: &["jax"],
+        needles: &["jax", "flax"],
         options: &[],
     };
 }

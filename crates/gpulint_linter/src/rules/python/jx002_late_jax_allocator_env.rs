@@ -60,7 +60,7 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "JAX allocator environment variable set too late or with an invalid value",
         kinds: &[],
-        needles: &["XLA_PYTHON_CLIENT_"],
+        needles: &["XLA_PYTHON_CLIENT_", "environ", "putenv"],
         options: &[],
     };
 }

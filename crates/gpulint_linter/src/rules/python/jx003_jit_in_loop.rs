@@ -174,7 +174,7 @@ impl JitInLoop {
     /// a new function object, so a new compilation, on every call of `outer`.
     fn check_per_call(&self, ctx: &mut Context<'_>, call: Node<'_>) {
         let m = ctx.python();
-        let invoked = call.parent().is_some_and(|p| {
+        let invoked = m.parent(call).is_some_and(|p| {
             p.kind() == "call" && p.field("function").is_some_and(|f| f.id() == call.id())
         });
         if !invoked {
@@ -391,7 +391,7 @@ fn reads(m: &PythonModel<'_>, expr: Node<'_>, name: &str) -> bool {
     gpulint_syntax::descendants(expr).any(|n| {
         n.kind() == "identifier"
             && m.text(n) == name
-            && n.parent().is_none_or(|p| {
+            && m.parent(n).is_none_or(|p| {
                 let field_of = |f: &str| p.field(f).is_some_and(|c| c.id() == n.id());
                 !(p.kind() == "attribute" && field_of("attribute")
                     || p.kind() == "keyword_argument" && field_of("name"))
@@ -447,8 +447,8 @@ fn changes_per_iteration<'t>(m: &PythonModel<'t>, arg: Node<'_>, lp: &Loop<'t>) 
         if f.kind() == "identifier" {
             let c = m.local_class(arg, m.text(f))?;
             let class = m.classes[c].node;
-            let decorated = class
-                .parent()
+            let decorated = m
+                .parent(class)
                 .is_some_and(|p| p.kind() == "decorated_definition");
             let hashes_by_value = ["__hash__", "__eq__"]
                 .iter()

@@ -72,7 +72,7 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "Keras models created in a loop without clear_session()",
         kinds: &[],
-        needles: &["keras"],
+        needles: &["keras", "tensorflow"],
         options: &[],
     };
 }
@@ -116,13 +116,13 @@ impl Rule for ModelsInLoop {
             // The loop that runs the construction: around it, or around a call of the local
             // function that contains it; or a hyperparameter search calling that function once
             // per trial.
-            let (lp, via, trials) = match enclosing_loop(call) {
+            let (lp, via, trials) = match enclosing_loop(m, call) {
                 Some(lp) => (lp, None, None),
                 None => {
                     // Built in a helper: only when the helper always builds it.
                     let Some(f) = m
                         .enclosing_function(call)
-                        .filter(|_| unconditional_in_function(call))
+                        .filter(|_| unconditional_in_function(m, call))
                     else {
                         continue;
                     };
@@ -133,7 +133,7 @@ impl Rule for ModelsInLoop {
                         .flatten()
                         .chain(graph.module.iter())
                         .filter(|(_, callee)| *callee == f)
-                        .find_map(|(c, _)| enclosing_loop(*c).map(|lp| (lp, *c)));
+                        .find_map(|(c, _)| enclosing_loop(m, *c).map(|lp| (lp, *c)));
                     match found {
                         Some((lp, c)) => (lp, Some(c), None),
                         None => {
@@ -169,13 +169,13 @@ impl Rule for ModelsInLoop {
                 continue;
             }
             // An ensemble keeps every model on purpose: `models.append(model)`.
-            let kept = call
-                .parent()
+            let kept = m
+                .parent(call)
                 .filter(|p| p.kind() == "assignment")
                 .and_then(|a| a.field("left"))
                 .map(|l| m.text(l))
                 .or_else(|| {
-                    via.and_then(|c| c.parent())
+                    via.and_then(|c| m.parent(c))
                         .filter(|p| p.kind() == "assignment")
                         .and_then(|a| a.field("left"))
                         .map(|l| m.text(l))

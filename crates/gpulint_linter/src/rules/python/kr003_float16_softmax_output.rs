@@ -164,15 +164,15 @@ impl<'t> Builds<'t> {
 
 /// Is the layer call the model's output layer?
 fn is_output<'t>(m: &PythonModel<'t>, builds: &OnceCell<Builds<'t>>, layer: Node<'_>) -> bool {
-    let Some(p) = layer.parent() else {
+    let Some(p) = m.parent(layer) else {
         return false;
     };
     // Last element of `Sequential([...])`.
     if p.kind() == "list" {
         let last = named_children(p).filter(|c| c.kind() != "comment").last();
-        let seq = p
-            .parent()
-            .and_then(|a| a.parent())
+        let seq = m
+            .parent(p)
+            .and_then(|a| m.parent(a))
             .filter(|c| c.kind() == "call")
             .and_then(|c| m.call_name(c))
             .is_some_and(|q| normalize(&q).ends_with("Sequential"));
@@ -180,7 +180,7 @@ fn is_output<'t>(m: &PythonModel<'t>, builds: &OnceCell<Builds<'t>>, layer: Node
     }
     // The last `model.add(layer)`.
     if p.kind() == "argument_list" {
-        let Some(add) = p.parent().filter(|c| c.kind() == "call") else {
+        let Some(add) = m.parent(p).filter(|c| c.kind() == "call") else {
             return false;
         };
         let Some(func) = add.field("function").filter(|f| f.kind() == "attribute") else {
@@ -202,8 +202,8 @@ fn is_output<'t>(m: &PythonModel<'t>, builds: &OnceCell<Builds<'t>>, layer: Node
     }
     // `outputs = Dense(..., activation="softmax")(x)` then `Model(inputs, outputs)`.
     if p.kind() == "call" && p.field("function").map(|f| f.id()) == Some(layer.id()) {
-        let Some(name) = p
-            .parent()
+        let Some(name) = m
+            .parent(p)
             .filter(|a| a.kind() == "assignment")
             .and_then(|a| a.field("left"))
             .filter(|l| l.kind() == "identifier")

@@ -115,7 +115,7 @@ fn replacement(q: &str) -> Option<&'static str> {
 fn version_handled(m: &PythonModel<'_>, call: Node<'_>) -> bool {
     let mut cur = call;
     for _ in 0..64 {
-        let Some(p) = cur.parent() else { return false };
+        let Some(p) = m.parent(cur) else { return false };
         match p.kind() {
             "if_statement" | "elif_clause" | "conditional_expression" => {
                 let cond = p

@@ -147,7 +147,7 @@ impl Rule for PredictInLoop {
             if m.text(attr) != "predict" || tf.init_kind(call) != Some(Init::ModelMethod) {
                 continue;
             }
-            let Some(lp) = enclosing_loop(call) else {
+            let Some(lp) = enclosing_loop(m, call) else {
                 continue;
             };
             let vars: Vec<&str> = match lp.kind() {

@@ -104,6 +104,7 @@ declare_rule! {
         summary: "Training step estimated to exceed the GPU-memory budget",
         kinds: &[],
         needles: &["keras", "torch", "transformers", "timm"],
+        also_needles: &["fit", "GradientTape", "backward", "Trainer"],
         options: &[],
     };
 }

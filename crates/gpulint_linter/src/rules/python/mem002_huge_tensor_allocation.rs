@@ -120,8 +120,8 @@ fn unread_reservation(m: &PythonModel<'_>, call: Node<'_>) -> bool {
     let is_empty = m
         .call_name(call)
         .is_some_and(|q| q.rsplit('.').next() == Some("empty"));
-    let Some(target) = call
-        .parent()
+    let Some(target) = m
+        .parent(call)
         .filter(|p| p.kind() == "assignment")
         .and_then(|a| a.field("left"))
         .filter(|l| l.kind() == "identifier")

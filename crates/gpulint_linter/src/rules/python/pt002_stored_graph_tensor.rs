@@ -247,21 +247,14 @@ impl Rule for StoredGraphTensor {
             }) {
                 continue;
             }
-            let vtext = m.text(value);
-            let how = stored_how(m, at, name);
-            let d = ctx
-                .diagnostic(
-                    at,
-                    format!(
-                        "`{vtext}` {how} with its autograd graph, and `{name}` outlives the training iteration"
-                    ),
-                )
-                .primary_label("each stored tensor keeps its step's graph and activations alive")
-                .with_label(Span::of(&lp.header()), "the training loop");
-            ctx.report(graph_kept_alive(d, value, source).help(format!(
-                "store `{}.item()` for a number, or `.detach()` (`.detach().cpu()`) for a tensor",
-                paren(vtext)
-            )));
+            let lived = (Span::of(&lp.header()), "the training loop".to_string());
+            ctx.report(stored_finding(
+                ctx,
+                m,
+                (at, name, value, source),
+                "iteration",
+                lived,
+            ));
         }
     }
 }
@@ -320,28 +313,48 @@ fn step_method_store<'a>(
     }) {
         return None;
     }
-    let vtext = m.text(value);
     let method = m.functions[f].name.as_str();
-    let kept_by = stored_how(m, at, name);
+    let lived = (
+        Span::of(&body.field("name").unwrap_or(body)),
+        format!(
+            "`{method}` backpropagates and runs once per iteration of the loop in `{}`",
+            sm.caller
+        ),
+    );
+    Some(stored_finding(
+        ctx,
+        m,
+        (at, name, value, source),
+        "step",
+        lived,
+    ))
+}
+
+/// The finding for a store at `at` of `value` (attached to the graph through `source`) into
+/// `container`, which outlives the training `unit` ("iteration", "step"); `lived` labels what
+/// makes it per step.
+fn stored_finding<'a>(
+    ctx: &Context<'_>,
+    m: &PythonModel<'a>,
+    (at, container, value, source): (Node<'a>, &str, Node<'a>, Node<'a>),
+    unit: &str,
+    lived: (Span, String),
+) -> gpulint_diagnostics::Diagnostic {
+    let vtext = m.text(value);
+    let how = stored_how(m, at, container);
     let d = ctx
         .diagnostic(
             at,
             format!(
-                "`{vtext}` {kept_by} with its autograd graph, and `{name}` outlives the training step"
+                "`{vtext}` {how} with its autograd graph, and `{container}` outlives the training {unit}"
             ),
         )
         .primary_label("each stored tensor keeps its step's graph and activations alive")
-        .with_label(
-            Span::of(&body.field("name").unwrap_or(body)),
-            format!(
-                "`{method}` backpropagates and runs once per iteration of the loop in `{}`",
-                sm.caller
-            ),
-        );
-    Some(graph_kept_alive(d, value, source).help(format!(
+        .with_label(lived.0, lived.1);
+    graph_kept_alive(d, value, source).help(format!(
         "store `{}.item()` for a number, or `.detach()` (`.detach().cpu()`) for a tensor",
         paren(vtext)
-    )))
+    ))
 }
 
 /// How the store at `at` keeps its value in `container`: "is stored in `losses`", or "is

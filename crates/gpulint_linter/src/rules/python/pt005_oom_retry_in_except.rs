@@ -103,7 +103,7 @@ impl Rule for OomRetryInExcept {
         if !m.imports_torch() {
             return;
         }
-        let Some(try_stmt) = handler.parent().filter(|p| p.kind() == "try_statement") else {
+        let Some(try_stmt) = m.parent(handler).filter(|p| p.kind() == "try_statement") else {
             return;
         };
         let Some(body) = try_stmt.field("body") else {

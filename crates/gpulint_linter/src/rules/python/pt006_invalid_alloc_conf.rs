@@ -81,7 +81,7 @@ declare_rule! {
         severity: Severity::Error,
         summary: "Invalid or late `PYTORCH_CUDA_ALLOC_CONF`",
         kinds: &[],
-        needles: &["ALLOC_CONF", "_set_allocator_settings"],
+        needles: &["ALLOC_CONF", "_set_allocator_settings", "environ", "putenv"],
         options: &[],
     };
 }

@@ -115,7 +115,9 @@ fn periodic_or_after_del(
     call: tree_sitter::Node<'_>,
     lp: tree_sitter::Node<'_>,
 ) -> bool {
-    let mut cur = call.parent();
+    // Only statements, clauses and blocks can be what is looked for: the climb goes from
+    // one to the next, past the expressions around the call.
+    let mut cur = m.statement_of(call);
     while let Some(p) = cur {
         if p.id() == lp.id() {
             break;
@@ -129,7 +131,7 @@ fn periodic_or_after_del(
         if periodic || after_del || p.kind() == "except_clause" {
             return true;
         }
-        cur = p.parent();
+        cur = m.statement_of(p);
     }
     false
 }

@@ -107,7 +107,7 @@ impl Rule for Fp16AutocastWithoutScaler {
         }
         let t = m.training();
         for &(call, _) in &m.calls {
-            if !fp16_autocast(m, call) || call.parent().is_none_or(|p| p.kind() != "with_item") {
+            if !fp16_autocast(m, call) || m.parent(call).is_none_or(|p| p.kind() != "with_item") {
                 continue;
             }
             let Some(lp) = t

@@ -94,7 +94,7 @@ fn pick<'t>(m: &PythonModel<'t>, call: Node<'t>) -> Pick<'t> {
     // `for gpu in gpus[1:]:` around the call.
     let mut cur = call;
     for _ in 0..24 {
-        let Some(p) = cur.parent() else { break };
+        let Some(p) = m.parent(cur) else { break };
         match p.kind() {
             "function_definition" | "class_definition" | "module" => break,
             "for_statement" => {

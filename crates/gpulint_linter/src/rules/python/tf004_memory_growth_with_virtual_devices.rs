@@ -146,7 +146,7 @@ fn device(m: &PythonModel<'_>, call: Node<'_>) -> Option<Device> {
             let name = m.text(dev);
             let mut cur = call;
             for _ in 0..64 {
-                let Some(p) = cur.parent() else { break };
+                let Some(p) = m.parent(cur) else { break };
                 match p.kind() {
                     "function_definition" | "class_definition" | "lambda" => break,
                     "for_statement" => {

@@ -67,7 +67,7 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "NumPy data embedded as a graph constant that can exceed the 2 GB proto limit",
         kinds: &[],
-        needles: &["tensorflow"],
+        needles: &["tensorflow", "tf_keras"],
         options: &[],
     };
 }

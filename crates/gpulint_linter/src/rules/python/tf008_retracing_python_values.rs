@@ -113,14 +113,14 @@ impl Rule for RetracingPythonValues {
             }
             // The innermost enclosing loop (in the same function) over Python integers.
             let mut found = None;
-            let mut cur = enclosing_loop(call);
+            let mut cur = enclosing_loop(m, call);
             for _ in 0..16 {
                 let Some(lp) = cur else { break };
                 if let Some(v) = int_loop_var(m, lp) {
                     found = Some((lp, v));
                     break;
                 }
-                cur = enclosing_loop(lp);
+                cur = enclosing_loop(m, lp);
             }
             let Some((lp, var)) = found else {
                 continue;

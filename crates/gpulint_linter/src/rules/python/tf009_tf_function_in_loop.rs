@@ -75,12 +75,12 @@ impl Rule for TfFunctionInLoop {
         let tfn = m.tf_functions();
         for &site in &tfn.creations {
             // Directly in a loop, or in a function that a loop calls.
-            let (lp, via) = match enclosing_loop(site) {
+            let (lp, via) = match enclosing_loop(m, site) {
                 Some(lp) => (lp, None),
                 None => {
                     let Some(f) = m
                         .enclosing_function(site)
-                        .filter(|_| unconditional_in_function(site))
+                        .filter(|_| unconditional_in_function(m, site))
                     else {
                         continue;
                     };
@@ -93,7 +93,7 @@ impl Rule for TfFunctionInLoop {
                         .filter(|(_, callee)| *callee == f)
                         .map(|(c, _)| *c);
                     let Some((lp, c)) = caller_sites
-                        .filter_map(|c| enclosing_loop(c).map(|lp| (lp, c)))
+                        .filter_map(|c| enclosing_loop(m, c).map(|lp| (lp, c)))
                         .next()
                     else {
                         continue;

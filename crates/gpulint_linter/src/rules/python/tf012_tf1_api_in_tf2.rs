@@ -68,7 +68,7 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "TF1 session or graph API mixed into TF2 code, or a ConfigProto that never reaches a session",
         kinds: &[],
-        needles: &["tensorflow"],
+        needles: &["tensorflow", "tf_keras"],
         options: &[],
     };
 }
@@ -88,7 +88,7 @@ const TF1_APIS: &[(&str, &str)] = &[
 fn in_explicit_graph(m: &PythonModel<'_>, node: Node<'_>) -> bool {
     let mut cur = node;
     for _ in 0..64 {
-        let Some(p) = cur.parent() else { return false };
+        let Some(p) = m.parent(cur) else { return false };
         match p.kind() {
             "with_statement"
                 if named_children(p)
@@ -261,7 +261,7 @@ impl Rule for Tf1ApiInTf2 {
             ) {
                 continue;
             }
-            let Some(assign) = call.parent().filter(|p| p.kind() == "assignment") else {
+            let Some(assign) = m.parent(*call).filter(|p| p.kind() == "assignment") else {
                 continue;
             };
             let Some(left) = assign.field("left").filter(|l| l.kind() == "identifier") else {

@@ -82,7 +82,16 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "GPU environment variable set after a framework initialized the GPU",
         kinds: &[],
-        needles: &["CUDA_VISIBLE_DEVICES", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_GPU_ALLOCATOR"],
+        needles: &[
+            "tensorflow",
+            "tf_keras",
+            "torch",
+            "jax",
+            "flax",
+            "CUDA_VISIBLE_DEVICES",
+            "TF_FORCE_GPU_ALLOW_GROWTH",
+            "TF_GPU_ALLOCATOR",
+        ],
         options: &[],
     };
 }

@@ -7,9 +7,10 @@ use super::checks::{
 };
 use super::origin::Ctx;
 use super::pointers::{pointer_use, POINTER_METHODS};
+use super::sites::{call_args, launch_macro_kernel, vacuous, LaunchSite, Via};
 use super::syntax::{bound_name, callee, declarator_name, is_guard_type, method_call, parameters};
 use super::{is_glue_text, CallFacts, Dispatch, FnFacts, Glue, GlueFn, GlueNodes, Origin};
-use crate::cuda::CudaModel;
+use crate::cuda::{last_name, CudaModel};
 use gpulint_syntax::{named_children, text, NodeExt};
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
@@ -33,6 +34,11 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
             let body = m.field("value").map_or("", |v| text(v, source));
             Some((name, Macro { params, body }))
         })
+        .collect();
+    // Launch macros (a `<<<` in the body): the position of the kernel parameter, if any.
+    let launch_macros: HashMap<&str, Option<usize>> = macros
+        .iter()
+        .filter_map(|(name, m)| launch_macro_kernel(m).map(|k| (*name, k)))
         .collect();
     // Dispatch regions and bindings.
     for (_, call) in &nodes.calls {
@@ -177,6 +183,8 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
         let mut fn_calls = Vec::new();
         let mut uses = Vec::new();
         let mut calls_launcher = false;
+        let mut sites = Vec::new();
+        let mut vacuous_checks = Vec::new();
         let cover = |covered: &mut Vec<Props>, s: &str, bare: bool| {
             for (i, (p, is_t)) in params.iter().enumerate() {
                 if *is_t {
@@ -207,7 +215,15 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
             let ctext = text(*c, source);
             if let Some((recv, method, targ)) = method_call(*c, source) {
                 if POINTER_METHODS.contains(&method) && (method != "data" || targ.is_some()) {
-                    uses.push(pointer_use(*c, recv, method, targ, &cx, &glue.dispatches));
+                    uses.push(pointer_use(
+                        *c,
+                        recv,
+                        method,
+                        targ,
+                        &cx,
+                        &glue.dispatches,
+                        model,
+                    ));
                 }
                 continue;
             }
@@ -216,6 +232,34 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
             };
             if launcher_names.contains(name) && name != func.name {
                 calls_launcher = true;
+                sites.push(LaunchSite {
+                    node: *c,
+                    args: call_args(*c),
+                    target: name,
+                    via: Via::Helper,
+                });
+            }
+            if let Some(&kernel) = launch_macros.get(name) {
+                let args = call_args(*c);
+                let target = kernel
+                    .and_then(|k| args.get(k))
+                    .map_or(name, |a| last_name(text(*a, source).trim()));
+                sites.push(LaunchSite {
+                    node: *c,
+                    args,
+                    target,
+                    via: Via::Macro(name),
+                });
+            }
+            let upper = name.to_ascii_uppercase();
+            let check_like = CHECK_CALLS.contains(&name)
+                || (!defined.contains(name)
+                    && (upper.contains("CHECK") || upper.contains("ASSERT")));
+            if check_like {
+                if let Some(v) = vacuous(*c, source, &params, &locals) {
+                    vacuous_checks.push(v);
+                    continue;
+                }
             }
             // `cudaSetDevice`, `c10::cuda::MaybeSetDevice`, `c10::cuda::set_device`, …
             if name.ends_with("SetDevice") || name == "set_device" || name.contains("GUARD") {
@@ -310,11 +354,25 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
                 uses,
                 launches,
                 calls_launcher,
+                sites,
+                vacuous: vacuous_checks,
                 guard,
                 tensor_iterator,
                 locals,
             });
         }
+    }
+    // Launching helpers count as launch sites when they take no tensors (a launcher taking
+    // tensors is judged itself) and hold no guard of their own.
+    let helpers: HashMap<&str, bool> = glue
+        .facts
+        .fns
+        .iter()
+        .map(|f| (f.name.as_str(), f.guarded || f.tensor.iter().any(|t| *t)))
+        .collect();
+    for g in glue.fns.iter_mut() {
+        g.sites
+            .retain(|s| s.via != Via::Helper || helpers.get(s.target) == Some(&false));
     }
     // Checks done by a same-file helper (`check_inputs(a, b)`) cover the caller's tensors.
     let own: HashMap<String, Vec<Props>> = glue

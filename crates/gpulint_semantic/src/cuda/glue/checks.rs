@@ -93,7 +93,8 @@ pub fn classify(s: &str, name: &str, bare: bool) -> Props {
             None
         };
         let Some(m) = method_at else {
-            if bare && (rest.starts_with(',') || rest.starts_with(')')) {
+            // `CHECK_INPUT(x)`, `checkAllSameGPU(c, {x_t, y_t})`: the last of a list too.
+            if bare && (rest.starts_with(',') || rest.starts_with(')') || rest.starts_with('}')) {
                 props |= ALL;
             }
             continue;
@@ -223,11 +224,55 @@ pub(super) fn substitute(m: &Macro<'_>, args: &[&str]) -> String {
 }
 
 /// Identifiers that occur somewhere not followed by `(` or `<` (not a call or a definition).
+/// Comments and `#include` lines are skipped: a file name there (`// from nms_rotated_cuda.cu`,
+/// `#include "foo_cuda.cuh"`) does not hand a function around. A name inside a string literal
+/// counts: a registry or a dynamic lookup may be keyed by it.
 pub(super) fn referenced_names(source: &str) -> HashSet<String> {
     let b = source.as_bytes();
     let mut out = HashSet::new();
     let mut i = 0;
+    let mut line_start = true;
     while i < b.len() {
+        let skip_to = |from: usize, end: &[u8]| {
+            memchr::memmem::find(&b[from..], end).map_or(b.len(), |k| from + k + end.len())
+        };
+        if b[i] == b'/' && b.get(i + 1) == Some(&b'/') {
+            i = skip_to(i, b"\n");
+            line_start = true;
+            continue;
+        }
+        if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+            i = skip_to(i + 2, b"*/");
+            continue;
+        }
+        if line_start && b[i] == b'#' {
+            let rest = source[i + 1..].trim_start_matches([' ', '\t']);
+            if rest.starts_with("include") {
+                i = skip_to(i, b"\n");
+                continue;
+            }
+        }
+        if b[i] == b'"' {
+            // Its words are references; a `//` inside it starts no comment.
+            let start = i + 1;
+            i += 1;
+            while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            let end = i.min(b.len());
+            for w in source[start..end].split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                if w.bytes().next().is_some_and(|c| !c.is_ascii_digit()) {
+                    out.insert(w.to_string());
+                }
+            }
+            i += 1;
+            continue;
+        }
+        if b[i] == b'\n' {
+            line_start = true;
+        } else if !b[i].is_ascii_whitespace() {
+            line_start = false;
+        }
         if is_ident(b[i]) && !b[i].is_ascii_digit() && (i == 0 || !is_ident(b[i - 1])) {
             let start = i;
             while i < b.len() && is_ident(b[i]) {
@@ -245,4 +290,35 @@ pub(super) fn referenced_names(source: &str) -> HashSet<String> {
         i += 1;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::referenced_names;
+
+    #[test]
+    fn file_names_in_comments_and_includes_are_not_references() {
+        let src = "// from detectron2/nms_rotated_cuda.cu\n#include \"nms_rotated_cuda.cuh\"\n\
+                   /* see launch_cuda.cpp */\nconst char* s = \"http://x\"; REGISTER(&im2col_cuda);\n\
+                   Tensor nms_rotated_cuda(const Tensor x);\nLOOKUP(\"by_name_cuda\");\n";
+        let names = referenced_names(src);
+        assert!(!names.contains("nms_rotated_cuda"));
+        assert!(!names.contains("launch_cuda"));
+        assert!(
+            names.contains("im2col_cuda"),
+            "a function pointer handed to a macro"
+        );
+        assert!(
+            names.contains("by_name_cuda"),
+            "a name a lookup may be keyed by"
+        );
+    }
+
+    #[test]
+    fn bare_argument_ends_a_list() {
+        let s = "checkAllSameGPU(c, {p1_t, lengths2_t})";
+        assert_eq!(super::classify(s, "lengths2_t", true), super::ALL);
+        assert_eq!(super::classify(s, "p1_t", true), super::ALL);
+        assert_eq!(super::classify(s, "lengths2_t", false), 0);
+    }
 }

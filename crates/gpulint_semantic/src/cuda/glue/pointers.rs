@@ -4,7 +4,7 @@
 use super::origin::Ctx;
 use super::syntax::declarator_name;
 use super::{Dispatch, PtrUse};
-use crate::cuda::last_name;
+use crate::cuda::{last_name, CudaModel};
 use gpulint_syntax::{text, NodeExt};
 use tree_sitter::Node;
 
@@ -28,6 +28,7 @@ pub(super) fn pointer_use<'t>(
     type_arg: Option<&'t str>,
     cx: &Ctx<'_, 't>,
     dispatches: &[Dispatch<'t>],
+    model: &CudaModel<'t>,
 ) -> PtrUse<'t> {
     let source = cx.source;
     // A cast around it: `(float*)x.data_ptr()`, `reinterpret_cast<half*>(x.data_ptr())`.
@@ -35,7 +36,7 @@ pub(super) fn pointer_use<'t>(
     let mut cast = None;
     let mut var = None;
     for _ in 0..6 {
-        let Some(p) = up.parent() else { break };
+        let Some(p) = model.parent(up) else { break };
         match p.kind_name() {
             "parenthesized_expression" => up = p,
             "cast_expression" => {
@@ -44,7 +45,7 @@ pub(super) fn pointer_use<'t>(
                 up = p;
             }
             "argument_list" => {
-                let Some(c) = p.parent() else { break };
+                let Some(c) = model.parent(p) else { break };
                 let f = c.field("function");
                 match f.filter(|f| f.kind_name() == "template_function") {
                     Some(tf)

@@ -76,7 +76,7 @@ impl<'t> CudaModel<'t> {
         }
         // Stored in a 32-bit local through `+`, `-`, `*` and parentheses only.
         let mut cur = p;
-        while let Some(up) = cur.parent() {
+        while let Some(up) = self.parent(cur) {
             match up.kind_name() {
                 "binary_expression" | "parenthesized_expression" => cur = up,
                 "assignment_expression" => {

@@ -103,7 +103,7 @@ impl<'t> CudaModel<'t> {
             let name = k.locals[v];
             let wide = k.types.get(name).map(|t| self.resolved_width(t)) == Some(Width::W64);
             for (d, g) in defs.iter().zip(&k.def_guards[v]) {
-                if wide || declared_pointer(*d) {
+                if wide || declared_pointer(self, *d) {
                     roots.push((*d, cx.point(*g, d.start_byte()), *d));
                 }
             }
@@ -126,7 +126,7 @@ impl<'t> CudaModel<'t> {
                 Some(p) => p.pointer,
                 None => k
                     .local(name)
-                    .is_some_and(|v| k.defs[v].iter().any(|d| declared_pointer(*d))),
+                    .is_some_and(|v| k.defs[v].iter().any(|d| declared_pointer(self, *d))),
             };
             if pointer {
                 roots.push((r, cx.point(None, n.start_byte()), n));
@@ -226,7 +226,7 @@ impl<'t> CudaModel<'t> {
                     && factors.iter().all(|f| !self.is_constant(k, *f))
                 {
                     out.push(Overflow {
-                        node: d.parent().unwrap_or(*d),
+                        node: self.parent(*d).unwrap_or(*d),
                         kind: OverflowKind::Narrowed,
                         proven: None,
                         ty: if signed { "int" } else { "unsigned" },
@@ -275,9 +275,9 @@ impl<'t> CudaModel<'t> {
                 let defs = &k.defs[v];
                 depth < 4
                     && defs.len() == 1
-                    && defs[0]
-                        .parent()
-                        .and_then(|d| d.parent())
+                    && self
+                        .parent(defs[0])
+                        .and_then(|d| self.parent(d))
                         .is_some_and(|decl| {
                             decl.kind_name() == "declaration"
                                 && named_children(decl).any(|c| {
@@ -304,7 +304,7 @@ impl<'t> CudaModel<'t> {
     /// Is `p` the operand (or inside the operand) of a cast to a 64-bit type, within its
     /// expression statement?
     fn inside_wide_cast(&self, k: &Kernel<'t>, p: Node<'t>) -> bool {
-        let mut cur = p.parent();
+        let mut cur = self.parent(p);
         for _ in 0..12 {
             let Some(c) = cur else { return false };
             match c.kind_name() {
@@ -325,7 +325,7 @@ impl<'t> CudaModel<'t> {
                 "expression_statement" | "declaration" | "compound_statement" => return false,
                 _ => {}
             }
-            cur = c.parent();
+            cur = self.parent(c);
         }
         false
     }
@@ -342,7 +342,7 @@ impl<'t> CudaModel<'t> {
         if p.kind_name() != "binary_expression" || p.field("operator")?.kind_name() != "*" {
             return None;
         }
-        if p.has_error() || is_divisor(p) {
+        if p.has_error() || is_divisor(self, p) {
             return None;
         }
         let (l, r) = (p.field("left")?, p.field("right")?);
@@ -363,7 +363,7 @@ impl<'t> CudaModel<'t> {
         }
         // Launch geometry only (`gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)`) in
         // unsigned arithmetic: a count of launched threads or blocks, which stays below 2³².
-        if !signed && only_builtins(p, self.source) {
+        if !signed && only_builtins(self, p) {
             return None;
         }
         let limit: i128 = if signed {
@@ -416,8 +416,8 @@ impl<'t> CudaModel<'t> {
 }
 
 /// Is `value` the initialiser of a pointer declaration (`float* u = base + off`)?
-fn declared_pointer(value: Node<'_>) -> bool {
-    value.parent().is_some_and(|p| {
+fn declared_pointer(m: &CudaModel<'_>, value: Node<'_>) -> bool {
+    m.parent(value).is_some_and(|p| {
         p.kind_name() == "init_declarator"
             && p.field("declarator")
                 .is_some_and(|x| x.kind_name() == "pointer_declarator")
@@ -445,7 +445,8 @@ fn product_factors(e: Node<'_>) -> Vec<Node<'_>> {
 }
 
 /// Is `e` built from `threadIdx`/`blockIdx`/`blockDim`/`gridDim` and literals only?
-fn only_builtins(e: Node<'_>, source: &str) -> bool {
+fn only_builtins(m: &CudaModel<'_>, e: Node<'_>) -> bool {
+    let source = m.source;
     let mut any = false;
     for n in std::iter::once(e).chain(descendants(e)) {
         match n.kind_name() {
@@ -457,8 +458,8 @@ fn only_builtins(e: Node<'_>, source: &str) -> bool {
                 any = true;
             }
             "identifier" => {
-                let in_builtin = n
-                    .parent()
+                let in_builtin = m
+                    .parent(n)
                     .is_some_and(|p| p.kind_name() == "field_expression");
                 if !in_builtin {
                     return false;
@@ -473,9 +474,9 @@ fn only_builtins(e: Node<'_>, source: &str) -> bool {
 
 /// Is `p` the right side of a division or remainder (`i / (H * W)`)? A divisor scales an
 /// index down; it is not an index or an offset itself.
-fn is_divisor(p: Node<'_>) -> bool {
+fn is_divisor(m: &CudaModel<'_>, p: Node<'_>) -> bool {
     let mut cur = p;
-    while let Some(parent) = cur.parent() {
+    while let Some(parent) = m.parent(cur) {
         if parent.kind_name() != "parenthesized_expression" {
             return parent.kind_name() == "binary_expression"
                 && parent

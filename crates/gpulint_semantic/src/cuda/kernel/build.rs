@@ -282,7 +282,7 @@ impl<'t> KernelBuild<'t> {
                 let accessor = !kernel.local_index.contains_key(base)
                     && kernel.params.iter().any(|p| p.accessor && p.name == base);
                 let node = if accessor {
-                    outermost_subscript(node)
+                    outermost_subscript(model, node)
                 } else {
                     node
                 };
@@ -302,8 +302,8 @@ impl<'t> KernelBuild<'t> {
 }
 
 /// The whole subscript chain `node` is part of (`acc[n][c]` for `acc[n]`).
-fn outermost_subscript(mut node: Node<'_>) -> Node<'_> {
-    while let Some(p) = node.parent() {
+fn outermost_subscript<'t>(model: &CudaModel<'t>, mut node: Node<'t>) -> Node<'t> {
+    while let Some(p) = model.parent(node) {
         let inner = p.kind_name() == "subscript_expression"
             && p.field("argument")
                 .is_some_and(|a| peel(a).id() == node.id());

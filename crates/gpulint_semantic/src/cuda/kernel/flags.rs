@@ -73,7 +73,7 @@ impl<'t> Kernel<'t> {
         gpulint_syntax::descendants(cond)
             .take(4096)
             .filter(|n| matches!(n.kind_name(), "identifier" | "field_expression"))
-            .any(|n| match loop_counter_def(n, model.source) {
+            .any(|n| match loop_counter_def(model, n) {
                 // A counter of an enclosing `for`: what its own loop starts and steps it by
                 // (locals are merged by name over the kernel, and `i` is often reused).
                 Some((init, update)) => {
@@ -91,7 +91,7 @@ impl<'t> Kernel<'t> {
                 }
                 // A local declared in an enclosing block (`const int i = off + k;`), where the
                 // same name is declared elsewhere in the kernel with another value.
-                None => match block_decl_value(n, model.source) {
+                None => match block_decl_value(model, n) {
                     Some(value) => self.flags(model, value).per_thread(),
                     None => self.flags(model, n).per_thread(),
                 },
@@ -317,23 +317,23 @@ fn is_constant_name(name: &str) -> bool {
 /// initial value and the update expression.
 /// The value of the declaration of `id`'s name in an enclosing block, before `id` and not
 /// assigned again between the two; `None` when there is none or it may have changed.
-fn block_decl_value<'n>(id: Node<'n>, source: &str) -> Option<Node<'n>> {
+fn block_decl_value<'t>(model: &CudaModel<'t>, id: Node<'_>) -> Option<Node<'t>> {
     if id.kind() != "identifier" {
         return None;
     }
+    let source = model.source;
     let name = text(id, source);
-    let mut cur = id;
-    for _ in 0..64 {
-        let child = cur;
-        cur = cur.parent()?;
+    let mut child_start = id.start_byte();
+    for cur in model.parents().ancestors(id).take(64) {
+        let child = std::mem::replace(&mut child_start, cur.start_byte());
         if cur.kind() == "function_definition" {
             return None;
         }
         if cur.kind() != "compound_statement" {
             continue;
         }
-        let before: Vec<Node<'n>> = named_children(cur)
-            .take_while(|s| s.start_byte() <= child.start_byte())
+        let before: Vec<Node<'t>> = named_children(cur)
+            .take_while(|s| s.start_byte() <= child)
             .collect();
         for (at, stmt) in before.iter().enumerate().rev().take(256) {
             if stmt.kind() != "declaration" {
@@ -368,14 +368,16 @@ fn block_decl_value<'n>(id: Node<'n>, source: &str) -> Option<Node<'n>> {
     None
 }
 
-fn loop_counter_def<'n>(id: Node<'n>, source: &str) -> Option<(Node<'n>, Option<Node<'n>>)> {
+fn loop_counter_def<'t>(
+    model: &CudaModel<'t>,
+    id: Node<'_>,
+) -> Option<(Node<'t>, Option<Node<'t>>)> {
     if id.kind_name() != "identifier" {
         return None;
     }
+    let source = model.source;
     let name = text(id, source);
-    let mut cur = id;
-    for _ in 0..64 {
-        cur = cur.parent()?;
+    for cur in model.parents().ancestors(id).take(64) {
         if cur.kind_name() == "function_definition" {
             return None;
         }

@@ -314,7 +314,7 @@ impl<'m> Folder<'_, 'm> {
     /// folded value of `p` rules out.
     fn reachable(&self, n: Node<'_>, env: &Env<'_>, depth: usize) -> bool {
         let mut child = n;
-        let mut cur = n.parent();
+        let mut cur = self.m.parent(n);
         for _ in 0..64 {
             let Some(p) = cur else { return true };
             if p.kind() == "function_definition" {
@@ -324,7 +324,7 @@ impl<'m> Folder<'_, 'm> {
                 "if_statement" if p.field("consequence").is_some_and(|c| c.id() == child.id()) => {
                     Some((p, true))
                 }
-                "else_clause" => p.parent().map(|i| (i, false)),
+                "else_clause" => self.m.parent(p).map(|i| (i, false)),
                 _ => None,
             };
             if let Some((stmt, taken)) = branch {
@@ -336,7 +336,7 @@ impl<'m> Folder<'_, 'm> {
                 }
             }
             child = p;
-            cur = p.parent();
+            cur = self.m.parent(p);
         }
         true
     }

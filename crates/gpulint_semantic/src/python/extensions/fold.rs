@@ -4,6 +4,7 @@
 //! folded in `path`, globs in `glob`, comprehensions in `comprehension`.
 
 use super::{argument, unresolved, Env, Folder, Item, Val, MAX_DEPTH};
+use crate::python::PythonModel;
 use gpulint_source::Span;
 use gpulint_syntax::{descendants, named_children, NodeExt};
 use tree_sitter::Node;
@@ -174,7 +175,8 @@ impl<'m> Folder<'_, 'm> {
                     // may compile either.
                     let rewrite =
                         descendants(rhs).any(|n| n.kind() == "identifier" && self.text(n) == name);
-                    let alternative = !rewrite && last_plain.is_some_and(|p| conditional(p, s));
+                    let alternative =
+                        !rewrite && last_plain.is_some_and(|p| conditional(self.m, p, s));
                     current = match current {
                         // A list of what either gives (a string is no single string any more).
                         Some(old) if alternative => {
@@ -219,11 +221,11 @@ impl<'m> Folder<'_, 'm> {
 
 /// Does `later` run only under a condition that `earlier` does not share (another branch of
 /// an `if`, a loop, a `try`)? Then it may or may not replace what `earlier` bound.
-fn conditional(earlier: Node<'_>, later: Node<'_>) -> bool {
+fn conditional(m: &PythonModel<'_>, earlier: Node<'_>, later: Node<'_>) -> bool {
     let within = |outer: Node<'_>, n: Node<'_>| {
         outer.start_byte() <= n.start_byte() && n.end_byte() <= outer.end_byte()
     };
-    let mut cur = later.parent();
+    let mut cur = m.parent(later);
     let mut guarded = false;
     for _ in 0..64 {
         let Some(p) = cur else {
@@ -243,7 +245,7 @@ fn conditional(earlier: Node<'_>, later: Node<'_>) -> bool {
                 | "except_clause"
                 | "case_clause"
         );
-        cur = p.parent();
+        cur = m.parent(p);
     }
     guarded
 }

@@ -108,6 +108,43 @@ fn module_under(dir: &Path, parts: &[&str]) -> Option<(PathBuf, usize)> {
 /// `file` only. Returns the path and the number of leading components of `dotted` that name
 /// the module (the rest are attributes).
 fn local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usize)> {
+    // The answer depends on the file's folder only, and most files of a folder import the
+    // same modules: each question is answered once per run (a dozen file-system lookups).
+    let key = (
+        file.parent()?.to_path_buf(),
+        root.to_path_buf(),
+        dotted.to_string(),
+    );
+    if let Some((found, noted)) = RESOLVED.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        for d in noted.iter() {
+            gpulint_source::note_dependency(d);
+        }
+        return found;
+    }
+    let (found, noted) = gpulint_source::deps::noting(|| find_local_module(file, root, dotted));
+    if let Ok(mut m) = RESOLVED.lock() {
+        // Bounded, so that memory does not grow with the number of folders checked.
+        if m.len() >= MAX_RESOLVED {
+            m.clear();
+        }
+        m.insert(key, (found.clone(), Arc::new(noted)));
+    }
+    found
+}
+
+/// Answers kept at most by [`local_module`].
+const MAX_RESOLVED: usize = 4096;
+
+/// Where an import resolves, from the folder of the file that imports it and the root.
+type Resolved = (Option<(PathBuf, usize)>, Arc<Vec<PathBuf>>);
+
+/// Answers by (folder of the importing file, root, dotted name).
+type ResolvedCache = HashMap<(PathBuf, PathBuf, String), Resolved>;
+
+static RESOLVED: LazyLock<Mutex<ResolvedCache>> = LazyLock::new(Default::default);
+
+/// [`local_module`], uncached.
+fn find_local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usize)> {
     let dir = file.parent()?;
     // `.x` is relative to this package; `..x` would leave the directory: not followed.
     let (dotted, relative) = match dotted.strip_prefix('.') {
@@ -144,17 +181,19 @@ fn local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usiz
     )
 }
 
+/// What `read` makes of the model of the project module at `path`: `None` when the module is
+/// not a regular file of at most [`MAX_MODULE_SIZE`] bytes, or cannot be decoded or parsed.
+fn with_module<R>(path: &Path, read: impl FnOnce(&PythonModel<'_>) -> Option<R>) -> Option<R> {
+    let text = gpulint_source::decode(read_small(path, MAX_MODULE_SIZE)?).ok()?;
+    let tree = parse(Lang::Python, &text)?;
+    read(&crate::python::build(&tree, &text))
+}
+
 fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
     if let Some(f) = MODULES.lock().ok().and_then(|m| m.get(path).cloned()) {
         return f;
     }
-    let facts = (|| {
-        if std::fs::metadata(path).ok()?.len() > MAX_MODULE_SIZE {
-            return None;
-        }
-        let text = gpulint_source::decode(std::fs::read(path).ok()?).ok()?;
-        let tree = parse(Lang::Python, &text)?;
-        let m = crate::python::build(&tree, &text);
+    let facts = with_module(path, |m| {
         let tf = m.tf();
         // A call at module level (not under `if __name__ == "__main__":`) that initializes the
         // runtime.
@@ -165,7 +204,7 @@ fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
                 .find(|e| {
                     tf.init_kind(e.node).is_some()
                         && m.enclosing_function(e.node).is_none()
-                        && !under_main_guard(&m, e.node)
+                        && !under_main_guard(m, e.node)
                 })
                 .map(|e| e.node)
                 // `def call(self, x, n=tf.constant(1)):` in a class of the module: a default
@@ -174,7 +213,7 @@ fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
                     m.calls
                         .iter()
                         .map(|&(c, _)| c)
-                        .find(|&c| tf.init_kind(c).is_some() && default_evaluated_at_import(&m, c))
+                        .find(|&c| tf.init_kind(c).is_some() && default_evaluated_at_import(m, c))
                 })
                 .and_then(|c| c.field("function"))
                 .map(|f| m.text(f).to_string())
@@ -183,9 +222,9 @@ fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
         };
         let mut float16_policy_at_import = false;
         let mut float16_policy_functions: Vec<String> = Vec::new();
-        for call in crate::python::mixed_precision::float16_policy_calls(&m) {
+        for call in crate::python::mixed_precision::float16_policy_calls(m) {
             match m.enclosing_function(call) {
-                None => float16_policy_at_import |= !under_main_guard(&m, call),
+                None => float16_policy_at_import |= !under_main_guard(m, call),
                 Some(f) => {
                     let f = &m.functions[f];
                     if f.parent.is_none()
@@ -198,13 +237,13 @@ fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
             }
         }
         Some(Arc::new(ModuleFacts {
-            tf_memory_at_import: tf.memory_configured_at_import(&m),
-            tf_memory_functions: tf.memory_config_functions(&m),
+            tf_memory_at_import: tf.memory_configured_at_import(m),
+            tf_memory_functions: tf.memory_config_functions(m),
             tf_init_at_import,
             float16_policy_at_import,
             float16_policy_functions,
         }))
-    })();
+    });
     if let Ok(mut m) = MODULES.lock() {
         m.insert(path.to_path_buf(), facts.clone());
     }
@@ -376,6 +415,23 @@ fn default_evaluated_at_import(m: &PythonModel<'_>, node: tree_sitter::Node<'_>)
     })
 }
 
+/// The module file and class name that `qualified` (`trainer.Trainer`, `.models.Net`) names
+/// when its module is one of the project's ([`local_module`] for `file`) and the name ends
+/// with exactly one class after the module. The module becomes a dependency of the result.
+fn local_class(file: &Path, root: &Path, qualified: &str) -> Option<(PathBuf, String)> {
+    let (path, n) = local_module(file, root, qualified)?;
+    let parts: Vec<&str> = qualified
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.len() != n + 1 {
+        return None;
+    }
+    gpulint_source::note_dependency(&path);
+    Some((path, parts[n].to_string()))
+}
+
 /// A method of a class of a module: (module path, class, method).
 type MethodKey = (PathBuf, String, String);
 
@@ -387,19 +443,10 @@ static METHOD_SUMMARIES: LazyLock<Mutex<HashMap<MethodKey, bool>>> =
 /// value, judged in that module with its own `backward()` calls? Cached for the run; the
 /// module's own imports are not followed further.
 pub fn method_returns_attached(file: &Path, root: &Path, qualified: &str, method: &str) -> bool {
-    let Some((path, n)) = local_module(file, root, qualified) else {
+    let Some((path, class)) = local_class(file, root, qualified) else {
         return false;
     };
-    let parts: Vec<&str> = qualified
-        .trim_start_matches('.')
-        .split('.')
-        .filter(|p| !p.is_empty())
-        .collect();
-    if parts.len() != n + 1 {
-        return false;
-    }
-    let class = parts[n];
-    gpulint_source::note_dependency(&path);
+    let class = class.as_str();
     let key = (path.clone(), class.to_string(), method.to_string());
     if let Some(&known) = METHOD_SUMMARIES
         .lock()
@@ -409,19 +456,15 @@ pub fn method_returns_attached(file: &Path, root: &Path, qualified: &str, method
     {
         return known;
     }
-    let found = (|| {
-        let bytes = read_small(&path, MAX_MODULE_SIZE)?;
-        let text = gpulint_source::decode(bytes).ok()?;
-        let tree = parse(Lang::Python, &text)?;
-        let m = crate::python::build(&tree, &text);
+    let found = with_module(&path, |m| {
         if !m.imports_torch() {
             return Some(false);
         }
         let f = m.functions.iter().position(|f| {
             f.name == method && f.parent.is_none() && f.class.as_deref() == Some(class)
         })?;
-        Some(m.training().returns_attached(&m, f, 0).is_some())
-    })()
+        Some(m.training().returns_attached(m, f, 0).is_some())
+    })
     .unwrap_or(false);
     if let Ok(mut s) = METHOD_SUMMARIES.lock() {
         s.insert(key, found);
@@ -450,17 +493,8 @@ static CLASS_SUMMARIES: LazyLock<Mutex<HashMap<ClassKey, Option<Arc<ClassSummary
 /// [`local_module`] finds it for `file`. Cached for the run; the module's own imports are not
 /// followed further.
 fn class_summary(file: &Path, root: &Path, qualified: &str) -> Option<Arc<ClassSummary>> {
-    let (path, n) = local_module(file, root, qualified)?;
-    let parts: Vec<&str> = qualified
-        .trim_start_matches('.')
-        .split('.')
-        .filter(|p| !p.is_empty())
-        .collect();
-    if parts.len() != n + 1 {
-        return None;
-    }
-    let class = parts[n];
-    gpulint_source::note_dependency(&path);
+    let (path, class) = local_class(file, root, qualified)?;
+    let class = class.as_str();
     let key = (path.clone(), class.to_string());
     if let Some(known) = CLASS_SUMMARIES
         .lock()
@@ -469,11 +503,7 @@ fn class_summary(file: &Path, root: &Path, qualified: &str) -> Option<Arc<ClassS
     {
         return known;
     }
-    let found = (|| {
-        let bytes = read_small(&path, MAX_MODULE_SIZE)?;
-        let text = gpulint_source::decode(bytes).ok()?;
-        let tree = parse(Lang::Python, &text)?;
-        let m = crate::python::build(&tree, &text);
+    let found = with_module(&path, |m| {
         if !m
             .classes
             .iter()
@@ -484,15 +514,15 @@ fn class_summary(file: &Path, root: &Path, qualified: &str) -> Option<Arc<ClassS
         let mut summary = ClassSummary::default();
         for (i, f) in m.functions.iter().enumerate() {
             if f.parent.is_none() && f.class.as_deref() == Some(class) {
-                let params = crate::python::training::accumulated_params(&m, i);
+                let params = crate::python::training::accumulated_params(m, i);
                 if !params.is_empty() {
                     summary.accumulated.insert(f.name.clone(), params);
                 }
             }
         }
-        summary.loop_calls = crate::python::training::self_calls_in_loops(&m, class);
+        summary.loop_calls = crate::python::training::self_calls_in_loops(m, class);
         Some(Arc::new(summary))
-    })();
+    });
     if let Ok(mut s) = CLASS_SUMMARIES.lock() {
         s.insert(key, found.clone());
     }

@@ -39,7 +39,7 @@ fn module_tree_attribute(m: &PythonModel<'_>, attr: Node<'_>) -> bool {
     let Some(name) = attr.field("attribute").map(|a| m.text(a)) else {
         return false;
     };
-    let called = attr.parent().is_some_and(|p| {
+    let called = m.parent(attr).is_some_and(|p| {
         p.kind() == "call" && p.field("function").is_some_and(|f| f.id() == attr.id())
     });
     MODULE_TREE_ATTRS.contains(&name) || (called && MODULE_TREE_CALLS.contains(&name))

@@ -124,34 +124,50 @@ const DETACHING: &[&str] = &[
 ];
 
 /// Does `expr` use `name` other than through a detaching call (`float(v)`, `v.item()`)?
+///
+/// One walk down from `expr` that knows whether a detaching call or a `.data` lies between
+/// `expr` and the node it is at (climbing from each identifier to `expr` was quadratic in the
+/// nesting of the expression).
 fn kept_whole(m: &PythonModel<'_>, expr: Node<'_>, name: &str) -> bool {
-    gpulint_syntax::descendants(expr)
-        .filter(|n| n.kind_name() == "identifier" && m.text(*n) == name)
-        .any(|n| {
-            let mut cur = n;
-            while cur.id() != expr.id() {
-                let Some(p) = cur.parent() else {
-                    break;
-                };
-                if p.kind_name() == "call" {
-                    let callee = p.field("function").map(|f| match f.kind_name() {
-                        "attribute" => f.field("attribute").map_or("", |a| m.text(a)),
-                        _ => m.text(f),
-                    });
-                    if callee.is_some_and(|c| DETACHING.contains(&c)) {
-                        return false;
-                    }
-                }
-                // `v.data`
-                if p.kind_name() == "attribute"
-                    && p.field("attribute").is_some_and(|a| m.text(a) == "data")
-                {
-                    return false;
-                }
-                cur = p;
+    let detaching = |p: Node<'_>| match p.kind_name() {
+        "call" => p
+            .field("function")
+            .map(|f| match f.kind_name() {
+                "attribute" => f.field("attribute").map_or("", |a| m.text(a)),
+                _ => m.text(f),
+            })
+            .is_some_and(|c| DETACHING.contains(&c)),
+        // `v.data`
+        "attribute" => p.field("attribute").is_some_and(|a| m.text(a) == "data"),
+        _ => false,
+    };
+    // Per node on the cursor's path: does it or a node above it (up to `expr`) detach?
+    let mut detached: Vec<bool> = Vec::new();
+    let mut cursor = expr.walk();
+    loop {
+        if !gpulint_source::budget::spend(1) {
+            gpulint_source::budget::stopped_at(cursor.node().start_byte());
+            return false;
+        }
+        let n = cursor.node();
+        let above = detached.last().copied().unwrap_or(false);
+        if n.kind_name() == "identifier" && m.text(n) == name && !above {
+            return true;
+        }
+        detached.push(above || detaching(n));
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            detached.pop();
+            if cursor.goto_next_sibling() {
+                break;
             }
-            true
-        })
+            if !cursor.goto_parent() {
+                return false;
+            }
+        }
+    }
 }
 
 /// The methods that loops in the methods of class `class` call on `self`: (called method,
