@@ -10,13 +10,16 @@
 //! polynomials and ranges ([`index`]).
 
 mod bind;
+mod conflict;
 mod expr;
 mod index;
+mod lanes;
 mod walk;
 
 use super::{CudaModel, Kernel};
+use conflict::{may_conflict, Side};
 use gpulint_syntax::NodeExt;
-use index::{may_conflict, Forms, Index, Side, Threads};
+use index::{AtomFacts, Forms, Index, Threads};
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 use walk::{Buf, Sum, Walker};
@@ -105,6 +108,7 @@ pub(crate) struct Ctx<'a, 't> {
     found: Vec<MissingBarrier<'t>>,
     seen: HashSet<(usize, String)>,
     per_function: HashMap<usize, usize>,
+    atoms: std::rc::Rc<AtomFacts>,
 }
 
 impl<'a, 't> Ctx<'a, 't> {
@@ -133,15 +137,18 @@ impl<'a, 't> Ctx<'a, 't> {
                 }
                 let (sa, sb) = (
                     Side {
+                        write: a.write,
                         index: &a.index,
                         threads: &a.threads,
                     },
                     Side {
+                        write: b.write,
                         index: &b.index,
                         threads: &b.threads,
                     },
                 );
-                if !may_conflict(&sa, &sb, &range) {
+                let (thread_atom, xor_base) = (|x: &str| f.thread_atom(x), |x: &str| f.xor_base(x));
+                if !may_conflict(&sa, &sb, &range, &thread_atom, &xor_base) {
                     continue;
                 }
                 self.record(f.k.function, a, b, across);
@@ -182,6 +189,21 @@ impl<'a, 't> Ctx<'a, 't> {
             at,
             function,
         });
+    }
+
+    /// Does the helper called `name`, which has no summary (its text damaged or too large),
+    /// call a block barrier? Its calls are then taken as barriers.
+    pub fn helper_synchronises(&self, name: &str) -> bool {
+        let Some(&h) = self.helper_by_name.get(name) else {
+            return false;
+        };
+        let f = &self.m.functions[self.m.helpers[h].function];
+        f.node.field("body").is_some_and(|b| {
+            let t = self.m.text(b);
+            ["__syncthreads", ".sync()", "bar.sync", "barrier.sync"]
+                .iter()
+                .any(|w| t.contains(w))
+        })
     }
 
     /// The summary of the helper called `name` (computed on first use).
@@ -238,6 +260,7 @@ fn analyze<'a, 't>(
                         volatile: ptext.contains("volatile"),
                         scalar: false,
                         aggregate: false,
+                        warp_private: false,
                     },
                 );
                 params.push((pos, p.name.to_string()));
@@ -257,7 +280,7 @@ fn analyze<'a, 't>(
         guard_ids.entry((gd.anchor.id(), slot)).or_insert(g as u32);
     }
     let mut w = Walker {
-        f: Forms::new(m, k),
+        f: Forms::new(m, k, ctx.atoms.clone()),
         ctx,
         bufs,
         guards: Vec::new(),
@@ -323,6 +346,7 @@ impl<'t> CudaModel<'t> {
             found: Vec::new(),
             seen: HashSet::new(),
             per_function: HashMap::new(),
+            atoms: Default::default(),
         };
         for (i, h) in self.helpers.iter().enumerate() {
             let name = super::last_name(&self.functions[h.function].name);

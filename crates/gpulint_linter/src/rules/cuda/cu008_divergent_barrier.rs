@@ -38,6 +38,15 @@ declare_rule! {
     /// `s[t] += s[t + s]` keeps the halves apart. Warp-synchronous code (both accesses within
     /// one warp: `tid < 32`, `volatile` buffers, `__syncwarp`, shuffles), atomics, blocks of
     /// one thread and calls that hand the buffer to a library primitive are not reported.
+    /// Nor are the shapes where each thread keeps to its own slots although the block size is
+    /// not known: `s[t]` against `s[t + k]` with `k` the same for the whole block (`n / 2`,
+    /// `blockDim.x`, a reduction's stride) unless the two ranges provably overlap, slots a
+    /// stride apart (`s[6 * t]`, `s[6 * t + 1]`), a warp's own slice (`&s[warp * n]`),
+    /// partner lanes (`s[t ^ 8]`), a compare-and-swap made by the lower thread of each pair,
+    /// views at multiples of one size (`&s[tile]`, `&s[2 * tile]`), and two writes both at
+    /// places computed from data. A helper that cannot be summarised but calls
+    /// `__syncthreads()` counts as a barrier, and so does `if (r > 0) __syncthreads();`
+    /// opening a loop counting from 0, for the iteration before.
     ///
     /// ## Why is this risky?
     /// "`__syncthreads()` is allowed in conditional code but only if the conditional evaluates

@@ -76,6 +76,11 @@ impl Poly {
         g
     }
 
+    /// The number of terms (the constant term included).
+    pub fn term_count(&self) -> usize {
+        self.terms.len()
+    }
+
     pub fn mentions(&self, atom: &str) -> bool {
         self.atoms().any(|a| a == atom)
     }

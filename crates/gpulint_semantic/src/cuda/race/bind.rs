@@ -52,16 +52,36 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                         volatile,
                         scalar: decl.kind_name() == "identifier",
                         aggregate,
+                        warp_private: false,
                     },
                 );
                 continue;
             }
             self.bufs.remove(name);
+            if decl.kind_name() == "reference_declarator" {
+                // `auto& scan = *reinterpret_cast<Scan::TempStorage*>(smem + k);`: library
+                // temporary storage carved out of a shared buffer, handed whole to calls.
+                if let Some(b) = value.and_then(|v| self.storage_into(v)) {
+                    let b = Buf {
+                        scalar: true,
+                        aggregate: true,
+                        ..b
+                    };
+                    self.bufs.insert(name, b);
+                }
+                continue;
+            }
             if decl.kind_name() != "pointer_declarator" {
                 continue;
             }
             if let Some(v) = value {
-                if let Some(b) = self.pointer_into(v) {
+                if let Some(mut b) = self.pointer_into(v) {
+                    // `float* kj = &sram[tile]; float* vj = &sram[2 * tile];`: views of one
+                    // buffer at multiples of a size the block shares are separate arrays.
+                    if let Some(o) = b.offset.as_ref().filter(|o| self.is_view(o)) {
+                        b.root = format!("{}[{o}]", b.root);
+                        b.offset = None;
+                    }
                     self.bufs.insert(
                         name,
                         Buf {
@@ -73,6 +93,24 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
             }
         }
         out
+    }
+
+    /// The buffer a reference initialiser names: `*p` or a cast of a pointer into a buffer.
+    fn storage_into(&self, v: Node<'t>) -> Option<Buf> {
+        let v = peel_pointer(v, self.f.m.source);
+        let v = match v.kind_name() {
+            "pointer_expression" if v.child(0).is_some_and(|o| o.kind() == "*") => {
+                v.field("argument")?
+            }
+            _ => v,
+        };
+        self.pointer_into(v)
+    }
+
+    /// Is `o` a multiple of one size that is the same for the whole block (`tile`,
+    /// `2 * tile`, `n / 8`), with no constant added?
+    fn is_view(&self, o: &crate::cuda::interval::Poly) -> bool {
+        o.term_count() == 1 && o.as_const().is_none() && o.atoms().all(|a| !self.f.thread_atom(a))
     }
 
     /// The buffer a pointer expression points into: `s`, `s + k`, `&s[k]`, `(T*)s`.
@@ -96,6 +134,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                     _ => None,
                 };
                 b.offset.as_ref()?;
+                b.warp_private |= self.f.warp_only(r) == Some(true);
                 Some(b)
             }
             "pointer_expression" if v.child(0).is_some_and(|o| o.kind() == "&") => {
@@ -114,6 +153,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                     None => Some(p),
                     Some(o) => Some(o.add(&p)?),
                 };
+                b.warp_private |= self.f.warp_only(idx) == Some(true);
                 Some(b)
             }
             _ => None,

@@ -215,6 +215,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                                 poly: Some(buf.offset.clone().unwrap_or_default()),
                                 own: false,
                                 range: None,
+                                lane_partner: None,
                             }];
                             return (Sum::empty(), Some((buf, index, e)));
                         }
@@ -289,6 +290,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
             || ftext.ends_with(".sync")
             || ftext.ends_with("->sync")
             || ftext.ends_with(".barrier_sync")
+            || ftext.ends_with(".barrier_wait")
         {
             return self.seq(out, Sum::barrier());
         }
@@ -315,6 +317,9 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
         }
         if let Some(h) = self.helper_call(e, name) {
             return self.seq(out, h);
+        }
+        if self.ctx.helper_synchronises(name) {
+            return self.seq(out, Sum::barrier());
         }
         let hands_buffer = args.iter().any(|a| self.hands_buffer(*a))
             || e.field("function").is_some_and(|f| {

@@ -7,6 +7,9 @@ use crate::cuda::interval::{Poly, RangeCx};
 use crate::cuda::kernel::{peel, Kernel};
 use crate::cuda::CudaModel;
 use gpulint_syntax::NodeExt;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 use tree_sitter::Node;
 
 /// Substitutions of single-definition locals followed at most this deep.
@@ -35,6 +38,9 @@ pub(crate) struct Index {
     pub poly: Option<Poly>,
     pub own: bool,
     pub range: Option<(Option<Poly>, Option<Poly>)>,
+    /// `x ^ c` with `c` below the warp size: the index of a partner lane of the same warp,
+    /// as the polynomial of `x`.
+    pub lane_partner: Option<Poly>,
 }
 
 /// Index forms and guard facts of one function.
@@ -43,15 +49,27 @@ pub(crate) struct Forms<'a, 't> {
     pub k: &'a Kernel<'t>,
     pub rc: RangeCx<'a, 't>,
     prefix: String,
+    atoms: Rc<AtomFacts>,
+}
+
+/// What the atoms of [`Forms::form`] stand for, kept for the whole file: a helper's accesses
+/// are paired in the functions that call it. Atom names carry their function's prefix.
+#[derive(Debug, Default)]
+pub(crate) struct AtomFacts {
+    /// The atoms that stand for values differing between threads.
+    thread: RefCell<HashSet<String>>,
+    /// Atoms that stand for `x ^ k` (`k` the same for the whole block): `x`'s polynomial.
+    xor: RefCell<HashMap<String, Poly>>,
 }
 
 impl<'a, 't> Forms<'a, 't> {
-    pub fn new(m: &'a CudaModel<'t>, k: &'a Kernel<'t>) -> Self {
+    pub fn new(m: &'a CudaModel<'t>, k: &'a Kernel<'t>, atoms: Rc<AtomFacts>) -> Self {
         Forms {
             m,
             k,
             rc: RangeCx::new(m, k),
             prefix: format!("f{}:", k.function),
+            atoms,
         }
     }
 
@@ -69,54 +87,107 @@ impl<'a, 't> Forms<'a, 't> {
         match e.kind_name() {
             "identifier" => {
                 let name = self.m.text(e);
-                if let Some(v) = self.k.local(name) {
-                    let defs = &self.k.defs[v];
-                    let single = defs.len() == 1
-                        && self.k.updates[v].is_empty()
-                        && matches!(self.k.def_ops[v].first(), Some(&"init") | Some(&"="));
-                    if single && depth < MAX_FORM_DEPTH {
-                        if let Some(p) = self.form_depth(defs[0], depth + 1) {
+                if let Some(def) = self.k.local(name).and_then(|v| self.reaching_def(v, e)) {
+                    if depth < MAX_FORM_DEPTH {
+                        if let Some(p) = self.form_depth(def, depth + 1) {
                             return Some(p);
                         }
                     }
                 }
-                Some(Poly::atom(&format!("{}{name}", self.prefix)))
+                Some(self.opaque(e, name))
             }
             "field_expression" => {
                 let t: String = self.m.text(e).split_whitespace().collect();
                 let builtin = ["threadIdx.", "blockIdx.", "blockDim.", "gridDim."]
                     .iter()
                     .any(|b| t.starts_with(b));
-                Some(Poly::atom(&if builtin {
-                    t
+                Some(if builtin {
+                    Poly::atom(&t)
                 } else {
-                    format!("{}{t}", self.prefix)
-                }))
+                    self.opaque(e, &t)
+                })
             }
             "binary_expression" => {
                 let (l, r) = (e.field("left")?, e.field("right")?);
                 let op = e.field("operator").map(|o| self.m.text(o)).unwrap_or("");
                 let (a, b) = (self.form_depth(l, depth), self.form_depth(r, depth));
-                let opaque = || {
-                    Some(Poly::atom(&format!(
-                        "{}{}",
-                        self.prefix,
-                        compact(self.m.text(e))
-                    )))
-                };
+                let opaque = || Some(self.opaque(e, &compact(self.m.text(e))));
                 match (op, a, b) {
                     ("+", Some(a), Some(b)) => a.add(&b).or_else(opaque),
                     ("-", Some(a), Some(b)) => a.sub(&b).or_else(opaque),
                     ("*", Some(a), Some(b)) => a.mul(&b).or_else(opaque),
+                    ("^", Some(a), Some(_)) if self.per_thread(l) && !self.per_thread(r) => {
+                        let x = opaque()?;
+                        if let Some(name) = x.atoms().next() {
+                            self.atoms.xor.borrow_mut().insert(name.to_string(), a);
+                        }
+                        Some(x)
+                    }
                     _ => opaque(),
                 }
             }
-            _ => Some(Poly::atom(&format!(
-                "{}{}",
-                self.prefix,
-                compact(self.m.text(e))
-            ))),
+            _ => Some(self.opaque(e, &compact(self.m.text(e)))),
         }
+    }
+
+    /// The one definition of local `v` that a use at `at` sees: its only one, or, for a name
+    /// declared (never assigned) in several blocks (`int i0 = …` in two loops), the latest
+    /// declaration before `at` in a block that holds `at`.
+    pub(super) fn reaching_def(&self, v: usize, at: Node<'t>) -> Option<Node<'t>> {
+        let defs = &self.k.defs[v];
+        if !self.k.updates[v].is_empty() {
+            return None;
+        }
+        let ops = &self.k.def_ops[v];
+        if defs.len() == 1 && matches!(ops.first(), Some(&"init") | Some(&"=")) {
+            return Some(defs[0]);
+        }
+        if defs.is_empty() || defs.len() > 16 || ops.len() != defs.len() {
+            return None;
+        }
+        if ops.iter().any(|o| *o != "init") {
+            return None;
+        }
+        let mut best: Option<Node<'t>> = None;
+        for &d in defs {
+            if d.start_byte() >= at.start_byte() {
+                continue;
+            }
+            // value -> init_declarator -> declaration -> the block it is declared in
+            let scope = self
+                .m
+                .parent(d)
+                .and_then(|x| self.m.parent(x))
+                .and_then(|x| self.m.parent(x));
+            let scope = scope?;
+            if scope.start_byte() <= at.start_byte()
+                && at.end_byte() <= scope.end_byte()
+                && best.is_none_or(|b| b.start_byte() < d.start_byte())
+            {
+                best = Some(d);
+            }
+        }
+        best
+    }
+
+    /// The atom private to this function that stands for `e` (spelled `text`), noted as one
+    /// that differs between threads where `e` does.
+    fn opaque(&self, e: Node<'t>, text: &str) -> Poly {
+        let name = format!("{}{text}", self.prefix);
+        if self.per_thread(e) {
+            self.atoms.thread.borrow_mut().insert(name.clone());
+        }
+        Poly::atom(&name)
+    }
+
+    /// For an atom that stands for `x ^ k`: `x`'s polynomial.
+    pub fn xor_base(&self, atom: &str) -> Option<Poly> {
+        self.atoms.xor.borrow().get(atom).cloned()
+    }
+
+    /// Does the atom stand for a value that differs between the threads of a block?
+    pub fn thread_atom(&self, atom: &str) -> bool {
+        atom.starts_with("threadIdx.") || self.atoms.thread.borrow().contains(atom)
     }
 
     /// Does `e` differ between the threads of a block?
@@ -139,6 +210,10 @@ impl<'a, 't> Forms<'a, 't> {
             poly,
             own: self.per_thread(e),
             range,
+            lane_partner: self.lane_partner(e).and_then(|p| match offset {
+                Some(o) => p.add(o),
+                None => Some(p),
+            }),
         }
     }
 
@@ -225,7 +300,7 @@ impl<'a, 't> Forms<'a, 't> {
 
     /// Is `e` the thread's index within the block plus a constant (`tid`, `threadIdx.x`,
     /// `threadIdx.x + 1`)? Then `e < 32` keeps the threads within the first warp.
-    fn is_thread_offset(&self, e: Node<'t>) -> bool {
+    pub(super) fn is_thread_offset(&self, e: Node<'t>) -> bool {
         self.form(e).is_some_and(|p| {
             let v = p.without_constant();
             v == Poly::atom("threadIdx.x")
@@ -289,153 +364,4 @@ pub(crate) fn unclause(cond: Node<'_>) -> Node<'_> {
 
 pub(crate) fn compact(s: &str) -> String {
     s.split_whitespace().collect()
-}
-
-/// One side of an access pair, as [`may_conflict`] sees it.
-pub(crate) struct Side<'x> {
-    pub index: &'x [Index],
-    pub threads: &'x Threads,
-}
-
-/// Can two accesses to one buffer (at least one a write) touch the same element from two
-/// different threads? `range` gives the numeric range of an atom for the proofs.
-pub(crate) fn may_conflict(
-    a: &Side<'_>,
-    b: &Side<'_>,
-    range: &dyn Fn(&str) -> (i128, i128),
-) -> bool {
-    if a.threads.warp && b.threads.warp {
-        return false;
-    }
-    if let (Some((ka, _)), Some((kb, _))) = (&a.threads.single, &b.threads.single) {
-        if ka == kb {
-            return false;
-        }
-    }
-    if a.index.len() != b.index.len() {
-        return false;
-    }
-    let (own_a, own_b) = (a.index.iter().any(|i| i.own), b.index.iter().any(|i| i.own));
-    let diffs: Option<Vec<Poly>> = a
-        .index
-        .iter()
-        .zip(b.index)
-        .map(|(x, y)| x.poly.as_ref()?.sub(y.poly.as_ref()?))
-        .collect();
-    let Some(diffs) = diffs else {
-        // Not understood: only an own index against one the block shares is evidence.
-        return own_a != own_b;
-    };
-    let equal = diffs.iter().all(|d| d.as_const() == Some(0));
-    let constant = diffs.iter().all(|d| d.as_const().is_some());
-    match (own_a, own_b) {
-        // One element for the whole block on both sides: a thread that the other side does
-        // not also run writes what the other threads read (`if (tid == 0) s = v; … = s;`).
-        (false, false) => equal && (a.threads.single.is_some() != b.threads.single.is_some()),
-        (true, true) if equal => false,
-        (true, true) if split_by_guard(a, b) => false,
-        (true, true) if constant => {
-            // `s[t]` against `s[t + k]`: only where the ranges provably overlap (a reduction's
-            // `if (t < s) s[t] += s[t + s]` keeps them apart).
-            a.index.len() == 1
-                && !strided_apart(&a.index[0], &diffs[0])
-                && !bounded_by_symbol(a)
-                && !bounded_by_symbol(b)
-                && ranges_overlap(&a.index[0], &b.index[0], range)
-        }
-        (true, true) => !ranges_disjoint(a.index, b.index, range),
-        _ => {
-            let (shared, own) = if own_a { (b, a) } else { (a, b) };
-            // `if (tid == 0) … = s[0];` against `s[tid] = …`: element 0 is thread 0's own.
-            if let (Some((_, Some((p, c)))), [idx]) = (&shared.threads.single, shared.index) {
-                if own.index.len() == 1
-                    && own.index[0].poly.as_ref() == Some(p)
-                    && idx.poly.as_ref().and_then(Poly::as_const) == Some(*c)
-                {
-                    return false;
-                }
-            }
-            !ranges_disjoint(a.index, b.index, range)
-        }
-    }
-}
-
-/// `if (t < d) s[t] += s[t + d]`: the guard keeps the threads below `d` and the elements they
-/// read at or above it.
-fn split_by_guard(a: &Side<'_>, b: &Side<'_>) -> bool {
-    let ([x], [y]) = (a.index, b.index) else {
-        return false;
-    };
-    let (Some(p), Some(q)) = (&x.poly, &y.poly) else {
-        return false;
-    };
-    // The side at the lower index must be the one bounded: its threads stay below `d`.
-    let bounded = |lo: &Poly, hi: &Poly, lo_threads: &Threads| {
-        let Some(d) = hi.sub(lo) else {
-            return false;
-        };
-        lo_threads
-            .bounds
-            .iter()
-            .any(|(v, limit)| v == lo && *limit == d)
-    };
-    bounded(p, q, a.threads) || bounded(q, p, b.threads)
-}
-
-/// `s[5 * t + 0]` against `s[5 * t + 1]`: each thread's slots are a stride apart, and an
-/// offset that is not a multiple of the stride never reaches another thread's slot.
-fn strided_apart(x: &Index, diff: &Poly) -> bool {
-    let (Some(p), Some(d)) = (&x.poly, diff.as_const()) else {
-        return false;
-    };
-    let g = p.gcd_where(&|a| a.starts_with("threadIdx."));
-    g > 1 && d % g != 0
-}
-
-/// Is the side's own index kept below a bound that is not a constant (`if (t < lanes)`)?
-/// Then whether it reaches the other side's elements is not known.
-fn bounded_by_symbol(side: &Side<'_>) -> bool {
-    let [x] = side.index else {
-        return false;
-    };
-    let Some(p) = &x.poly else {
-        return false;
-    };
-    let var = p.without_constant();
-    side.threads
-        .bounds
-        .iter()
-        .any(|(v, limit)| v.without_constant() == var && limit.as_const().is_none())
-}
-
-/// Are the ranges of two one-dimensional indices provably apart?
-fn ranges_disjoint(a: &[Index], b: &[Index], range: &dyn Fn(&str) -> (i128, i128)) -> bool {
-    let ([a], [b]) = (a, b) else {
-        return false;
-    };
-    let (Some((alo, ahi)), Some((blo, bhi))) = (&a.range, &b.range) else {
-        return false;
-    };
-    let below = |hi: &Option<Poly>, lo: &Option<Poly>| match (hi, lo) {
-        (Some(h), Some(l)) => h.sub(l).is_some_and(|d| d.interval(range).1 < 0),
-        _ => false,
-    };
-    below(ahi, blo) || below(bhi, alo)
-}
-
-/// Do the ranges of two indices provably overlap (blocks of at least two warps)?
-fn ranges_overlap(a: &Index, b: &Index, range: &dyn Fn(&str) -> (i128, i128)) -> bool {
-    let (Some((Some(alo), Some(ahi))), Some((Some(blo), Some(bhi)))) = (&a.range, &b.range) else {
-        return false;
-    };
-    let wide = |atom: &str| {
-        let (lo, hi) = range(atom);
-        if atom.starts_with("blockDim.x") {
-            (lo.max(2 * WARP), hi.max(2 * WARP))
-        } else {
-            (lo, hi)
-        }
-    };
-    let at_least = |x: &Poly, y: &Poly| x.sub(y).is_some_and(|d| d.interval(&wide).0 >= 0);
-    at_least(ahi, blo) && at_least(bhi, alo)
 }

@@ -67,6 +67,9 @@ pub(crate) struct Buf {
     pub scalar: bool,
     /// A struct, union or library temporary storage, handed whole to library calls.
     pub aggregate: bool,
+    /// A pointer to a slice of the buffer chosen by the warp index (`&s[warp * 64]`): only
+    /// the threads of one warp touch it.
+    pub warp_private: bool,
 }
 
 pub(crate) struct Walker<'a, 'c, 't> {
@@ -174,7 +177,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
     ) -> Sum<'t> {
         let mut carried = body.pending.clone();
         carried.extend(body.jump.iter().cloned());
-        if !carried.is_empty() && !body.exposed.is_empty() {
+        if !carried.is_empty() && !body.exposed.is_empty() && !self.later_barrier(loop_node) {
             let exposed = body.exposed.clone();
             self.ctx.pairs(
                 &self.f,
@@ -424,13 +427,15 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
         write: bool,
         index: Vec<Index>,
     ) -> Sum<'t> {
+        let mut threads = self.threads();
+        threads.warp |= root.warp_private;
         let acc = Acc {
             buf: root.root.clone(),
             write,
             node,
             site: node,
             index,
-            threads: self.threads(),
+            threads,
             synced: false,
             after_wsync: false,
             skipped: false,
