@@ -17,6 +17,7 @@ mod lanes;
 mod walk;
 
 use super::{CudaModel, Kernel};
+use crate::cuda::interval::Poly;
 use conflict::{may_conflict, Side};
 use gpulint_syntax::NodeExt;
 use index::{AtomFacts, Forms, Index, Threads};
@@ -121,10 +122,30 @@ impl<'a, 't> Ctx<'a, 't> {
         across: Across<'t>,
     ) {
         let range = |atom: &str| f.rc.atom_range(atom);
+        // The counter of the loop whose iterations are paired: an index that moves with it
+        // names another element in the next iteration.
+        let counter = match across {
+            Across::Iteration { loop_node, .. } => lanes::loop_counter(f.m, loop_node)
+                .map(|c| Poly::atom(&format!("f{}:{c}", f.k.function))),
+            _ => None,
+        };
         for a in earlier {
             for b in later {
                 if a.buf != b.buf || !(a.write || b.write) {
                     continue;
+                }
+                if let Some(c) = counter.as_ref().and_then(|c| c.atoms().next()) {
+                    let moves = a.index.len() == b.index.len()
+                        && a.index
+                            .iter()
+                            .zip(&b.index)
+                            .all(|(x, y)| x.poly.is_some() && x.poly == y.poly)
+                        && a.index
+                            .iter()
+                            .any(|x| x.poly.as_ref().is_some_and(|p| p.mentions(c)));
+                    if moves {
+                        continue;
+                    }
                 }
                 if matches!(across, Across::Sequence)
                     && a.site.id() == b.site.id()

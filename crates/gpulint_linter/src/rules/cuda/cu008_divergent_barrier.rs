@@ -46,7 +46,9 @@ declare_rule! {
     /// views at multiples of one size (`&s[tile]`, `&s[2 * tile]`), and two writes both at
     /// places computed from data. A helper that cannot be summarised but calls
     /// `__syncthreads()` counts as a barrier, and so does `if (r > 0) __syncthreads();`
-    /// opening a loop counting from 0, for the iteration before.
+    /// opening a loop counting from 0, for the iteration before; a library call on storage
+    /// carved out of the buffer counts as one even where it does not parse; and an index that
+    /// moves with the loop counter names another element in the next iteration.
     ///
     /// ## Why is this risky?
     /// "`__syncthreads()` is allowed in conditional code but only if the conditional evaluates

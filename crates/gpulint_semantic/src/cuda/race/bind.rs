@@ -78,8 +78,8 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                 if let Some(mut b) = self.pointer_into(v) {
                     // `float* kj = &sram[tile]; float* vj = &sram[2 * tile];`: views of one
                     // buffer at multiples of a size the block shares are separate arrays.
-                    if let Some(o) = b.offset.as_ref().filter(|o| self.is_view(o)) {
-                        b.root = format!("{}[{o}]", b.root);
+                    if b.offset.as_ref().is_some_and(|o| self.is_view(o)) {
+                        b.root = format!("{} (in {})", name, b.root);
                         b.offset = None;
                     }
                     self.bufs.insert(

@@ -160,6 +160,29 @@ fn counter_from_zero<'t>(m: &crate::cuda::CudaModel<'t>, f: Node<'t>) -> Option<
         return None;
     }
     let name = m.text(name);
+    (loop_counter(m, f)? == name).then_some(name)
+}
+
+/// The counter a `for` loop steps up every iteration (`++r`, `r++`, `r += k` with `k > 0`).
+pub(super) fn loop_counter<'t>(m: &crate::cuda::CudaModel<'t>, f: Node<'t>) -> Option<&'t str> {
+    if f.kind_name() != "for_statement" {
+        return None;
+    }
+    let init = f.field("initializer")?;
+    let (name, value) = match init.kind_name() {
+        "declaration" => {
+            let d = gpulint_syntax::named_children(init)
+                .find(|c| c.kind_name() == "init_declarator")?;
+            (d.field("declarator")?, d.field("value")?)
+        }
+        "assignment_expression" => (init.field("left")?, init.field("right")?),
+        _ => return None,
+    };
+    if name.kind_name() != "identifier" {
+        return None;
+    }
+    let _ = value;
+    let name = m.text(name);
     let update = peel(f.field("update")?);
     let var = match update.kind_name() {
         "update_expression" => {

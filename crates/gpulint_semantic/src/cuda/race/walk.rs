@@ -209,6 +209,9 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
     }
 
     fn stmt_inner(&mut self, s: Node<'t>) -> Sum<'t> {
+        if self.damaged_storage_call(s) {
+            return Sum::barrier();
+        }
         match s.kind_name() {
             "compound_statement" | "translation_unit" | "labeled_statement" => self.block(s),
             "declaration" => self.declaration(s),
@@ -330,6 +333,18 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                 }
             }
         }
+    }
+
+    /// A statement that did not parse (`typename T::BlockScan(storage).Scan(…);` reads as a
+    /// broken declaration) naming library temporary storage carved out of a shared buffer:
+    /// taken as the library call it is, which synchronises the block.
+    fn damaged_storage_call(&self, s: Node<'t>) -> bool {
+        matches!(s.kind_name(), "declaration" | "expression_statement")
+            && s.has_error()
+            && gpulint_syntax::descendants(s).take(256).any(|n| {
+                n.kind_name() == "identifier"
+                    && self.bufs.get(self.f.m.text(n)).is_some_and(|b| b.aggregate)
+            })
     }
 
     fn stmt_or_expr(&mut self, n: Node<'t>) -> Sum<'t> {
