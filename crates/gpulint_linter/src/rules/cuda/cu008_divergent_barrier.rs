@@ -34,7 +34,8 @@ declare_rule! {
     /// overwrites it first (write-after-read, no trailing barrier); and the same across two
     /// calls of a helper. "Another thread's element" is decided on the index: the thread's own
     /// `threadIdx`-derived index with the same offset is the same thread, `s[0]` written under
-    /// `if (tid == 0)` and read by all is not, and a guard such as `if (t < s)` in
+    /// `if (tid == 0)` and read by all is not (nor is `s[0]` read by thread 0 against a
+    /// block-stride loop `for (j = tid; …; j += blockDim.x)`), and a guard such as `if (t < s)` in
     /// `s[t] += s[t + s]` keeps the halves apart. Warp-synchronous code (both accesses within
     /// one warp: `tid < 32`, `volatile` buffers, `__syncwarp`, shuffles), atomics, blocks of
     /// one thread and calls that hand the buffer to a library primitive are not reported.

@@ -90,11 +90,16 @@ pub(crate) fn may_conflict(
             }
             // `if (tid == 0) … = s[0];` against `s[tid] = …`: element 0 is thread 0's own.
             if let (Some((_, Some((p, c)))), [idx]) = (&shared.threads.single, shared.index) {
-                if own.index.len() == 1
-                    && own.index[0].poly.as_ref() == Some(p)
-                    && idx.poly.as_ref().and_then(Poly::as_const) == Some(*c)
-                {
-                    return false;
+                let at = idx.poly.as_ref().and_then(Poly::as_const);
+                if let [o] = own.index {
+                    // Also a block-stride loop from the thread's index (`for (j = t; …;
+                    // j += blockDim.x)`): slot 0 is thread 0's.
+                    if at == Some(*c)
+                        && (o.poly.as_ref() == Some(p)
+                            || *c == 0 && o.stride_base.as_ref() == Some(p))
+                    {
+                        return false;
+                    }
                 }
             }
             !ranges_disjoint(a.index, b.index, range)

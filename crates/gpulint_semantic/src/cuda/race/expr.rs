@@ -216,6 +216,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                                 own: false,
                                 range: None,
                                 lane_partner: None,
+                                stride_base: None,
                             }];
                             return (Sum::empty(), Some((buf, index, e)));
                         }

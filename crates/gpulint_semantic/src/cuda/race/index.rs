@@ -41,6 +41,9 @@ pub(crate) struct Index {
     /// `x ^ c` with `c` below the warp size: the index of a partner lane of the same warp,
     /// as the polynomial of `x`.
     pub lane_partner: Option<Poly>,
+    /// A counter of block-stride loops (`for (j = t; …; j += blockDim.x)`): its start, the
+    /// thread's index.
+    pub stride_base: Option<Poly>,
 }
 
 /// Index forms and guard facts of one function.
@@ -210,6 +213,7 @@ impl<'a, 't> Forms<'a, 't> {
             poly,
             own: self.per_thread(e),
             range,
+            stride_base: offset.is_none().then(|| self.stride_base(e)).flatten(),
             lane_partner: self.lane_partner(e).and_then(|p| match offset {
                 Some(o) => p.add(o),
                 None => Some(p),

@@ -65,6 +65,32 @@ impl<'t> Forms<'_, 't> {
         }
     }
 
+    /// For a local that only ever starts at the thread's index and steps by the block size
+    /// (`for (j = threadIdx.x; …; j += blockDim.x)`, in any number of loops): that start.
+    pub fn stride_base(&self, e: Node<'t>) -> Option<crate::cuda::interval::Poly> {
+        let e = peel(e);
+        if e.kind_name() != "identifier" {
+            return None;
+        }
+        let v = self.k.local(self.m.text(e))?;
+        if !self.k.updates[v].is_empty() {
+            return None;
+        }
+        let step = crate::cuda::interval::Poly::atom("blockDim.x");
+        let mut base = None;
+        let mut stepped = false;
+        for (d, op) in self.k.defs[v].iter().zip(&self.k.def_ops[v]) {
+            let p = self.form(*d)?;
+            match *op {
+                "init" | "=" if base.is_none() || base.as_ref() == Some(&p) => base = Some(p),
+                "+=" if p == step => stepped = true,
+                _ => return None,
+            }
+        }
+        let base = base?;
+        (stepped && base == crate::cuda::interval::Poly::atom("threadIdx.x")).then_some(base)
+    }
+
     /// Does the function call `__syncwarp()`?
     fn syncs_warps(&self) -> bool {
         self.m.functions[self.k.function]
