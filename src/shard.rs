@@ -14,10 +14,15 @@
 //!   it, and every other shard leaves it alone, so it is reported once, with the `built by`
 //!   notes of all its builders, exactly as in an unsharded run.
 //!
+//! - A Python file that calls into an extension module that a build of the run makes
+//!   (`ext.fn(…)` where a build names `ext`) joins that build's group: OP001–OP004 weigh what
+//!   every call of a bound function passes, so all of them are read with its sources.
+//!
 //! To know the groups before checking, every shard reads the discovered Python files for the
 //! extension builds they contain (a cheap pre-pass: only files that mention
-//! `cpp_extension` or `load_op_library` are parsed, and no Python rule runs on them). It is
-//! needed only when a CUDA rule is enabled for the file and N > 1. Each file is read with the
+//! `cpp_extension` or `load_op_library` are parsed, and, when an op-glue rule is enabled, those
+//! that mention `torch`; no Python rule runs on them). It is needed only when a CUDA rule is
+//! enabled for the file and N > 1. Each file is read with the
 //! engine of its own settings, as the check reads it.
 
 use gpulint_diagnostics::RuleLang;
@@ -140,13 +145,30 @@ pub fn plan(
         x
     }
     let mut builders: Vec<(usize, String)> = Vec::new();
-    for (i, sources) in &links {
-        let b = node(ids[*i].clone(), &mut parent);
-        builders.push((b, key(&ids[*i], &root)));
-        for s in sources {
+    let mut modules: Vec<(&str, usize)> = Vec::new();
+    for built in links.iter().filter(|b| !b.sources.is_empty()) {
+        let i = built.index;
+        let b = node(ids[i].clone(), &mut parent);
+        builders.push((b, key(&ids[i], &root)));
+        modules.extend(built.modules.iter().map(|m| (m.as_str(), b)));
+        for s in &built.sources {
             let s = node(identity(s, cwd), &mut parent);
             let (rb, rs) = (find(&mut parent, b), find(&mut parent, s));
             parent[rs] = rb;
+        }
+    }
+    // A Python file that calls into an extension module joins the group of its builder: the
+    // op-glue rules weigh every call of a bound function, so all of them are checked with it.
+    for built in &links {
+        for called in &built.calls {
+            for &(_, b) in modules
+                .iter()
+                .filter(|(m, _)| gpulint_semantic::cuda::glue_python::same_module(called, m))
+            {
+                let c = node(ids[built.index].clone(), &mut parent);
+                let (rb, rc) = (find(&mut parent, b), find(&mut parent, c));
+                parent[rc] = rb;
+            }
         }
     }
     // Each group goes to the shard of its builder with the smallest key.
@@ -209,14 +231,20 @@ fn linker(engine: &Engine) -> Option<Engine> {
     Some(Engine::new(link_settings))
 }
 
-/// The C++/CUDA sources each discovered Python file builds into extensions (by index in
-/// `files`), read as a check would read them (with the settings of each file), with no Python
-/// rule run.
-fn builds(
-    engines: &dyn Engines,
-    files: &[Candidate],
-    pool: &rayon::ThreadPool,
-) -> Vec<(usize, Vec<PathBuf>)> {
+/// What the pre-pass learns of one Python file (by index in `files`): the C++/CUDA sources it
+/// builds into extensions, the names of the modules those builds make, and the modules it
+/// calls into (for the op-glue rules, see `glue_python`).
+struct Built {
+    index: usize,
+    sources: Vec<PathBuf>,
+    modules: Vec<String>,
+    calls: Vec<String>,
+}
+
+/// [`Built`] of each discovered Python file that builds an extension or calls into a module
+/// that may be one, read as a check would read them (with the settings of each file), with
+/// no Python rule run.
+fn builds(engines: &dyn Engines, files: &[Candidate], pool: &rayon::ThreadPool) -> Vec<Built> {
     // One linker per engine (files of the same settings share one).
     let linkers: Mutex<HashMap<usize, Option<Arc<Engine>>>> = Mutex::default();
     let linker_for = |engine: &Arc<Engine>| -> Option<Arc<Engine>> {
@@ -242,21 +270,36 @@ fn builds(
                 let engine = engines.engine(&c.path)?;
                 let bytes =
                     gpulint_source::read_bytes(&c.path, engine.settings.max_file_size).ok()?;
-                if !needles
-                    .iter()
-                    .any(|n| memchr::memmem::find(&bytes, n.as_bytes()).is_some())
+                // A caller of an extension mentions torch (see `ext_calls`).
+                let callers = gpulint_linter::checker::reads_python_callers(&engine.settings)
+                    && memchr::memmem::find(&bytes, b"torch").is_some();
+                if !callers
+                    && !needles
+                        .iter()
+                        .any(|n| memchr::memmem::find(&bytes, n.as_bytes()).is_some())
                 {
                     return None;
                 }
                 let linker = linker_for(&engine)?;
                 let result = linker.check_bytes(&c.path, c.display().to_string(), bytes, c.lang);
+                let modules = result
+                    .links
+                    .iter()
+                    .filter_map(|l| l.module.clone())
+                    .collect();
                 let sources: Vec<PathBuf> = result
                     .links
                     .into_iter()
                     .flat_map(|l| l.sources)
                     .filter(|s| Lang::of_path(s) == Some(Lang::Cuda))
                     .collect();
-                (!sources.is_empty()).then_some((i, sources))
+                let calls: Vec<String> = result.calls.into_iter().map(|c| c.module).collect();
+                (!sources.is_empty() || !calls.is_empty()).then_some(Built {
+                    index: i,
+                    sources,
+                    modules,
+                    calls,
+                })
             })
             .collect()
     })

@@ -623,3 +623,51 @@ fn the_readme_install_routes_are_locked_and_state_their_needs() {
     assert!(readme.contains("Rust 1.85"), "the Rust version needed");
     assert!(readme.contains("C compiler"), "the C compiler needed");
 }
+
+/// A file that ends inside an open bracket (cut off, or still being written) made the parser
+/// give up on all of it: every finding before the open statement was lost, in silence. Each
+/// now keeps its findings, and the open statement is reported as not parsed (GL003).
+#[test]
+fn a_file_ending_inside_an_open_bracket_keeps_its_findings() {
+    const PY: &str = "import torch\nx = torch.zeros(10**12, device=\"cuda\")\n\ndef g():\n    y = torch.zeros(10**12, device=\"cuda\")\n\n";
+    const PY_OPEN: &str = "def f(n):\n    net = Seq([\n        Input(shape=(4, 4)),\n";
+    const CU_OPEN: &str =
+        "__global__ void g(float* y, const float* m, int n) {\n    for (int r = 0; r < n; ++r) {\n        for (int c = threadIdx.x; c < n; c += blockDim.x) {\n            if (r != c) {\n                if (c >= r) y[c] += m[r * n + c];\n";
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(d, "whole/train.py", PY);
+    write(d, "open/train.py", format!("{PY}{PY_OPEN}"));
+    write(d, "whole/k.cu", KERNEL);
+    write(d, "open/k.cu", format!("{KERNEL}{CU_OPEN}"));
+    let cell = |src: &str| serde_json::json!({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": null, "source": src});
+    let nb = |cells: Vec<serde_json::Value>| {
+        serde_json::json!({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+            .to_string()
+    };
+    write(d, "whole/nb.ipynb", nb(vec![cell(PY), cell("z = 1\n")]));
+    write(
+        d,
+        "open/nb.ipynb",
+        nb(vec![cell(&format!("{PY}{PY_OPEN}")), cell("z = 1\n")]),
+    );
+    let whole = json(d, &["whole"]);
+    assert_eq!(
+        whole.iter().filter(|f| f.0 == "MEM002").count(),
+        4,
+        "{whole:?}"
+    );
+    assert!(whole.iter().any(|f| f.0 == "CU001"), "{whole:?}");
+    // The same findings, and nothing else (GL003 is shown on request).
+    assert_eq!(json(d, &["open"]), whole);
+    let shown = json(d, &["open", "--extend-select", "GL003"]);
+    let open_line = PY.lines().count() as u64 + 2;
+    let kernel_line = KERNEL.lines().count() as u64 + 1;
+    let gl003: Vec<_> = shown.iter().filter(|f| f.0 == "GL003").collect();
+    assert_eq!(gl003.len(), 3, "{shown:?}");
+    assert!(gl003.iter().any(|f| f.1 == kernel_line), "{gl003:?}");
+    assert_eq!(
+        gl003.iter().filter(|f| f.1 == open_line).count(),
+        2,
+        "{gl003:?}"
+    );
+}

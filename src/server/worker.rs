@@ -357,6 +357,7 @@ fn run(
                     partial: false,
                     dependencies: Vec::new(),
                     links: b.links.clone(),
+                    calls: Vec::new(),
                 })
                 .collect();
             if !builders.is_empty() {

@@ -72,6 +72,9 @@ pub struct Entry {
     /// The extensions a Python file builds (see `link`).
     #[serde(default)]
     links: Vec<crate::link::Link>,
+    /// The calls a Python file makes into extension modules (see `link`).
+    #[serde(default)]
+    calls: Vec<gpulint_semantic::python::ext_calls::ExtCall>,
 }
 
 /// An entry as stored: with the xxh3 of its key and serialized content.
@@ -114,6 +117,7 @@ pub type Cached = (
     bool,
     Vec<PathBuf>,
     Vec<crate::link::Link>,
+    Vec<gpulint_semantic::python::ext_calls::ExtCall>,
 );
 
 /// Hash of a file's content.
@@ -167,7 +171,14 @@ impl Cache {
             out.push(restore(c, text_len)?);
         }
         let deps = e.dependencies.iter().map(|d| d.path.clone()).collect();
-        Some((out, e.parsed, e.partial, deps, e.links.clone()))
+        Some((
+            out,
+            e.parsed,
+            e.partial,
+            deps,
+            e.links.clone(),
+            e.calls.clone(),
+        ))
     }
 
     /// Makes an entry to store.
@@ -192,7 +203,17 @@ impl Cache {
             partial,
             diagnostics: diagnostics.iter().map(store).collect(),
             links: links.to_vec(),
+            calls: Vec::new(),
         }
+    }
+
+    /// `entry` with the calls a Python file makes into extension modules.
+    pub fn with_calls(
+        mut entry: Entry,
+        calls: &[gpulint_semantic::python::ext_calls::ExtCall],
+    ) -> Entry {
+        entry.calls = calls.to_vec();
+        entry
     }
 
     /// Writes the old entries updated with `fresh`, atomically. Errors are not fatal: a cache

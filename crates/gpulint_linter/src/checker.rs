@@ -32,6 +32,17 @@ pub struct ParseInfo {
     /// The native extensions a Python file builds (`CUDAExtension`, `load`, …), read from the
     /// Python model when the file mentions one of [`extensions::NEEDLES`](gpulint_semantic::python::extensions::NEEDLES).
     pub extensions: Vec<gpulint_semantic::python::extensions::ExtensionBuild>,
+    /// The calls a Python file makes into extension modules, read when an op-glue rule is
+    /// enabled and the file mentions torch.
+    pub ext_calls: Vec<gpulint_semantic::python::ext_calls::ExtCall>,
+}
+
+/// The op-glue rules that weigh what Python callers pass (see `glue_python`).
+const PYTHON_CALLER_RULES: &[&str] = &["OP001", "OP002", "OP003", "OP004"];
+
+/// Are Python files read for their calls into extension modules?
+pub fn reads_python_callers(settings: &Settings) -> bool {
+    PYTHON_CALLER_RULES.iter().any(|c| settings.is_enabled(c))
 }
 
 /// Runs the enabled rules of `table` over one parsed file: one tree, or one per notebook cell
@@ -118,6 +129,11 @@ fn check_tree_metered(
             .any(|n| memchr::memmem::find(file.text.as_bytes(), n.as_bytes()).is_some())
         {
             info.extensions = gpulint_semantic::python::extensions::collect(python, &file.path);
+        }
+        if reads_python_callers(settings)
+            && memchr::memmem::find(file.text.as_bytes(), b"torch").is_some()
+        {
+            info.ext_calls = gpulint_semantic::python::ext_calls::collect(python);
         }
     }
     let tree = &trees[0];

@@ -18,6 +18,7 @@ use gpulint_diagnostics::{Diagnostic, FileReport};
 use gpulint_manifest::{self as manifest, Loader};
 use gpulint_source::deps::tracked;
 use gpulint_source::SourceFile;
+use gpulint_source::Span;
 use gpulint_source::{decode, read_bytes};
 use gpulint_syntax::{self as lang, Lang};
 use outcome::{checked, internal_error, skipped, unread_cells};
@@ -50,7 +51,18 @@ pub struct FileResult {
     pub dependencies: Vec<std::path::PathBuf>,
     /// The native extensions a Python file builds, with their sources.
     pub links: Vec<crate::link::Link>,
+    /// The calls a Python file makes into extension modules, for the op-glue rules.
+    pub calls: Vec<gpulint_semantic::python::ext_calls::ExtCall>,
 }
+
+/// What checking a parsed file gives: its findings, whether it parsed with errors, the
+/// extensions it builds and its calls into extension modules.
+type Checked = (
+    Vec<Diagnostic>,
+    bool,
+    Vec<crate::link::Link>,
+    Vec<gpulint_semantic::python::ext_calls::ExtCall>,
+);
 
 /// The enabled rules of each language and the settings: everything needed to check a file.
 pub struct Engine {
@@ -101,6 +113,11 @@ impl Engine {
                     .iter()
                     .map(|n| (*n, None)),
             );
+            // The op-glue rules read what Python callers pass to the functions an extension
+            // binds (see `ext_calls`): a file that calls one mentions torch.
+            if checker::reads_python_callers(&settings) {
+                extra.push(("torch", None));
+            }
         }
         let mut python = RuleTable::new(Lang::Python, &settings.enabled, &extra);
         if settings.is_enabled("GL003") && settings.explicit.contains("GL003") {
@@ -209,7 +226,7 @@ impl Engine {
                         diagnostics,
                         notebook,
                     };
-                    checked(report, partial, dependencies, Vec::new())
+                    checked(report, partial, dependencies, Vec::new(), Vec::new())
                 }
                 Ok(Err(reason)) => skipped(path, display, reason),
                 Err(payload) => internal_error(path, display, payload),
@@ -231,19 +248,20 @@ impl Engine {
                 partial: false,
                 dependencies: Vec::new(),
                 links: Vec::new(),
+                calls: Vec::new(),
             };
         }
         let (outcome, dependencies) =
             tracked(|| self.check_source(&source, lang, table, notebook.as_deref()));
         match outcome {
-            Ok(Some((diagnostics, partial, links))) => {
+            Ok(Some((diagnostics, partial, links, calls))) => {
                 let report = FileReport {
                     display_path: display,
                     source,
                     diagnostics,
                     notebook,
                 };
-                checked(report, partial, dependencies, links)
+                checked(report, partial, dependencies, links, calls)
             }
             Ok(None) => skipped(
                 path,
@@ -260,17 +278,29 @@ impl Engine {
         lang: Lang,
         table: &RuleTable,
         notebook: Option<&gpulint_source::notebook::Notebook>,
-    ) -> Option<(Vec<Diagnostic>, bool, Vec<crate::link::Link>)> {
+    ) -> Option<Checked> {
+        // The parts of the text left out of a second parse (see `unclosed`).
+        let mut cuts: Vec<Span> = Vec::new();
         let trees: Vec<tree_sitter::Tree> = match notebook {
             Some(nb) => {
                 let mut trees = Vec::with_capacity(nb.cells.len());
+                let mut cell_cuts = Vec::with_capacity(nb.cells.len());
                 for cell in &nb.cells {
-                    trees.push(lang::parse_range(lang, &file.text, cell.start, cell.end)?);
+                    let (tree, cut) =
+                        lang::parse_range_recovering(lang, &file.text, cell.start, cell.end)?;
+                    trees.push(tree);
+                    cell_cuts.push(cut.map(|c| Span::new(c, cell.end)));
                 }
                 // Cells that a per-backend cell magic keeps from running are not checked.
                 let magics: Vec<Option<&str>> =
                     nb.cells.iter().map(|c| c.magic.as_deref()).collect();
                 let off = gpulint_semantic::gated_off_cells(&file.text, &trees, &magics);
+                cuts.extend(
+                    cell_cuts
+                        .into_iter()
+                        .zip(&off)
+                        .filter_map(|(c, &o)| c.filter(|_| !o)),
+                );
                 if off.iter().any(|&o| o) {
                     trees = trees
                         .into_iter()
@@ -279,23 +309,31 @@ impl Engine {
                         .collect();
                 }
                 if trees.is_empty() {
-                    return Some((Vec::new(), false, Vec::new()));
+                    return Some((Vec::new(), false, Vec::new(), Vec::new()));
                 }
                 trees
             }
             None => {
-                let mut tree = lang::parse(lang, &file.text)?;
+                let tree = lang::parse(lang, &file.text)?;
                 if lang == Lang::Cuda {
                     // A header's facts for the files that include it, from this parse.
                     gpulint_semantic::cuda::headers::share(&file.path, &file.text, &tree);
-                    // Macro-heavy C++ often needs a second, line-preserving parse (see `cuda_retry`).
-                    tree = lang::cuda_retry::reparse(&file.text, tree);
                 }
+                // Macro-heavy C++ often needs a second, line-preserving parse (see
+                // `cuda_retry`); a text that ends inside an open bracket is parsed again
+                // without the statement left open when the parser gave up on more (see
+                // `unclosed`), and that statement is reported as not parsed.
+                let (tree, cut) = lang::recover(lang, &file.text, tree);
+                cuts.extend(cut.map(|c| Span::new(c, file.text.len())));
                 vec![tree]
             }
         };
-        let (mut diagnostics, info) =
+        let (mut diagnostics, mut info) =
             checker::check_tree(file, &trees, lang, table, &self.settings);
+        if !cuts.is_empty() {
+            info.error_spans.extend(cuts);
+            info.error_spans.sort_by_key(|s| (s.start, s.end));
+        }
         if let Some(m) = &info.manifest {
             diagnostics.extend(crate::checker::check_manifest(
                 &self.manifest,
@@ -319,7 +357,8 @@ impl Engine {
             lang,
             notebook,
         );
-        Some((diagnostics, !info.error_spans.is_empty(), links))
+        let calls = std::mem::take(&mut info.ext_calls);
+        Some((diagnostics, !info.error_spans.is_empty(), links, calls))
     }
 
     /// Reads a manifest (and, lazily, the files it includes) and runs the manifest rules.

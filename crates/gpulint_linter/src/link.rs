@@ -34,6 +34,10 @@ pub struct Link {
     /// in a sibling module that gives the sources: `line` is then its line there).
     #[serde(default)]
     pub entry: Option<String>,
+    /// The name of the module it builds (`fused_adam`), when constant: the module Python
+    /// imports to call the functions its sources bind.
+    #[serde(default)]
+    pub module: Option<String>,
 }
 
 impl Link {

@@ -55,9 +55,13 @@ pub fn add_noqa(
         Some(nb) => nb
             .cells
             .iter()
-            .filter_map(|c| lang::parse_range(lang, &source.text, c.start, c.end))
+            .filter_map(|c| lang::parse_range_recovering(lang, &source.text, c.start, c.end))
+            .map(|(tree, _)| tree)
             .collect(),
-        None => lang::parse(lang, &source.text).into_iter().collect(),
+        None => lang::parse_recovering(lang, &source.text)
+            .map(|(tree, _)| tree)
+            .into_iter()
+            .collect(),
     };
     let raw = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let raw = String::from_utf8(raw)
@@ -168,7 +172,10 @@ pub fn suppression_insert(
         let ins = dockerfile_insert(text, start, codes, None);
         return Some((ins.at, ins.text));
     }
-    let trees: Vec<tree_sitter::Tree> = lang::parse(lang, text).into_iter().collect();
+    let trees: Vec<tree_sitter::Tree> = lang::parse_recovering(lang, text)
+        .map(|(tree, _)| tree)
+        .into_iter()
+        .collect();
     if !comment_safe(&trees, text, start, end, lang) {
         return None;
     }

@@ -136,7 +136,8 @@ pub struct Run<T> {
 ///
 /// The Python files are checked first: the extension builds they hold say which sources are
 /// checked too and which findings are annotated, so every other file's result is complete
-/// when it is checked.
+/// when it is checked. What they pass to the functions the extensions bind is weighed by
+/// the op-glue rules (see `glue_python`).
 #[allow(clippy::too_many_arguments)]
 pub fn run_files_with<T: Send>(
     engines: &dyn Engines,
@@ -181,7 +182,13 @@ pub fn run_files_with<T: Send>(
                         ));
                     }
                 };
-                let hash = cache::result_hash(&bytes, engine.settings_hash());
+                let mut hash = cache::result_hash(&bytes, engine.settings_hash());
+                if c.lang == Lang::Cuda {
+                    // Op-glue findings weigh the Python callers of the functions bound.
+                    if let Some(p) = gpulint_semantic::cuda::glue_python::current() {
+                        hash ^= p.hash().rotate_left(1);
+                    }
+                }
                 let k = key(c);
                 let hit = cache
                     .get(&k, hash, bytes.len().max(1) * 2)
@@ -193,17 +200,15 @@ pub fn run_files_with<T: Send>(
                 });
                 let entry =
                     matches!(result.status, Status::Checked | Status::Prefiltered).then(|| {
-                        (
-                            k,
-                            Cache::entry(
-                                hash,
-                                result.status == Status::Checked,
-                                result.partial,
-                                &result.report.diagnostics,
-                                &result.dependencies,
-                                &result.links,
-                            ),
-                        )
+                        let entry = Cache::entry(
+                            hash,
+                            result.status == Status::Checked,
+                            result.partial,
+                            &result.report.diagnostics,
+                            &result.dependencies,
+                            &result.links,
+                        );
+                        (k, Cache::with_calls(entry, &result.calls))
                     });
                 (result, entry)
             }
@@ -215,6 +220,12 @@ pub fn run_files_with<T: Send>(
     // does not grow with the number of files.
     let check_one = |c: &Candidate, built_by: Option<&BuiltBy>| {
         let (mut result, entry) = check_file(c)?;
+        let calls = (!result.calls.is_empty()).then(|| {
+            (
+                result.report.display_path.clone(),
+                std::mem::take(&mut result.calls),
+            )
+        });
         if is_clean(&result) {
             let count = if result.status == Status::Prefiltered {
                 &clean_prefiltered
@@ -225,6 +236,7 @@ pub fn run_files_with<T: Send>(
             return Some(Slot {
                 kept: None,
                 linked: None,
+                calls,
                 entry,
             });
         }
@@ -237,6 +249,7 @@ pub fn run_files_with<T: Send>(
         Some(Slot {
             kept: Some(finish(result)),
             linked,
+            calls,
             entry,
         })
     };
@@ -248,6 +261,7 @@ pub fn run_files_with<T: Send>(
         (0..files.len()).partition(|&i| builds(&files[i]));
     // Only the files with something to keep take room until the end (by their index).
     let keep = |i: usize, slot: Option<Slot<T>>| slot.filter(Slot::holds).map(|s| (i, s));
+    gpulint_semantic::cuda::glue_python::install(None);
     let mut slots: Vec<(usize, Slot<T>)> = pool.install(|| {
         first
             .par_iter()
@@ -256,8 +270,19 @@ pub fn run_files_with<T: Send>(
     });
     let linked = || slots.iter().filter_map(|(_, s)| s.linked.as_ref());
     let built_by = BuiltBy::new(linked().map(|(p, l)| (p.as_str(), l.as_slice())), cwd);
+    // What the Python files pass to the functions the extensions bind, for the op-glue rules.
+    let builds: Vec<(String, Vec<PathBuf>)> = linked()
+        .flat_map(|(_, l)| l)
+        .filter_map(|l| {
+            let sources = l.sources.iter().map(|s| cwd.join(s)).collect();
+            Some((l.module.clone()?, sources))
+        })
+        .collect();
     // The C++/CUDA sources of the extensions that checked Python files build are checked too.
     let extra = extra_sources(linked().flat_map(|(_, l)| l), files, cwd, excluded);
+    let calls = slots.iter_mut().filter_map(|(_, s)| s.calls.take());
+    let callers = gpulint_semantic::cuda::glue_python::PythonCallers::new(builds, calls);
+    gpulint_semantic::cuda::glue_python::install(Some(Arc::new(callers)));
     if !extra.is_empty() {
         progress.add(extra.len() as u64);
     }
@@ -312,12 +337,14 @@ struct Slot<T> {
     kept: Option<T>,
     /// The file as shown and the extensions it builds, when it builds any.
     linked: Option<(String, Vec<Link>)>,
+    /// The file as shown and its calls into extension modules, when it makes any.
+    calls: Option<(String, Vec<gpulint_semantic::python::ext_calls::ExtCall>)>,
     entry: Option<(String, cache::Entry)>,
 }
 
 impl<T> Slot<T> {
     fn holds(&self) -> bool {
-        self.kept.is_some() || self.linked.is_some() || self.entry.is_some()
+        self.kept.is_some() || self.linked.is_some() || self.calls.is_some() || self.entry.is_some()
     }
 }
 

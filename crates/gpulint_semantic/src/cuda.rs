@@ -10,6 +10,7 @@ mod builder;
 mod consts;
 pub mod glue;
 pub mod glue_project;
+pub mod glue_python;
 pub mod guards;
 pub mod headers;
 pub mod interval;

@@ -72,7 +72,7 @@ impl<'t> Builder<'t> {
 
 /// Parses `src` and builds its semantic model with the checker's walk.
 pub fn with_python_model<R>(src: &str, f: impl FnOnce(&PythonModel<'_>) -> R) -> Option<R> {
-    let tree = gpulint_syntax::parse(gpulint_syntax::Lang::Python, src)?;
+    let (tree, _) = gpulint_syntax::parse_recovering(gpulint_syntax::Lang::Python, src)?;
     with_trees(src, &[tree], f)
 }
 
@@ -83,7 +83,13 @@ pub fn with_notebook_model<R>(json: &str, f: impl FnOnce(&PythonModel<'_>) -> R)
         .cells
         .iter()
         .map(|c| {
-            gpulint_syntax::parse_range(gpulint_syntax::Lang::Python, &nb.source, c.start, c.end)
+            gpulint_syntax::parse_range_recovering(
+                gpulint_syntax::Lang::Python,
+                &nb.source,
+                c.start,
+                c.end,
+            )
+            .map(|(tree, _)| tree)
         })
         .collect();
     let trees = trees.filter(|t| !t.is_empty())?;

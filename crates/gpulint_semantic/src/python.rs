@@ -13,6 +13,7 @@ mod builder;
 pub mod call_sites;
 pub mod cells;
 pub mod env;
+pub mod ext_calls;
 pub mod extensions;
 pub mod jit;
 pub mod mixed_precision;

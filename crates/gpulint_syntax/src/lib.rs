@@ -7,6 +7,7 @@ pub mod cuda_retry;
 pub mod kind;
 mod parents;
 mod tree;
+pub mod unclosed;
 
 pub use parents::Parents;
 pub use tree::*;
@@ -95,6 +96,35 @@ pub fn parse(lang: Lang, text: &str) -> Option<Tree> {
         parser.reset();
         parse_bounded(&mut parser, text, text.len())
     })
+}
+
+/// [`parse`], then the second parses for a tree with errors: for CUDA the line-preserving one
+/// of [`cuda_retry`], and, when the text ends inside an open bracket or string and the parser
+/// gave up on more than that, the one of [`unclosed`]. The tree, and where it stops short of
+/// the end of the text (the rest did not parse).
+pub fn parse_recovering(lang: Lang, text: &str) -> Option<(Tree, Option<usize>)> {
+    let first = parse(lang, text)?;
+    Some(recover(lang, text, first))
+}
+
+/// The second parses of [`parse_recovering`] for `first`, the first parse of all of `text`.
+pub fn recover(lang: Lang, text: &str, first: Tree) -> (Tree, Option<usize>) {
+    let first = match lang {
+        Lang::Cuda => cuda_retry::reparse(text, first),
+        _ => first,
+    };
+    unclosed::reparse(lang, text, 0, text.len(), first)
+}
+
+/// [`parse_range`] with the second parse of [`parse_recovering`].
+pub fn parse_range_recovering(
+    lang: Lang,
+    text: &str,
+    start: usize,
+    end: usize,
+) -> Option<(Tree, Option<usize>)> {
+    let first = parse_range(lang, text, start, end)?;
+    Some(unclosed::reparse(lang, text, start, end, first))
 }
 
 /// Parser operations allowed per byte of the text parsed (plus [`PARSE_MIN_OPERATIONS`]).

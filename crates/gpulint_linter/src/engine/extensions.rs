@@ -77,6 +77,7 @@ impl Engine {
                 unresolved,
                 inline: b.inline.len(),
                 entry,
+                module: b.name.clone(),
             });
         }
         links

@@ -76,6 +76,7 @@ fn skipped_with(
         partial: false,
         dependencies: Vec::new(),
         links: Vec::new(),
+        calls: Vec::new(),
     }
 }
 
@@ -85,6 +86,7 @@ pub(super) fn checked(
     partial: bool,
     dependencies: Vec<std::path::PathBuf>,
     links: Vec<crate::link::Link>,
+    calls: Vec<gpulint_semantic::python::ext_calls::ExtCall>,
 ) -> FileResult {
     FileResult {
         report,
@@ -93,6 +95,7 @@ pub(super) fn checked(
         partial,
         dependencies,
         links,
+        calls,
     }
 }
 

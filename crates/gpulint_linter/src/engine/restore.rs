@@ -18,7 +18,7 @@ impl Engine {
         bytes: Vec<u8>,
         cached: crate::cache::Cached,
     ) -> Option<FileResult> {
-        let (diagnostics, parsed, partial, dependencies, links) = cached;
+        let (diagnostics, parsed, partial, dependencies, links, calls) = cached;
         let text = decode(bytes).ok()?;
         let (text, notebook) = if lang::is_notebook(path) {
             let mut nb = gpulint_source::notebook::parse(&text).ok()?;
@@ -46,6 +46,7 @@ impl Engine {
             partial,
             dependencies,
             links,
+            calls,
         })
     }
 }

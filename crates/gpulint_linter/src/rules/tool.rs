@@ -98,6 +98,10 @@ declare_rule! {
     /// Findings whose evidence lies inside such a region are not reported. Shown only with
     /// `--verbose` or when selected explicitly (`--select GL003`).
     ///
+    /// A file that ends inside an open bracket, string or comment (cut off, or still being
+    /// written) is read up to the start of the statement left open; that statement is the
+    /// region reported, and the rest of the file is checked as usual.
+    ///
     /// Also says that the analysis of a file stopped before it was complete ("analysis stopped
     /// at line N, in RULE"): the work spent on each file is bounded, in proportion to its size
     /// and counted in units of work (syntax nodes visited, interpreter steps), not in time, so

@@ -124,12 +124,26 @@ pub struct FnFacts {
     pub calls: Vec<CallFacts>,
 }
 
+/// A function bound to Python under a name: `m.def("relu", &relu_forward)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The name Python calls (`relu`; an op's name without its schema).
+    pub python: String,
+    /// The C++ function (`relu_forward`).
+    pub function: String,
+    /// The op namespace of a `TORCH_LIBRARY(ns, m)` block (`torch.ops.ns.relu`); `None` in a
+    /// `PYBIND11_MODULE`, whose module is named by the build.
+    pub namespace: Option<String>,
+}
+
 /// The owned facts of one file.
 #[derive(Debug, Clone, Default)]
 pub struct FileFacts {
     pub fns: Vec<FnFacts>,
     /// Functions bound to Python or registered as torch ops (`m.def`, `m.impl`, `.op`).
     pub bound: HashSet<String>,
+    /// The bindings that name the function Python calls, in order.
+    pub bindings: Vec<Binding>,
     /// Identifiers that occur other than as a call or a definition (a function pointer handed
     /// to a registration macro): their callers cannot be seen.
     pub referenced: HashSet<String>,

@@ -7,6 +7,7 @@
 //! files are read only when a rule is about to report, and cached for the whole run.
 
 use super::glue::{FileFacts, ALL};
+use super::glue_python::{PythonCallers, Seen};
 use super::CudaBuilder;
 use super::GridKind;
 use crate::Options;
@@ -132,6 +133,9 @@ pub struct Reach {
     pub props: u8,
     /// Callers seen on the way (name and, for another file, its path).
     pub callers: Vec<(String, Option<PathBuf>)>,
+    /// The Python calls of the bound functions on the way (`file:line`, and what each
+    /// guarantees for the tensor), when the run saw them.
+    pub python: Vec<(String, u8)>,
 }
 
 /// Resolves checks and guards through the callers of a function.
@@ -145,6 +149,12 @@ pub struct Resolver<'a> {
     /// name the functions that call it (in order). Scanning every function and call of a file
     /// for each question grows with the file's size per question.
     indexes: Vec<std::cell::OnceCell<FileIndex>>,
+    /// The path of each file (as `files`; the first is the checked file).
+    paths: Vec<PathBuf>,
+    /// The Python calls of the run's extension modules (see `glue_python`).
+    python: Option<Arc<PythonCallers>>,
+    /// The Python calls met in the current question (see [`Reach::python`]).
+    python_sites: std::cell::RefCell<Vec<(String, u8)>>,
 }
 
 /// See [`Resolver::indexes`].
@@ -179,6 +189,7 @@ impl<'a> Resolver<'a> {
     pub fn new(here: &FileFacts, path: &Path, options: &Options, trusted: &'a [String]) -> Self {
         let mut files = vec![(None, Arc::new(here.clone()))];
         let me = std::path::absolute(path).ok();
+        let mut paths = vec![me.clone().unwrap_or_else(|| path.to_path_buf())];
         let dir = me.as_deref().and_then(Path::parent);
         let dirs: Vec<&Path> = dir.into_iter().chain(dir.and_then(Path::parent)).collect();
         for d in dirs {
@@ -194,6 +205,7 @@ impl<'a> Resolver<'a> {
                 if let Some(facts) = file_facts(f, options) {
                     if !facts.fns.is_empty() || !facts.bound.is_empty() {
                         files.push((Some(f.clone()), facts));
+                        paths.push(f.clone());
                     }
                 }
             }
@@ -203,7 +215,38 @@ impl<'a> Resolver<'a> {
             files,
             trusted,
             visits: std::cell::Cell::new(0),
+            paths,
+            python: super::glue_python::current(),
+            python_sites: Default::default(),
         }
+    }
+
+    /// What the visible Python calls of function `name`, bound in file `file`, give its
+    /// parameter `param` (`None`: no call seen).
+    fn python_seen(&self, file: usize, name: &str, param: usize) -> Option<Seen> {
+        let python = self.python.as_ref()?;
+        let (path, facts) = (self.paths.get(file)?, &self.files.get(file)?.1);
+        if let Some(p) = self.files[file].0.as_ref() {
+            gpulint_source::note_dependency(p);
+        }
+        python.seen(path, &facts.bindings, name, param)
+    }
+
+    /// The bound function `name` (of file `home`): the file that binds it and what its Python
+    /// callers give parameter `param`.
+    fn python_callers(&self, home: usize, name: &str, param: usize) -> Option<Seen> {
+        let file = self
+            .sees(home, name)
+            .find(|(_, f)| f.bindings.iter().any(|b| b.function == name))?
+            .0;
+        let seen = self.python_seen(file, name, param)?;
+        let mut sites = self.python_sites.borrow_mut();
+        for s in &seen.sites {
+            if sites.len() < 8 && !sites.contains(s) {
+                sites.push(s.clone());
+            }
+        }
+        Some(seen)
     }
 
     fn trusted(&self, name: &str) -> bool {
@@ -242,7 +285,9 @@ impl<'a> Resolver<'a> {
     pub fn coverage(&self, func: usize, param: usize) -> Reach {
         let mut reach = Reach::default();
         self.visits.set(0);
+        self.python_sites.borrow_mut().clear();
         reach.props = self.cover(0, func, param, 0, &mut reach.callers);
+        reach.python = std::mem::take(&mut *self.python_sites.borrow_mut());
         reach
     }
 
@@ -271,7 +316,8 @@ impl<'a> Resolver<'a> {
         if self.bound(file, &f.name) {
             any = true;
             if !self.trusted(&f.name) {
-                result &= own;
+                let python = self.python_callers(file, &f.name, param);
+                result &= own | python.map_or(0, |s| s.props);
             }
         }
         for (ci, gi) in self.callers_of(file, &f.name, callers) {
@@ -347,7 +393,11 @@ impl<'a> Resolver<'a> {
         let mut all = true;
         if self.bound(file, &f.name) {
             any = true;
-            all &= self.trusted(&f.name);
+            // Autograd runs `backward` with the gradients' device current.
+            all &= self.trusted(&f.name)
+                || self
+                    .python_callers(file, &f.name, 0)
+                    .is_some_and(|s| s.backward_only);
         }
         for (ci, gi) in self.callers_of(file, &f.name, callers) {
             any = true;

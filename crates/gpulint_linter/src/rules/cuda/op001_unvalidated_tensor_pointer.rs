@@ -36,8 +36,12 @@ declare_rule! {
     /// (`const auto D = p2.size(2); TORCH_CHECK(p2.size(2) == D, …)`). It can never fail, so
     /// the comparison it was meant to make (usually with another input) is missing.
     ///
-    /// Set `python-validated` to the names of bound functions whose Python wrappers validate
-    /// their inputs (`torch._check` in `register_fake`, explicit checks), or `["*"]`.
+    /// Python callers count as well: when the checked files hold the extension's build
+    /// (`CUDAExtension(name="ext", …)`, `load(name="ext", …)`) and the Python calls of the bound
+    /// function (`ext.fn(…)`; ops registered with `TORCH_LIBRARY` are not matched), a device that every such call guarantees
+    /// (`x.cuda()`, `assert x.is_cuda`) needs no check in C++. Set `python-validated` to the
+    /// names of bound functions whose Python wrappers validate their inputs (`torch._check` in
+    /// `register_fake`, explicit checks), or `["*"]`.
     ///
     /// ## Why is this risky?
     /// A CPU tensor's `data_ptr()` is a host address: the kernel faults with an illegal memory

@@ -1,7 +1,7 @@
 //! OP002: a raw pointer from a tensor that may be non-contiguous goes to a kernel that indexes
 //! it linearly.
 
-use super::op_glue::{callers_note, LazyResolver};
+use super::op_glue::{callers_note, python_note, LazyResolver};
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
@@ -29,9 +29,18 @@ declare_rule! {
     /// that pass strides or a layout flag (`is_channels_last`) are not reported. Each tensor is
     /// reported once, at its own raw pointer (the place its fix goes). A launcher whose
     /// callers cannot be seen (no binding in its file, no caller in the same directory or its
-    /// parent) is not reported. Set
-    /// `python-validated` to the bound functions whose Python wrappers pass contiguous
-    /// tensors, or `["*"]`.
+    /// parent) is not reported.
+    ///
+    /// Python callers count as well: when the checked files hold the extension's build
+    /// (`CUDAExtension(name="ext", …)`, `load(name="ext", …)`) and the Python calls of the bound
+    /// function (`ext.fn(…)`; ops registered with `TORCH_LIBRARY` are not matched), a tensor that every such call passes
+    /// contiguous is not reported: `x.contiguous()`, a fresh `torch.empty(…)` or the
+    /// `empty_like` of a contiguous tensor, a name made contiguous earlier in the same function
+    /// (`x = x.contiguous()`, `if not x.is_contiguous(): x = x.contiguous()`, `assert
+    /// x.is_contiguous()`, with no rebinding in between), or a tensor saved contiguous in
+    /// `forward` of a `torch.autograd.Function` and read back in `backward`. One call that
+    /// passes it as it came keeps the finding. Set `python-validated` to the bound functions
+    /// whose Python wrappers pass contiguous tensors, or `["*"]`.
     ///
     /// ## Why is this risky?
     /// Transposed, sliced or `expand`ed tensors have strides that do not match linear
@@ -156,6 +165,7 @@ impl Rule for NonContiguousDataPtr {
                 seen.push(index);
                 let d = finding(ctx, gf, index, u, &linear);
                 let d = callers_note(d, &r.callers, "do not make it contiguous either");
+                let d = python_note(d, &r.python, CONTIG, "make it contiguous");
                 ctx.report(d);
             }
         }

@@ -1,7 +1,7 @@
 //! OP003: a tensor's untyped `data_ptr()` reinterpreted as a typed pointer without a dtype
 //! check or dispatch; or an `AT_DISPATCH_*` lambda that reads the dispatched tensor as `float`.
 
-use super::op_glue::{callers_note, LazyResolver};
+use super::op_glue::{callers_note, python_note, LazyResolver};
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
@@ -17,7 +17,9 @@ declare_rule! {
     ///   (`(float*)x.data_ptr()`, `reinterpret_cast<half*>(x.data_ptr())`,
     ///   `static_cast<float*>(x.mutable_data_ptr())`) outside any dispatch macro and with no
     ///   dtype check on `x` (`TORCH_CHECK(x.scalar_type() == at::kFloat)`, `x.dtype()`, an `if`
-    ///   or `switch` on it) here or in its callers;
+    ///   or `switch` on it) here or in its callers, nor by every Python call of the bound
+    ///   function that the checked files hold (`x.float()`, `x.to(torch.half)`, a dtype
+    ///   comparison that guards the call or raises; see OP002 for how calls are matched);
     /// - inside an `AT_DISPATCH_*` lambda, the dispatched tensor read as `float`
     ///   (`x.data_ptr<float>()`, `(float*)x.data_ptr()`) instead of `scalar_t`.
     ///
@@ -156,6 +158,7 @@ impl Rule for UncheckedDtypeCast {
                     );
                 }
                 d = callers_note(d, &r.callers, "do not check its dtype either");
+                d = python_note(d, &r.python, DTYPE, "check or convert its dtype");
                 d = d.help(format!(
                     "check the dtype first (`TORCH_CHECK({name}.scalar_type() == {}, \"{name} must be {elem}\");`) or dispatch with `AT_DISPATCH_FLOATING_TYPES_AND_HALF({name}.scalar_type(), …, [&] {{ … {name}.data_ptr<scalar_t>() … }})`; confirm at run time with `compute-sanitizer --tool memcheck python train.py`",
                     scalar_type_of(elem)

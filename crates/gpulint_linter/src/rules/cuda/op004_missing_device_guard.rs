@@ -20,7 +20,9 @@ declare_rule! {
     /// A guard in a caller covers the launcher: callers in the same file and in the C/C++
     /// files of its directory and their parent are followed up to the function bound to
     /// Python (`m.def`, `TORCH_LIBRARY` `.impl`). A launcher whose callers cannot be seen is
-    /// not reported. If the Python side always runs the op under `torch.cuda.device(x.device)`
+    /// not reported, nor is one whose Python calls, all seen (see OP002 for how calls are
+    /// matched), are made in `backward` of a `torch.autograd.Function`: autograd runs backward
+    /// with the gradients' device current. If the Python side always runs the op under `torch.cuda.device(x.device)`
     /// (or the extension only ever runs on one GPU), list the bound functions in
     /// `python-guarded`, or `["*"]`.
     ///

@@ -48,6 +48,30 @@ pub(crate) fn merge_callers(callers: &mut Vec<Caller>, more: Vec<Caller>) {
     }
 }
 
+/// Notes the Python calls that pass the tensor without property `prop` (`what`: "make it
+/// contiguous"), when the run saw the Python callers.
+pub(crate) fn python_note(
+    d: Diagnostic,
+    python: &[(String, u8)],
+    prop: u8,
+    what: &str,
+) -> Diagnostic {
+    let lacking: Vec<&str> = python
+        .iter()
+        .filter(|(_, p)| p & prop == 0)
+        .map(|(s, _)| s.as_str())
+        .collect();
+    if lacking.is_empty() {
+        return d;
+    }
+    d.note(format!(
+        "its Python {} at {} {} not {what}",
+        if lacking.len() == 1 { "call" } else { "calls" },
+        lacking.join(", "),
+        if lacking.len() == 1 { "does" } else { "do" },
+    ))
+}
+
 /// Notes the callers that were followed, when there are any: "its callers `a` (a.cpp) {what}".
 pub(crate) fn callers_note(d: Diagnostic, callers: &[Caller], what: &str) -> Diagnostic {
     if callers.is_empty() {

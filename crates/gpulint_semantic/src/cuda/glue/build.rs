@@ -9,7 +9,7 @@ use super::origin::Ctx;
 use super::pointers::{pointer_use, POINTER_METHODS};
 use super::sites::{call_args, launch_macro_kernel, vacuous, LaunchSite, Via};
 use super::syntax::{bound_name, callee, declarator_name, is_guard_type, method_call, parameters};
-use super::{is_glue_text, CallFacts, Dispatch, FnFacts, Glue, GlueFn, GlueNodes, Origin};
+use super::{is_glue_text, Binding, CallFacts, Dispatch, FnFacts, Glue, GlueFn, GlueNodes, Origin};
 use crate::cuda::{last_name, CudaModel};
 use gpulint_syntax::{named_children, text, NodeExt};
 use std::collections::{HashMap, HashSet};
@@ -80,10 +80,27 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
                 _ => false,
             };
             if binder {
-                for a in call.field("arguments").into_iter().flat_map(named_children) {
-                    if let Some(n) = bound_name(a, source) {
+                let args: Vec<Node<'t>> = call
+                    .field("arguments")
+                    .into_iter()
+                    .flat_map(named_children)
+                    .collect();
+                let mut functions = Vec::new();
+                for a in &args {
+                    if let Some(n) = bound_name(*a, source) {
                         glue.facts.bound.insert(n.to_string());
+                        functions.push(n);
                     }
+                }
+                if let (Some(python), [function]) = (
+                    args.first().and_then(|a| python_name(*a, source)),
+                    functions.as_slice(),
+                ) {
+                    glue.facts.bindings.push(Binding {
+                        python,
+                        function: function.to_string(),
+                        namespace: op_namespace(model, *call),
+                    });
                 }
             }
         }
@@ -396,4 +413,41 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
         }
     }
     glue
+}
+
+/// The Python name a binding gives: `"relu"` in `m.def("relu", &relu)`, `"neg"` in
+/// `m.def("neg(Tensor x) -> Tensor", …)` and `m.impl("neg", …)`.
+fn python_name(a: Node<'_>, source: &str) -> Option<String> {
+    if a.kind_name() != "string_literal" {
+        return None;
+    }
+    let s = text(a, source).trim_matches('"');
+    let end = s.find(['(', '.']).unwrap_or(s.len());
+    let name = s[..end].trim();
+    (!name.is_empty() && name.bytes().all(is_ident)).then(|| name.to_string())
+}
+
+/// The namespace of the `TORCH_LIBRARY(ns, m)` / `TORCH_LIBRARY_IMPL(ns, CUDA, m)` block a
+/// binding is in (`None` in a `PYBIND11_MODULE`).
+fn op_namespace(model: &CudaModel<'_>, call: Node<'_>) -> Option<String> {
+    let source = model.source;
+    for n in model.parents().ancestors(call) {
+        if n.kind_name() == "function_definition" {
+            let decl = text(n.field("declarator")?, source).trim_start();
+            let rest = decl.strip_prefix("TORCH_LIBRARY")?;
+            let rest = rest
+                .strip_prefix("_IMPL")
+                .unwrap_or(rest)
+                .strip_prefix("_FRAGMENT")
+                .unwrap_or(rest);
+            let ns = rest
+                .trim_start()
+                .strip_prefix('(')?
+                .split(',')
+                .next()?
+                .trim();
+            return (!ns.is_empty() && ns.bytes().all(is_ident)).then(|| ns.to_string());
+        }
+    }
+    None
 }
