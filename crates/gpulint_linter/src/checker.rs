@@ -123,11 +123,7 @@ fn check_tree_metered(
         {
             info.manifest = gpulint_semantic::python::setup_py::extract(python);
         }
-        let needles = gpulint_semantic::python::extensions::NEEDLES;
-        if needles
-            .iter()
-            .any(|n| memchr::memmem::find(file.text.as_bytes(), n.as_bytes()).is_some())
-        {
+        if gpulint_semantic::python::extensions::may_define_builds(file.text.as_bytes()) {
             info.extensions = gpulint_semantic::python::extensions::collect(python, &file.path);
         }
         if reads_python_callers(settings)

@@ -7,6 +7,8 @@ use crate::cache::{self, Cache};
 use crate::engine::{Engine, FileResult, Status};
 use crate::link::{identity, Link};
 use gpulint_diagnostics::Related;
+use gpulint_semantic::cuda::glue_python::builds_module;
+use gpulint_semantic::python::extensions::may_define_builds;
 use gpulint_source::display_path;
 use gpulint_syntax::Lang;
 use rayon::prelude::*;
@@ -218,8 +220,15 @@ pub fn run_files_with<T: Send>(
     };
     // A file with nothing to show is counted and dropped here, on its worker: the run's memory
     // does not grow with the number of files.
-    let check_one = |c: &Candidate, built_by: Option<&BuiltBy>| {
+    // `built`: the modules the run's extension builds define, when known; a file's calls into
+    // other modules are dropped at once.
+    let check_one = |c: &Candidate, built_by: Option<&BuiltBy>, built: Option<&[String]>| {
         let (mut result, entry) = check_file(c)?;
+        if let Some(built) = built {
+            result
+                .calls
+                .retain(|call| builds_module(built, &call.module));
+        }
         let calls = (!result.calls.is_empty()).then(|| {
             (
                 result.report.display_path.clone(),
@@ -262,12 +271,45 @@ pub fn run_files_with<T: Send>(
     // Only the files with something to keep take room until the end (by their index).
     let keep = |i: usize, slot: Option<Slot<T>>| slot.filter(Slot::holds).map(|s| (i, s));
     gpulint_semantic::cuda::glue_python::install(None);
+    // Of those, the files whose text can define an extension build go first: the calls the
+    // others make into native modules are then kept only for the modules built (the calls
+    // into every other library are not kept until the end of the run).
+    let (defining, calling): (Vec<usize>, Vec<usize>) = pool.install(|| {
+        first.par_iter().partition(|&&i| {
+            let c = &files[i];
+            // Unreadable here: checked first, where the check says why.
+            engines.engine(&c.path).is_none_or(|e| {
+                gpulint_source::read_bytes(&c.path, e.settings.max_file_size)
+                    .map_or(true, |b| may_define_builds(&b))
+            })
+        })
+    });
     let mut slots: Vec<(usize, Slot<T>)> = pool.install(|| {
-        first
+        defining
             .par_iter()
-            .filter_map(|&i| keep(i, check_one(&files[i], None)))
+            .filter_map(|&i| keep(i, check_one(&files[i], None, None)))
             .collect()
     });
+    let built: Vec<String> = slots
+        .iter()
+        .filter_map(|(_, s)| s.linked.as_ref())
+        .flat_map(|(_, l)| l.iter().filter_map(|l| l.module.clone()))
+        .collect();
+    for (_, slot) in &mut slots {
+        if let Some((_, calls)) = &mut slot.calls {
+            calls.retain(|call| builds_module(&built, &call.module));
+            if calls.is_empty() {
+                slot.calls = None;
+            }
+        }
+    }
+    slots.extend(pool.install(|| {
+        calling
+            .par_iter()
+            .filter_map(|&i| keep(i, check_one(&files[i], None, Some(&built))))
+            .collect::<Vec<_>>()
+    }));
+    slots.sort_unstable_by_key(|(i, _)| *i);
     let linked = || slots.iter().filter_map(|(_, s)| s.linked.as_ref());
     let built_by = BuiltBy::new(linked().map(|(p, l)| (p.as_str(), l.as_slice())), cwd);
     // What the Python files pass to the functions the extensions bind, for the op-glue rules.
@@ -295,7 +337,7 @@ pub fn run_files_with<T: Send>(
     let checked: Vec<(usize, Slot<T>)> = pool.install(|| {
         headers
             .par_iter()
-            .filter_map(|&i| keep(i, check_one(&files[i], built_by.as_ref())))
+            .filter_map(|&i| keep(i, check_one(&files[i], built_by.as_ref(), None)))
             .collect()
     });
     slots.extend(checked);
@@ -308,7 +350,7 @@ pub fn run_files_with<T: Send>(
                     .enumerate()
                     .map(|(j, c)| (files.len() + j, c)),
             )
-            .filter_map(|(i, c)| keep(i, check_one(c, built_by.as_ref())))
+            .filter_map(|(i, c)| keep(i, check_one(c, built_by.as_ref(), None)))
             .collect()
     });
     slots.extend(checked);

@@ -85,6 +85,21 @@ const CREATORS: &[(&str, usize, bool, &str)] = &[
     ("numpy.random.random", 0, false, "float64"),
 ];
 
+/// The last segment of each name of [`CREATORS`] (the test below keeps the two in step).
+const CREATOR_METHODS: &[&str] = &[
+    "zeros",
+    "ones",
+    "empty",
+    "rand",
+    "randn",
+    "full",
+    "fill",
+    "normal",
+    "uniform",
+    "truncated_normal",
+    "random",
+];
+
 /// The allocation a creation call makes, when its shape is a constant.
 pub fn literal_allocation<'t>(pm: &PythonModel<'t>, call: Node<'_>) -> Option<Allocation<'t>> {
     // The qualified name of `a.b.zeros(...)` ends in `.zeros` whatever `a` is bound to: a
@@ -94,10 +109,7 @@ pub fn literal_allocation<'t>(pm: &PythonModel<'t>, call: Node<'_>) -> Option<Al
         .filter(|f| f.kind_name() == "attribute")
     {
         let last = pm.text(function.field("attribute")?);
-        if !CREATORS
-            .iter()
-            .any(|c| c.0.rsplit('.').next() == Some(last))
-        {
+        if !CREATOR_METHODS.contains(&last) {
             return None;
         }
     }
@@ -290,4 +302,23 @@ fn keyword_of<'n>(pm: &PythonModel<'_>, call: Node<'n>, key: &str) -> Option<Nod
                 && a.field("name").is_some_and(|n| pm.text(n) == key)
         })
         .and_then(|a| a.field("value"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`CREATOR_METHODS`] holds exactly the last segments of the creators' names.
+    #[test]
+    fn creator_methods_are_the_creators_last_segments() {
+        let mut from_creators: Vec<&str> = CREATORS
+            .iter()
+            .map(|c| c.0.rsplit('.').next().unwrap())
+            .collect();
+        from_creators.sort_unstable();
+        from_creators.dedup();
+        let mut methods = CREATOR_METHODS.to_vec();
+        methods.sort_unstable();
+        assert_eq!(methods, from_creators);
+    }
 }

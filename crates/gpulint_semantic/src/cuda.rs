@@ -159,7 +159,7 @@ pub struct CudaModel<'t> {
     /// Function-like macros of this file whose body retrieves the last error (built on first
     /// use).
     error_macros: std::cell::OnceCell<std::collections::HashSet<String>>,
-    /// The parent of each node of the tree (built on first use).
+    /// The parent of each node of the tree (filled by the builder's walk).
     parents: std::cell::OnceCell<gpulint_syntax::Parents<'t>>,
 }
 
@@ -295,7 +295,8 @@ impl<'t> CudaModel<'t> {
         self.parents().parent(node)
     }
 
-    /// The parent table of the tree (built on first use).
+    /// The parent table of the tree (recorded by the builder during the walk that builds the
+    /// model).
     pub fn parents(&self) -> &gpulint_syntax::Parents<'t> {
         self.parents
             .get_or_init(|| gpulint_syntax::Parents::of([self.root]))

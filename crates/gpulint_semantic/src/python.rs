@@ -106,6 +106,11 @@ pub struct PythonModel<'t> {
     pub assignments: Vec<Node<'t>>,
     /// Every `for_statement` and `while_statement`, in document order.
     pub loops: Vec<Node<'t>>,
+    /// Every `identifier`, in document order: what a question about every name of the file
+    /// reads instead of walking the whole tree again.
+    pub identifiers: Vec<Node<'t>>,
+    /// Every `attribute` (`a.b`), in document order.
+    pub attributes: Vec<Node<'t>>,
     /// Every call, assignment and augmented assignment in walk order (so by start byte), with
     /// the innermost lambda, `def`, class or decorated definition around it.
     exec_events: Vec<(Node<'t>, Option<Node<'t>>)>,
@@ -138,7 +143,7 @@ pub struct PythonModel<'t> {
     /// see [`call_sites`]).
     calls_to: OnceCell<HashMap<usize, Vec<usize>>>,
     jax_on_cpu: OnceCell<bool>,
-    /// The parent of each node of the file's trees (built on first use).
+    /// The parent of each node of the file's trees (filled by the builder's walk).
     parents: OnceCell<gpulint_syntax::Parents<'t>>,
     /// [`PythonModel::statement_of`] of the nodes already climbed through.
     statements: RefCell<HashMap<usize, Option<Node<'t>>>>,
@@ -259,7 +264,8 @@ impl<'t> PythonModel<'t> {
         self.parents().parent(node)
     }
 
-    /// The parent table of the file's trees (built on first use).
+    /// The parent table of the file's trees (recorded by the builder during the walk that
+    /// builds the model).
     pub fn parents(&self) -> &gpulint_syntax::Parents<'t> {
         self.parents
             .get_or_init(|| gpulint_syntax::Parents::of(self.roots.iter().copied()))

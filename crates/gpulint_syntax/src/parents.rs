@@ -19,6 +19,16 @@ pub struct Parents<'t> {
     parent: HashMap<usize, Node<'t>, BuildHasherDefault<IdHasher>>,
 }
 
+/// An empty table, to be filled by [`Parents::record`] from a walk that is made anyway (the
+/// checker's enter/leave walk): the same table as [`Parents::of`] without a walk of its own.
+impl Default for Parents<'_> {
+    fn default() -> Self {
+        Parents {
+            parent: HashMap::default(),
+        }
+    }
+}
+
 impl<'t> Parents<'t> {
     /// The parents of every node below `roots` (each root is a tree's root node, or a node
     /// whose own parent is not wanted: a root has no parent here).
@@ -55,6 +65,19 @@ impl<'t> Parents<'t> {
             }
         }
         Parents { parent }
+    }
+
+    /// Makes room for `additional` more nodes (a tree's `descendant_count`, when the walk
+    /// enters its root): no rehashing as the table fills.
+    pub fn reserve(&mut self, additional: usize) {
+        self.parent.reserve(additional);
+    }
+
+    /// Records that `parent` is the parent of `node` (the walk's innermost open node when it
+    /// enters `node`).
+    #[inline]
+    pub fn record(&mut self, node: Node<'t>, parent: Node<'t>) {
+        self.parent.insert(node.id(), parent);
     }
 
     /// The parent of `node`, as `Node::parent` gives it (`None` for a root, or for a node of

@@ -86,39 +86,76 @@ pub trait NodeExt<'t> {
 
 struct FieldTable {
     kind_count: usize,
-    ids: std::collections::HashMap<String, u16, std::hash::BuildHasherDefault<Fnv1a>>,
+    ids: FieldIds,
     /// Kind id → name.
     kinds: Vec<Option<Box<str>>>,
 }
 
-/// FNV-1a: field names are a few bytes long, and rules look one up for nearly every node they
-/// inspect, where SipHash's per-hash setup cost dominates. The keys are the grammar's own
-/// names, so there is no untrusted input to defend against.
-struct Fnv1a(u64);
-
-impl Default for Fnv1a {
-    fn default() -> Self {
-        Fnv1a(0xcbf2_9ce4_8422_2325)
-    }
+/// Field name → field id: an open-addressed table over a hash of the name's length and three
+/// of its bytes. Rules look a field up for nearly every node they inspect, and the names are a
+/// few bytes long, all different in length or in those bytes for the most part, so one probe
+/// and one comparison usually answer (a general hash map spends more on hashing the name than
+/// this spends in all). The keys are the grammar's own names.
+struct FieldIds {
+    /// (name, id); id 0 marks an empty slot (tree-sitter's field ids start at 1).
+    slots: Vec<(Box<str>, u16)>,
+    mask: usize,
 }
 
-impl std::hash::Hasher for Fnv1a {
-    fn finish(&self) -> u64 {
-        self.0
+impl FieldIds {
+    fn new(names: &[(String, u16)]) -> FieldIds {
+        // At most a quarter full: probes stay short, and there is always an empty slot.
+        let size = (names.len() * 4).next_power_of_two().max(16);
+        let mut table = FieldIds {
+            slots: vec![(Box::from(""), 0); size],
+            mask: size - 1,
+        };
+        for (name, id) in names {
+            let mut i = table.slot_of(name.as_bytes());
+            while table.slots[i].1 != 0 {
+                i = (i + 1) & table.mask;
+            }
+            table.slots[i] = (Box::from(name.as_str()), *id);
+        }
+        table
     }
 
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    #[inline]
+    fn slot_of(&self, name: &[u8]) -> usize {
+        let n = name.len();
+        let h = match n {
+            0 => 0,
+            _ => {
+                n.wrapping_mul(0x9e37)
+                    ^ (usize::from(name[0]) << 5)
+                    ^ (usize::from(name[n / 2]) << 9)
+                    ^ (usize::from(name[n - 1]) << 1)
+            }
+        };
+        (h ^ (h >> 7)) & self.mask
+    }
+
+    #[inline]
+    fn get(&self, name: &str) -> Option<u16> {
+        let mut i = self.slot_of(name.as_bytes());
+        loop {
+            let (key, id) = &self.slots[i];
+            if *id == 0 {
+                return None;
+            }
+            if key.as_bytes() == name.as_bytes() {
+                return Some(*id);
+            }
+            i = (i + 1) & self.mask;
         }
     }
 }
 
 fn field_table(language: tree_sitter::Language) -> FieldTable {
-    let mut ids = std::collections::HashMap::default();
+    let mut names = Vec::new();
     for id in 1..=language.field_count() as u16 {
         if let Some(name) = language.field_name_for_id(id) {
-            ids.insert(name.to_string(), id);
+            names.push((name.to_string(), id));
         }
     }
     let kinds = (0..language.node_kind_count() as u16)
@@ -126,7 +163,7 @@ fn field_table(language: tree_sitter::Language) -> FieldTable {
         .collect();
     FieldTable {
         kind_count: language.node_kind_count(),
-        ids,
+        ids: FieldIds::new(&names),
         kinds,
     }
 }
@@ -143,7 +180,7 @@ impl<'t> NodeExt<'t> for Node<'t> {
     fn field(&self, name: &str) -> Option<Node<'t>> {
         let count = self.language().node_kind_count();
         match FIELD_TABLES.iter().find(|t| t.kind_count == count) {
-            Some(t) => self.child_by_field_id(*t.ids.get(name)?),
+            Some(t) => self.child_by_field_id(t.ids.get(name)?),
             None => self.child_by_field_name(name),
         }
     }
@@ -282,6 +319,42 @@ pub fn ancestor_of_kind<'t>(root: Node<'t>, node: Node<'t>, kinds: &[&str]) -> O
 mod tests {
     use super::*;
     use crate::Lang;
+
+    /// The field table answers what tree-sitter's own look-up answers, for every field name of
+    /// both grammars, and nothing for names that are not fields.
+    #[test]
+    fn field_ids_agree_with_the_grammar() {
+        for language in [
+            tree_sitter::Language::from(tree_sitter_python::LANGUAGE),
+            tree_sitter::Language::from(tree_sitter_cuda::LANGUAGE),
+        ] {
+            let table = field_table(language.clone());
+            let mut checked = 0;
+            for id in 1..=language.field_count() as u16 {
+                let Some(name) = language.field_name_for_id(id) else {
+                    continue;
+                };
+                assert_eq!(
+                    table.ids.get(name),
+                    language.field_id_for_name(name).map(u16::from)
+                );
+                assert_eq!(table.ids.get(name), Some(id), "{name}");
+                checked += 1;
+            }
+            assert!(checked > 20);
+            for name in [
+                "",
+                "x",
+                "nonexistent",
+                "functions",
+                "Function",
+                "argument_list",
+            ] {
+                assert_eq!(table.ids.get(name), None, "{name}");
+                assert_eq!(language.field_id_for_name(name), None, "{name}");
+            }
+        }
+    }
 
     /// `kind_name` agrees with `Node::kind` on every node of every fixture (aliases, ERROR
     /// and MISSING nodes included).

@@ -63,6 +63,11 @@ pub struct CudaBuilder<'t> {
     barriers: Vec<super::Barrier<'t>>,
     glue: GlueNodes<'t>,
     dispatch_macros: Vec<String>,
+    /// The nodes the walk is inside of, innermost last.
+    open: Vec<Node<'t>>,
+    /// The parent of every node walked, recorded as the walk enters it: the model's parent
+    /// table comes with the walk instead of a walk of its own.
+    parents: gpulint_syntax::Parents<'t>,
 }
 
 impl<'t> CudaBuilder<'t> {
@@ -97,6 +102,8 @@ impl<'t> CudaBuilder<'t> {
             barriers: Vec::new(),
             glue: GlueNodes::default(),
             dispatch_macros,
+            open: Vec::new(),
+            parents: gpulint_syntax::Parents::default(),
         }
     }
 
@@ -130,6 +137,11 @@ impl<'t> CudaBuilder<'t> {
     }
 
     pub fn enter(&mut self, node: Node<'t>) {
+        match self.open.last() {
+            Some(&p) => self.parents.record(node, p),
+            None => self.parents.reserve(node.descendant_count()),
+        }
+        self.open.push(node);
         let id = node.id();
         // Guards that hold for this node as a child of the innermost guarding node.
         let mut pushed = 0;
@@ -167,6 +179,7 @@ impl<'t> CudaBuilder<'t> {
     }
 
     pub fn leave(&mut self, node: Node<'t>) {
+        self.open.pop();
         if self.frames.last().is_some_and(|f| f.id == node.id()) {
             if let Some(frame) = self.frames.pop() {
                 self.pop_guards(frame.pushed);
@@ -253,7 +266,7 @@ impl<'t> CudaBuilder<'t> {
             guard_order: Vec::new(),
             allocation_order: Vec::new(),
             framework_header: Default::default(),
-            parents: Default::default(),
+            parents: std::cell::OnceCell::from(self.parents),
             line_ends: Default::default(),
             launch_spans: Default::default(),
             error_macros: Default::default(),
@@ -269,5 +282,42 @@ impl<'t> CudaBuilder<'t> {
         model.index();
         model.glue = glue::build(&model, self.glue, &self.dispatch_macros);
         model
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpulint_syntax::{descendants, parse, Lang, Parents};
+
+    /// The parent table the builder records during its walk is the one a walk of its own
+    /// builds, on every CUDA fixture (broken ones included).
+    #[test]
+    fn recorded_parents_are_the_walked_ones() {
+        let dir = format!("{}/../../fixtures/cuda", env!("CARGO_MANIFEST_DIR"));
+        let mut texts: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+            .collect();
+        texts.push("int f( { x = ; }\nvoid g() { h(1, ; }".into());
+        let mut checked = 0;
+        for text in texts {
+            let Some(tree) = parse(Lang::Cuda, &text) else {
+                continue;
+            };
+            let walked = Parents::of([tree.root_node()]);
+            let m = CudaBuilder::model_of(&text, &tree, &Options::default());
+            for n in descendants(tree.root_node()) {
+                assert_eq!(
+                    m.parent(n).map(|p| p.id()),
+                    walked.parent(n).map(|p| p.id()),
+                    "{} at {}",
+                    n.kind(),
+                    n.start_byte()
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 10_000);
     }
 }

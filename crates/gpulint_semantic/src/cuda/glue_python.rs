@@ -66,6 +66,11 @@ pub fn same_module(module: &str, built: &str) -> bool {
         || module.strip_suffix(built).is_some_and(|p| p.ends_with('.'))
 }
 
+/// Does a call into `module` reach one of the extensions `built`?
+pub fn builds_module(built: &[String], module: &str) -> bool {
+    built.iter().any(|b| same_module(module, b))
+}
+
 fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }

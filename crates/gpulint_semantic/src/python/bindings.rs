@@ -20,8 +20,9 @@ pub type Env<'a> = &'a dyn Fn(Node<'_>) -> Option<Value>;
 pub(crate) struct NameIndex<'t> {
     /// Plain `name = ...` assignments per name, in document order.
     assignments: HashMap<&'t str, Vec<Node<'t>>>,
-    /// Start bytes of the identifiers that bind each name, sorted: a walk of the whole file,
-    /// made only when a name bound several times is folded (most files never ask).
+    /// Start bytes of the identifiers that bind each name, sorted: read from the file's
+    /// identifiers and their parents only when a name bound several times is folded (most
+    /// files never ask).
     binders: OnceCell<HashMap<&'t str, Vec<usize>>>,
     /// Assignments and augmented assignments to each plain name, in document order.
     targets: HashMap<&'t str, Vec<Node<'t>>>,
@@ -98,8 +99,8 @@ impl<'t> PythonModel<'t> {
 
     /// Per name: its plain `name = ...` assignments, its method calls and its imports per
     /// scope, from the lists the builder made (no walk of the tree: every qualified name asks
-    /// for the imports). Where identifiers that bind a name start comes later, from one walk of
-    /// the file on first need, so that asking where a name was last bound costs a binary
+    /// for the imports). Where identifiers that bind a name start comes later, from the file's
+    /// identifiers on first need, so that asking where a name was last bound costs a binary
     /// search and not a scan of the file.
     fn name_index(&self) -> &NameIndex<'t> {
         self.name_index.get_or_init(|| {
@@ -146,28 +147,13 @@ impl<'t> PythonModel<'t> {
     fn binders<'i>(&self, index: &'i NameIndex<'t>) -> &'i HashMap<&'t str, Vec<usize>> {
         index.binders.get_or_init(|| {
             let mut binders: HashMap<&'t str, Vec<usize>> = HashMap::new();
-            for &root in &self.roots {
-                let mut cursor = root.walk();
-                let mut path: Vec<Node<'t>> = Vec::new();
-                'walk: loop {
-                    let n = cursor.node();
-                    if n.kind_name() == "identifier" && path.last().is_some_and(|&p| binds_in(n, p))
-                    {
-                        binders
-                            .entry(self.text(n))
-                            .or_default()
-                            .push(n.start_byte());
-                    }
-                    if cursor.goto_first_child() {
-                        path.push(n);
-                        continue;
-                    }
-                    while !cursor.goto_next_sibling() {
-                        if !cursor.goto_parent() {
-                            break 'walk;
-                        }
-                        path.pop();
-                    }
+            let parents = self.parents();
+            for &n in &self.identifiers {
+                if parents.parent(n).is_some_and(|p| binds_in(n, p)) {
+                    binders
+                        .entry(self.text(n))
+                        .or_default()
+                        .push(n.start_byte());
                 }
             }
             for v in binders.values_mut() {

@@ -20,6 +20,8 @@ pub struct PythonBuilder<'t> {
     attribute_assignments: Vec<Node<'t>>,
     assignments: Vec<Node<'t>>,
     loops: Vec<Node<'t>>,
+    identifiers: Vec<Node<'t>>,
+    attributes: Vec<Node<'t>>,
     exec_events: Vec<(Node<'t>, Option<Node<'t>>)>,
     binding_sites: Vec<(usize, Node<'t>)>,
     /// One entry per node the walk is inside of, innermost last.
@@ -29,6 +31,9 @@ pub struct PythonBuilder<'t> {
     module_bindings: HashMap<&'t str, Binding<'t>>,
     local_aliases: HashMap<(usize, &'t str), Node<'t>>,
     argparse_defaults: HashMap<String, Node<'t>>,
+    /// The parent of every node walked, recorded as the walk enters it: the model's parent
+    /// table comes with the walk instead of a walk of its own.
+    parents: gpulint_syntax::Parents<'t>,
 }
 
 impl<'t> PythonBuilder<'t> {
@@ -43,6 +48,8 @@ impl<'t> PythonBuilder<'t> {
             attribute_assignments: Vec::new(),
             assignments: Vec::new(),
             loops: Vec::new(),
+            identifiers: Vec::new(),
+            attributes: Vec::new(),
             exec_events: Vec::new(),
             binding_sites: Vec::new(),
             open: Vec::new(),
@@ -51,6 +58,7 @@ impl<'t> PythonBuilder<'t> {
             module_bindings: HashMap::new(),
             local_aliases: HashMap::new(),
             argparse_defaults: HashMap::new(),
+            parents: gpulint_syntax::Parents::default(),
         }
     }
 
@@ -61,6 +69,10 @@ impl<'t> PythonBuilder<'t> {
     pub fn enter(&mut self, node: Node<'t>) {
         let kind = node.kind_name();
         let parent = self.open.last();
+        match parent {
+            Some(p) => self.parents.record(node, p.node),
+            None => self.parents.reserve(node.descendant_count()),
+        }
         // The function whose own body holds this node (the body itself included).
         let local_to = parent.and_then(|p| match p.body {
             Some((body, f)) if body == node.id() => Some(f),
@@ -70,6 +82,8 @@ impl<'t> PythonBuilder<'t> {
         match kind {
             "assignment" | "augmented_assignment" => self.assignments.push(node),
             "for_statement" | "while_statement" => self.loops.push(node),
+            "identifier" => self.identifiers.push(node),
+            "attribute" => self.attributes.push(node),
             _ => {}
         }
         if matches!(kind, "call" | "assignment" | "augmented_assignment") {
@@ -402,6 +416,8 @@ impl<'t> PythonBuilder<'t> {
             attribute_assignments: self.attribute_assignments,
             assignments: self.assignments,
             loops: self.loops,
+            identifiers: self.identifiers,
+            attributes: self.attributes,
             exec_events: self.exec_events,
             binding_sites: self.binding_sites,
             module_bindings: self.module_bindings,
@@ -423,7 +439,7 @@ impl<'t> PythonBuilder<'t> {
             tf_functions: OnceCell::new(),
             calls_to: OnceCell::new(),
             jax_on_cpu: OnceCell::new(),
-            parents: OnceCell::new(),
+            parents: OnceCell::from(self.parents),
             statements: Default::default(),
             qualified_names: Default::default(),
         }
@@ -492,4 +508,56 @@ pub(super) fn identifiers_in_target(target: Node<'_>) -> Vec<Node<'_>> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use gpulint_syntax::{descendants, parse_range, Lang, Parents};
+
+    /// The parent table the builder records during its walk is the one a walk of its own
+    /// builds, on every fixture (broken ones included) and on a file parsed as several trees
+    /// (notebook cells): every node of every tree has the same parent, a root none.
+    #[test]
+    fn recorded_parents_are_the_walked_ones() {
+        let dir = format!("{}/../../fixtures/python", env!("CARGO_MANIFEST_DIR"));
+        let mut texts: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+            .collect();
+        texts.push("def f(:\n    return g(1,\nx = [\n".into());
+        let mut checked = 0;
+        for text in texts {
+            // The whole text as one tree, and its two halves (at a line break) as two.
+            let half = text.as_bytes()[..text.len() / 2]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            for ranges in [vec![(0, text.len())], vec![(0, half), (half, text.len())]] {
+                let trees: Vec<_> = ranges
+                    .iter()
+                    .filter_map(|&(a, b)| parse_range(Lang::Python, &text, a, b))
+                    .collect();
+                if trees.len() != ranges.len() {
+                    continue;
+                }
+                let roots: Vec<_> = trees.iter().map(|t| t.root_node()).collect();
+                let walked = Parents::of(roots.iter().copied());
+                crate::with_trees(&text, &trees, |m| {
+                    for root in &roots {
+                        for n in descendants(*root) {
+                            assert_eq!(
+                                m.parent(n).map(|p| p.id()),
+                                walked.parent(n).map(|p| p.id()),
+                                "{} at {}",
+                                n.kind(),
+                                n.start_byte()
+                            );
+                            checked += 1;
+                        }
+                    }
+                });
+            }
+        }
+        assert!(checked > 10_000);
+    }
 }

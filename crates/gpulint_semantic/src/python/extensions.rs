@@ -50,6 +50,14 @@ use tree_sitter::Node;
 /// Bytes a file must contain to possibly build an extension.
 pub const NEEDLES: &[&str] = &["cpp_extension", "load_op_library"];
 
+/// Can a Python file whose text is `bytes` define an extension build (does it name one of
+/// [`NEEDLES`])?
+pub fn may_define_builds(bytes: &[u8]) -> bool {
+    NEEDLES
+        .iter()
+        .any(|n| memchr::memmem::find(bytes, n.as_bytes()).is_some())
+}
+
 /// How deep folding may go (names bound to names bound to lists …).
 const MAX_DEPTH: usize = 24;
 /// Folding steps per file.

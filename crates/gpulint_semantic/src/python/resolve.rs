@@ -224,17 +224,20 @@ impl<'t> PythonModel<'t> {
     /// `self.f(...)` / `cls.f(...)` for a method of the same class.
     pub fn local_callee(&self, call: Node<'_>) -> Option<usize> {
         let func = call.field("function")?;
-        let caller = self.enclosing_function(func);
+        // Only asked once the name could be a local function's (most calls are not).
+        let caller = || self.enclosing_function(func);
         match func.kind_name() {
             "identifier" => {
                 let name = self.text(func);
-                if let Some(dunder) = self.protocol_callee(call, name, caller) {
-                    return Some(dunder);
-                }
                 let candidates = self.functions_named(name);
-                if candidates.is_empty() || self.qualified_name(func).is_some() {
+                if candidates.is_empty() {
+                    // No local function of that name: only a builtin that calls a dunder.
+                    return self.protocol_callee(call, name, caller);
+                }
+                if self.qualified_name(func).is_some() {
                     return None;
                 }
+                let caller = caller();
                 // `global pager; pager = getpager(); pager(text)`: the caller rebinds the name,
                 // so the call goes to whatever was bound, not to the function of that name
                 // (unless that function is nested in the caller, which also binds it).
@@ -271,7 +274,7 @@ impl<'t> PythonModel<'t> {
                 if self.functions_named(name).is_empty() {
                     return None;
                 }
-                let class = self.functions[caller?].class.as_ref()?;
+                let class = self.functions[caller()?].class.as_ref()?;
                 self.functions_named(name)
                     .iter()
                     .copied()
@@ -284,7 +287,12 @@ impl<'t> PythonModel<'t> {
     /// `len(self)`, `iter(self)`, `str(self)` ... in a method: the builtin calls the class's own
     /// dunder method (`__len__`, `__iter__`, `__str__`), when the class defines it and the
     /// builtin's name is not rebound in the module.
-    fn protocol_callee(&self, call: Node<'_>, name: &str, caller: Option<usize>) -> Option<usize> {
+    fn protocol_callee(
+        &self,
+        call: Node<'_>,
+        name: &str,
+        caller: impl FnOnce() -> Option<usize>,
+    ) -> Option<usize> {
         let dunder = match name {
             "len" => "__len__",
             "iter" => "__iter__",
@@ -308,7 +316,7 @@ impl<'t> PythonModel<'t> {
         if args.next().is_some() || self.text(arg) != "self" {
             return None;
         }
-        let class = self.functions[caller?].class.as_ref()?;
+        let class = self.functions[caller()?].class.as_ref()?;
         self.functions_named(dunder)
             .iter()
             .copied()

@@ -208,33 +208,31 @@ impl Rule for TfFunctionSideEffect {
 }
 
 /// The attribute names any code of the file reads (`obj.name` anywhere but as the target of a
-/// plain assignment, or `getattr(obj, "name")` / `hasattr`), from one walk of the file, made
-/// the first time a finding is about to be reported. An assignment is visited before its
-/// target, so the targets are known when the walk reaches them.
+/// plain assignment, or `getattr(obj, "name")` / `hasattr`), from the model's lists of
+/// assignments, attributes and calls, made the first time a finding is about to be reported.
 fn attributes_read(m: &gpulint_semantic::python::PythonModel<'_>) -> HashSet<String> {
-    let mut read = HashSet::new();
-    let mut targets = HashSet::new();
-    for root in &m.roots {
-        for n in descendants(*root) {
-            match n.kind() {
-                "assignment" => targets.extend(n.field("left").map(|l| l.id())),
-                "attribute" if !targets.contains(&n.id()) => {
-                    read.extend(n.field("attribute").map(|a| m.text(a).to_string()));
-                }
-                "call" => {
-                    let accessor = n
-                        .field("function")
-                        .is_some_and(|f| matches!(m.text(f), "getattr" | "hasattr"));
-                    if accessor {
-                        let key = n
-                            .field("arguments")
-                            .and_then(|a| gpulint_syntax::named_children(a).nth(1))
-                            .and_then(|k| gpulint_semantic::python::string_literal(k, m.source));
-                        read.extend(key);
-                    }
-                }
-                _ => {}
-            }
+    let targets: HashSet<usize> = m
+        .assignments
+        .iter()
+        .filter(|a| a.kind() == "assignment")
+        .filter_map(|a| a.field("left").map(|l| l.id()))
+        .collect();
+    let mut read: HashSet<String> = m
+        .attributes
+        .iter()
+        .filter(|n| !targets.contains(&n.id()))
+        .filter_map(|n| n.field("attribute").map(|a| m.text(a).to_string()))
+        .collect();
+    for &(n, _) in &m.calls {
+        let accessor = n
+            .field("function")
+            .is_some_and(|f| matches!(m.text(f), "getattr" | "hasattr"));
+        if accessor {
+            let key = n
+                .field("arguments")
+                .and_then(|a| gpulint_syntax::named_children(a).nth(1))
+                .and_then(|k| gpulint_semantic::python::string_literal(k, m.source));
+            read.extend(key);
         }
     }
     read

@@ -106,40 +106,27 @@ fn in_explicit_graph(m: &PythonModel<'_>, node: Node<'_>) -> bool {
 }
 
 /// Where each name is used other than by `name.x.y = ...` writes (start bytes, in document
-/// order), from one walk of the trees: looking for the uses of one `ConfigProto` variable by
-/// walking its whole scope costs the scope's size per variable.
+/// order), from the file's identifiers and their parents: looking for the uses of one
+/// `ConfigProto` variable by walking its whole scope costs the scope's size per variable.
 fn uses_by_name<'t>(m: &PythonModel<'t>) -> HashMap<&'t str, Vec<usize>> {
     let mut uses: HashMap<&'t str, Vec<usize>> = HashMap::new();
-    for &root in &m.roots {
-        // The ancestors of the cursor's node, innermost last.
-        let mut path: Vec<Node<'t>> = Vec::new();
-        let mut cursor = root.walk();
-        'walk: loop {
-            let n = cursor.node();
-            if n.kind() == "identifier" {
-                // `name.gpu_options.allow_growth = True`: configuring it is not using it.
-                let mut up = path.len();
-                while up > 0 && path[up - 1].kind() == "attribute" {
-                    up -= 1;
-                }
-                let written = up < path.len()
-                    && up > 0
-                    && path[up - 1].kind() == "assignment"
-                    && path[up - 1].field("left").map(|l| l.id()) == Some(path[up].id());
-                if !written {
-                    uses.entry(m.text(n)).or_default().push(n.start_byte());
-                }
-            }
-            if cursor.goto_first_child() {
-                path.push(n);
-                continue;
-            }
-            while !cursor.goto_next_sibling() {
-                if !cursor.goto_parent() {
-                    break 'walk;
-                }
-                path.pop();
-            }
+    let parents = m.parents();
+    for &n in &m.identifiers {
+        // `name.gpu_options.allow_growth = True`: configuring it is not using it. `top` is
+        // the outermost of the attributes `n` heads, `above` what holds that.
+        let mut top = None;
+        let mut above = parents.parent(n);
+        while let Some(a) = above.filter(|a| a.kind_name() == "attribute") {
+            top = Some(a);
+            above = parents.parent(a);
+        }
+        let written = top.is_some_and(|top| {
+            above.is_some_and(|p| {
+                p.kind_name() == "assignment" && p.field("left").map(|l| l.id()) == Some(top.id())
+            })
+        });
+        if !written {
+            uses.entry(m.text(n)).or_default().push(n.start_byte());
         }
     }
     for v in uses.values_mut() {
