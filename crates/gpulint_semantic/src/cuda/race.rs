@@ -10,6 +10,7 @@
 //! polynomials and ranges ([`index`]).
 
 mod bind;
+mod compile;
 mod conflict;
 mod expr;
 mod index;
@@ -158,12 +159,10 @@ impl<'a, 't> Ctx<'a, 't> {
                 }
                 let (sa, sb) = (
                     Side {
-                        write: a.write,
                         index: &a.index,
                         threads: &a.threads,
                     },
                     Side {
-                        write: b.write,
                         index: &b.index,
                         threads: &b.threads,
                     },

@@ -9,7 +9,6 @@ const WARP: i128 = 32;
 
 /// One side of an access pair, as [`may_conflict`] sees it.
 pub(crate) struct Side<'x> {
-    pub write: bool,
     pub index: &'x [Index],
     pub threads: &'x Threads,
 }
@@ -42,8 +41,8 @@ pub(crate) fn may_conflict(
         .map(|(x, y)| x.poly.as_ref()?.sub(y.poly.as_ref()?))
         .collect();
     let Some(diffs) = diffs else {
-        // Not understood: only an own index against one the block shares is evidence.
-        return own_a != own_b;
+        // Not understood: whether they meet is not known.
+        return false;
     };
     let equal = diffs.iter().all(|d| d.as_const() == Some(0));
     // The same per-thread part on both sides, apart by an offset that is the same for the
@@ -61,23 +60,27 @@ pub(crate) fn may_conflict(
             // `s[t]` against `s[t + k]`: only where the ranges provably overlap. A reduction's
             // `if (t < s) s[t] += s[t + s]` keeps them apart, and a thread that owns two slots
             // (`s[t]`, `s[t + n / 2]` with `n` twice the block) touches only its own.
+            // A guard on another thread value (`if (tile.thread_rank() < i)` around
+            // `s[block_rank + i]`) selects threads the ranges do not see.
             a.index.len() == 1
                 && !strided_apart(&a.index[0], &diffs[0], thread_atom)
                 && !bounded_by_symbol(a)
                 && !bounded_by_symbol(b)
+                && !guard_elsewhere(a, thread_atom)
+                && !guard_elsewhere(b, thread_atom)
                 && ranges_overlap(&a.index[0], &b.index[0], range)
         }
-        // Two writes at places computed from data (a merge's scatter to its output
-        // positions): whether they meet is not known.
-        (true, true)
-            if a.write
-                && b.write
-                && !a.index.iter().any(bounded)
-                && !b.index.iter().any(bounded) =>
-        {
-            false
+        // `s[t ^ j]` against `s[t]`: the partner thread's own slot.
+        (true, true) if xor_partner(a.index, b.index, xor_base) => true,
+        // `s[t]` against `s[n - 1 - t]`: each element of the common range is touched from
+        // both sides, by two threads but for the middle one; two elements in common prove it.
+        (true, true) if mirrored(a.index, b.index, thread_atom) => {
+            ranges_overlap_by_two(&a.index[0], &b.index[0], range)
         }
-        (true, true) => !ranges_disjoint(a.index, b.index, range),
+        // Per-thread parts that differ (`s[2 * t]` against `s[n - 1 - t]`, a view chosen by
+        // another thread coordinate, a stride that changes with the loop, places computed
+        // from data): whether two threads meet is not known, so nothing is reported.
+        (true, true) => false,
         _ => {
             let (shared, own) = if own_a { (b, a) } else { (a, b) };
             // `if (t > i) s[t] = …` against `… = s[i]`: the writers' slots lie above `i`.
@@ -102,7 +105,21 @@ pub(crate) fn may_conflict(
                     }
                 }
             }
-            !ranges_disjoint(a.index, b.index, range)
+            // The block's element lies within the range of the per-thread one in every
+            // dimension: some thread touches it while others take it too. A bound that needs
+            // the block size (`s[128]` against `s[t]`) holds only where the launch says so.
+            // Both starting at the same element (`s[0]` or `s[w]` from 0 against `s[warp]`,
+            // the warp index from 0) does too: the first thread of each side touches it.
+            let same_start = |o: &Index, s: &Index| match (&o.range, &s.range) {
+                (Some((Some(x), _)), Some((Some(y), _))) => x == y,
+                _ => false,
+            };
+            own.index.len() == shared.index.len()
+                && own
+                    .index
+                    .iter()
+                    .zip(shared.index)
+                    .all(|(o, s)| same_start(o, s) || ranges_overlap(o, s, range))
         }
     }
 }
@@ -159,9 +176,65 @@ fn xor_pair_owned(
     })
 }
 
-/// Is the index's range known at both ends?
-fn bounded(i: &Index) -> bool {
-    matches!(i.range, Some((Some(_), Some(_))))
+/// `x ^ j` against `x`: thread `x ^ j` owns the element thread `x` reaches.
+fn xor_partner(a: &[Index], b: &[Index], xor_base: &dyn Fn(&str) -> Option<Poly>) -> bool {
+    let ([x], [y]) = (a, b) else {
+        return false;
+    };
+    let (Some(p), Some(q)) = (&x.poly, &y.poly) else {
+        return false;
+    };
+    let partner = |r: &Poly, own: &Poly| {
+        let mut atoms = r.atoms();
+        match (atoms.next(), atoms.next()) {
+            (Some(a), None) if *r == Poly::atom(a) => xor_base(a).as_ref() == Some(own),
+            _ => false,
+        }
+    };
+    partner(p, q) || partner(q, p)
+}
+
+/// `x + A` against `B - x` (`x` one thread value, `A`, `B` the same for the block).
+fn mirrored(a: &[Index], b: &[Index], thread_atom: &dyn Fn(&str) -> bool) -> bool {
+    let ([x], [y]) = (a, b) else {
+        return false;
+    };
+    let (Some(p), Some(q)) = (&x.poly, &y.poly) else {
+        return false;
+    };
+    let Some(sum) = p.add(q) else {
+        return false;
+    };
+    let thread_part = |r: &Poly| {
+        let atoms = thread_atom_in(r, thread_atom);
+        atoms.len() == 1 && r.gcd_where(thread_atom) == 1
+    };
+    sum.atoms().all(|t| !thread_atom(t)) && thread_part(p) && thread_part(q)
+}
+
+/// Do the ranges of two indices provably share two elements (blocks of at least two warps)?
+fn ranges_overlap_by_two(a: &Index, b: &Index, range: &dyn Fn(&str) -> (i128, i128)) -> bool {
+    let (Some((Some(alo), Some(ahi))), Some((Some(blo), Some(bhi)))) = (&a.range, &b.range) else {
+        return false;
+    };
+    let wide = wide(range);
+    let apart = |x: &Poly, y: &Poly| x.sub(y).is_some_and(|d| d.interval(&wide).0 >= 1);
+    apart(ahi, alo) && apart(ahi, blo) && apart(bhi, alo) && apart(bhi, blo)
+}
+
+/// Is the side under a bound on a thread value that its index does not use (`if
+/// (tile.thread_rank() < i) s[block.thread_rank() + i]`)? Which threads pass it is not known.
+fn guard_elsewhere(side: &Side<'_>, thread_atom: &dyn Fn(&str) -> bool) -> bool {
+    let atoms: Vec<&str> = side
+        .index
+        .iter()
+        .filter_map(|i| i.poly.as_ref())
+        .flat_map(|p| thread_atom_in(p, thread_atom))
+        .collect();
+    side.threads.bounds.iter().any(|(v, _)| {
+        let used = thread_atom_in(v, thread_atom);
+        !used.is_empty() && used.iter().all(|u| !atoms.contains(u))
+    })
 }
 
 /// `if (t < d) s[t] += s[t + d]`: the guard keeps the threads below `d` and the elements they
@@ -247,34 +320,27 @@ fn bounded_by_symbol(side: &Side<'_>) -> bool {
         .any(|(v, limit)| v.without_constant() == var && limit.as_const().is_none())
 }
 
-/// Are the ranges of two one-dimensional indices provably apart?
-fn ranges_disjoint(a: &[Index], b: &[Index], range: &dyn Fn(&str) -> (i128, i128)) -> bool {
-    let ([a], [b]) = (a, b) else {
-        return false;
-    };
-    let (Some((alo, ahi)), Some((blo, bhi))) = (&a.range, &b.range) else {
-        return false;
-    };
-    let below = |hi: &Option<Poly>, lo: &Option<Poly>| match (hi, lo) {
-        (Some(h), Some(l)) => h.sub(l).is_some_and(|d| d.interval(range).1 < 0),
-        _ => false,
-    };
-    below(ahi, blo) || below(bhi, alo)
-}
-
 /// Do the ranges of two indices provably overlap (blocks of at least two warps)?
 fn ranges_overlap(a: &Index, b: &Index, range: &dyn Fn(&str) -> (i128, i128)) -> bool {
-    let (Some((Some(alo), Some(ahi))), Some((Some(blo), Some(bhi)))) = (&a.range, &b.range) else {
+    let (Some((Some(alo), ahi)), Some((Some(blo), bhi))) = (&a.range, &b.range) else {
         return false;
     };
-    let wide = |atom: &str| {
+    let (Some(ahi), Some(bhi)) = (ahi, bhi) else {
+        return false;
+    };
+    let wide = wide(range);
+    let at_least = |x: &Poly, y: &Poly| x.sub(y).is_some_and(|d| d.interval(&wide).0 >= 0);
+    at_least(ahi, blo) && at_least(bhi, alo)
+}
+
+/// Atom ranges with blocks of at least two warps where the launch does not say otherwise.
+fn wide<'r>(range: &'r dyn Fn(&str) -> (i128, i128)) -> impl Fn(&str) -> (i128, i128) + 'r {
+    move |atom: &str| {
         let (lo, hi) = range(atom);
         if atom.starts_with("blockDim.x") {
             (lo.max(2 * WARP), hi.max(2 * WARP))
         } else {
             (lo, hi)
         }
-    };
-    let at_least = |x: &Poly, y: &Poly| x.sub(y).is_some_and(|d| d.interval(&wide).0 >= 0);
-    at_least(ahi, blo) && at_least(bhi, alo)
+    }
 }

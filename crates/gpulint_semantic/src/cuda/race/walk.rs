@@ -217,21 +217,38 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
             "declaration" => self.declaration(s),
             "if_statement" => {
                 let cond = s.field("condition");
+                // A condition that folds to a constant: only its branch is compiled.
+                let folded = cond.and_then(|c| self.folded_condition(c));
                 let mut out = cond.map(|c| self.expr(c)).unwrap_or_else(Sum::empty);
                 let consequence = match s.field("consequence") {
-                    Some(c) => self.guarded(s, 0, cond, false, c),
-                    None => Sum::empty(),
+                    Some(c) if folded != Some(0) => self.guarded(s, 0, cond, false, c),
+                    _ => Sum::empty(),
                 };
                 let alternative = match s.field("alternative") {
-                    Some(a) => {
+                    Some(a) if folded.is_none_or(|v| v == 0) => {
                         let a = named_children(a)
                             .find(|c| c.kind_name() != "comment")
                             .unwrap_or(a);
-                        self.guarded(s, 1, cond, true, a)
+                        Some(self.guarded(s, 1, cond, true, a))
                     }
-                    None => Sum::empty(),
+                    _ => None,
                 };
-                let branches = Self::merge(consequence, alternative);
+                let branches = match (folded, alternative) {
+                    (Some(0), a) => a.unwrap_or_else(Sum::empty),
+                    (Some(_), _) => consequence,
+                    // `if constexpr (…) { …; __syncthreads(); }` with no `else` (the last link
+                    // of a chain over a template parameter's cases): every thread reaches the
+                    // barrier in a build that compiles the branch, and a build that does not
+                    // has none of it; the path around it is not taken as one that skips it.
+                    (None, None)
+                        if !consequence.through
+                            && consequence.barrier
+                            && cond.is_some_and(|c| self.compile_time(s, c)) =>
+                    {
+                        consequence
+                    }
+                    (None, a) => Self::merge(consequence, a.unwrap_or_else(Sum::empty)),
+                };
                 out = self.seq(out, branches);
                 out
             }
