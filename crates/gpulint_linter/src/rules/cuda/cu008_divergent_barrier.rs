@@ -44,12 +44,21 @@ declare_rule! {
     /// `blockDim.x`, a reduction's stride) unless the two ranges provably overlap, slots a
     /// stride apart (`s[6 * t]`, `s[6 * t + 1]`), a warp's own slice (`&s[warp * n]`),
     /// partner lanes (`s[t ^ 8]`), a compare-and-swap made by the lower thread of each pair,
-    /// views at multiples of one size (`&s[tile]`, `&s[2 * tile]`), and two writes both at
-    /// places computed from data. A helper that cannot be summarised but calls
-    /// `__syncthreads()` counts as a barrier, and so does `if (r > 0) __syncthreads();`
-    /// opening a loop counting from 0, for the iteration before; a library call on storage
-    /// carved out of the buffer counts as one even where it does not parse; and an index that
-    /// moves with the loop counter names another element in the next iteration.
+    /// and views at multiples of one size (`&s[tile]`, `&s[2 * tile]`). A pair is reported
+    /// only where two threads provably meet: per-thread indices that differ in another way
+    /// than by an offset the block shares (`s[2 * t]` against `s[t]`, a view chosen by another
+    /// thread coordinate, a stride that changes with the loop, places computed from data) are
+    /// not, except `s[t]` against `s[n - 1 - t]` with two elements in common and `s[t ^ j]`
+    /// against `s[t]`; a guard on another thread value than the index (a tile's rank) leaves
+    /// the threads unknown; and a bound that needs the block size (`s[128]` written by thread
+    /// 0 against `s[t]`) holds only where the launch in the file gives it. A helper that
+    /// cannot be summarised but calls `__syncthreads()` counts as a barrier, and so does
+    /// `if (r > 0) __syncthreads();` opening a loop counting from 0, for the iteration before;
+    /// a barrier that ends an `if constexpr` (or template-constant) branch with no `else`
+    /// counts as reached by every thread, and a condition that folds to a constant compiles
+    /// one branch; a library call on storage carved out of the buffer counts as one even where
+    /// it does not parse; and an index that moves with the loop counter names another element
+    /// in the next iteration.
     ///
     /// ## Why is this risky?
     /// "`__syncthreads()` is allowed in conditional code but only if the conditional evaluates
