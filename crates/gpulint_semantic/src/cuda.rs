@@ -17,6 +17,7 @@ pub mod interval;
 pub mod kernel;
 pub mod launch;
 pub mod narrow;
+pub mod race;
 pub mod tf_op;
 
 pub use arrays::{ArrayDecl, ArraySpace, DeviceCall};

@@ -4,6 +4,7 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::Severity;
+use gpulint_semantic::cuda::race::{Across, Hazard, MissingBarrier};
 use gpulint_semantic::cuda::{CudaModel, Flags, Guard, GuardKind, Kernel};
 use gpulint_syntax::Lang;
 use gpulint_syntax::NodeExt;
@@ -23,6 +24,41 @@ declare_rule! {
     /// (`for (col = lane; col < Traits::COLS; col += STRIDE)`, where the bound is chosen as a
     /// multiple of the stride), grid-stride loop macros and macros the analysis does not
     /// understand are not reported either.
+    ///
+    /// It also reports the other barrier error, a **missing** barrier (a warning): shared
+    /// memory (`__shared__` and `extern __shared__` buffers, pointers taken from them, and the
+    /// scratch-buffer parameters of `__device__` helpers that synchronise the block) written by
+    /// some threads and then read (read-after-write) or overwritten (write-after-write) by
+    /// others with no `__syncthreads()`, `block.sync()` or `cg::sync` on some path between; a
+    /// loop whose body reads a buffer after its last barrier while the next iteration
+    /// overwrites it first (write-after-read, no trailing barrier); and the same across two
+    /// calls of a helper. "Another thread's element" is decided on the index: the thread's own
+    /// `threadIdx`-derived index with the same offset is the same thread, `s[0]` written under
+    /// `if (tid == 0)` and read by all is not (nor is `s[0]` read by thread 0 against a
+    /// block-stride loop `for (j = tid; …; j += blockDim.x)`), and a guard such as `if (t < s)` in
+    /// `s[t] += s[t + s]` keeps the halves apart. Warp-synchronous code (both accesses within
+    /// one warp: `tid < 32`, `volatile` buffers, `__syncwarp`, shuffles), atomics, blocks of
+    /// one thread and calls that hand the buffer to a library primitive are not reported.
+    /// Nor are the shapes where each thread keeps to its own slots although the block size is
+    /// not known: `s[t]` against `s[t + k]` with `k` the same for the whole block (`n / 2`,
+    /// `blockDim.x`, a reduction's stride) unless the two ranges provably overlap, slots a
+    /// stride apart (`s[6 * t]`, `s[6 * t + 1]`), a warp's own slice (`&s[warp * n]`),
+    /// partner lanes (`s[t ^ 8]`), a compare-and-swap made by the lower thread of each pair,
+    /// and views at multiples of one size (`&s[tile]`, `&s[2 * tile]`). A pair is reported
+    /// only where two threads provably meet: per-thread indices that differ in another way
+    /// than by an offset the block shares (`s[2 * t]` against `s[t]`, a view chosen by another
+    /// thread coordinate, a stride that changes with the loop, places computed from data) are
+    /// not, except `s[t]` against `s[n - 1 - t]` with two elements in common and `s[t ^ j]`
+    /// against `s[t]`; a guard on another thread value than the index (a tile's rank) leaves
+    /// the threads unknown; and a bound that needs the block size (`s[128]` written by thread
+    /// 0 against `s[t]`) holds only where the launch in the file gives it. A helper that
+    /// cannot be summarised but calls `__syncthreads()` counts as a barrier, and so does
+    /// `if (r > 0) __syncthreads();` opening a loop counting from 0, for the iteration before;
+    /// a barrier that ends an `if constexpr` (or template-constant) branch with no `else`
+    /// counts as reached by every thread, and a condition that folds to a constant compiles
+    /// one branch; a library call on storage carved out of the buffer counts as one even where
+    /// it does not parse; and an index that moves with the loop counter names another element
+    /// in the next iteration.
     ///
     /// ## Why is this risky?
     /// "`__syncthreads()` is allowed in conditional code but only if the conditional evaluates
@@ -69,7 +105,7 @@ declare_rule! {
         severity: Severity::Error,
         summary: "`__syncthreads()` under a condition that differs between the threads of a block",
         kinds: &[],
-        needles: &["__syncthreads", "this_thread_block"],
+        needles: &["__syncthreads", "this_thread_block", "__shared__", "sync("],
         options: &[],
     };
 }
@@ -154,7 +190,106 @@ impl Rule for DivergentBarrier {
                 .help("move the barrier out of the condition and guard only the work (`if (i < n) buf[t] = x[i]; __syncthreads();`); confirm at run time with `compute-sanitizer --tool synccheck ./your_app`");
             ctx.report(d);
         }
+        for r in m.missing_barriers() {
+            let d = missing_barrier(ctx, m, &r);
+            ctx.report(d);
+        }
     }
+}
+
+/// The warning for a pair of shared-memory accesses with no barrier between.
+fn missing_barrier(
+    ctx: &Context<'_>,
+    m: &CudaModel<'_>,
+    r: &MissingBarrier<'_>,
+) -> gpulint_diagnostics::Diagnostic {
+    let line = |n: tree_sitter::Node<'_>| m.line_of(n.start_byte());
+    let end_line = |n: tree_sitter::Node<'_>| m.line_of(n.end_byte().saturating_sub(1));
+    let (a, b) = (line(r.first), line(r.second));
+    let buf = &r.buffer;
+    let verb = |w: bool| if w { "written" } else { "read" };
+    let (message, place) = match r.across {
+        Across::Sequence => {
+            let what = match r.hazard {
+                Hazard::ReadAfterWrite => format!(
+                    "`{buf}` is written at line {a} and read at line {b} by other threads of the block with no `__syncthreads()` between: the read can see the value from before the write"
+                ),
+                Hazard::WriteAfterWrite => format!(
+                    "`{buf}` is written at line {a} and written again at line {b} by other threads of the block with no `__syncthreads()` between: which value stays is a race"
+                ),
+                Hazard::WriteAfterRead => format!(
+                    "`{buf}` is read at line {a} and overwritten at line {b} by other threads of the block with no `__syncthreads()` between: slower threads can read the new value"
+                ),
+            };
+            let after = end_line(r.first_site).max(a);
+            (
+                what,
+                format!(
+                    "a `__syncthreads()` after line {after} and before line {}",
+                    line(r.second_site)
+                ),
+            )
+        }
+        Across::Iteration {
+            loop_node,
+            body_end,
+        } => {
+            let l = line(loop_node);
+            let what = match r.hazard {
+                Hazard::ReadAfterWrite => format!(
+                    "`{buf}` is written at line {a} in one iteration of the loop at line {l} and read at line {b} by other threads in the next, with no `__syncthreads()` between"
+                ),
+                _ => format!(
+                    "`{buf}` is {} at line {a} late in each iteration of the loop at line {l} and overwritten at line {b} by the next iteration with no `__syncthreads()` between: threads that run ahead overwrite what slower threads still use",
+                    verb(r.first_write)
+                ),
+            };
+            let place = match r.hazard {
+                Hazard::ReadAfterWrite => {
+                    format!("a `__syncthreads()` at the start of the loop body (before line {b})")
+                }
+                _ => format!(
+                    "a `__syncthreads()` at the end of the loop body (line {})",
+                    line(body_end)
+                ),
+            };
+            (what, place)
+        }
+        Across::Calls { body } => {
+            let name = &m.functions[r.function].name;
+            (
+                format!(
+                    "`{buf}` is {} at line {a} after the last barrier that every call of `{name}` reaches, and overwritten at line {b} by the next call with no `__syncthreads()` between: two calls in a row race",
+                    verb(r.first_write)
+                ),
+                format!("a `__syncthreads()` that every call reaches before the function returns (line {})", line(body)),
+            )
+        }
+    };
+    let first_label = format!("{} here", verb(r.first_write));
+    let second_label = if r.second_write {
+        "written here"
+    } else {
+        "read here"
+    };
+    let mut d = ctx
+        .diagnostic(r.at, message)
+        .severity(Severity::Warning)
+        .primary_label(format!("missing barrier: {place}"));
+    let mut spans = vec![
+        (r.first_site, first_label),
+        (r.second_site, second_label.to_string()),
+    ];
+    if r.first.id() != r.first_site.id() {
+        spans.push((r.first, "the access in the helper".to_string()));
+    }
+    for (n, msg) in spans {
+        if n.id() != r.at.id() {
+            d = d.with_label(gpulint_diagnostics::Span::of(&n), msg);
+        }
+    }
+    d.note("threads of a block run in no fixed order: shared memory written by one thread is visible to another only after a barrier both pass; `compute-sanitizer --tool racecheck` reports this hazard")
+        .help(format!("add {place}, outside any condition that differs between the threads (`__syncthreads();`); a cooperative group's `block.sync()` does the same"))
 }
 
 /// `for (col = lane; col < Traits::COLS; col += STRIDE)`: a compile-time bound, which kernels

@@ -60,6 +60,27 @@ impl Poly {
             .flat_map(|(m, _)| m.iter().map(|a| a.as_str()))
     }
 
+    /// The greatest common divisor of the coefficients of the terms with an atom that `pred`
+    /// accepts (0 when there is none).
+    pub fn gcd_where(&self, pred: &dyn Fn(&str) -> bool) -> i128 {
+        let mut g: i128 = 0;
+        for (m, c) in &self.terms {
+            if m.iter().any(|a| pred(a)) {
+                let (mut x, mut y) = (g.abs(), c.abs());
+                while y != 0 {
+                    (x, y) = (y, x % y);
+                }
+                g = x;
+            }
+        }
+        g
+    }
+
+    /// The number of terms (the constant term included).
+    pub fn term_count(&self) -> usize {
+        self.terms.len()
+    }
+
     pub fn mentions(&self, atom: &str) -> bool {
         self.atoms().any(|a| a == atom)
     }
