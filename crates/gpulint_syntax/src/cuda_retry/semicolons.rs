@@ -5,7 +5,11 @@ use super::scan::{blank, find, is_ident_byte, is_macro_name, last_significant, m
 
 /// Adds the `;` that a bare statement-level macro invocation (`INSTANTIATE(float)`) lacks, in a
 /// whitespace byte after it; a top-level invocation with no room for one is blanked.
+///
+/// An invocation is a name in capitals (`INSTANTIATE`), or any name the file defines as a
+/// function-like macro (`#define MAKE_kOptimizer(oname, gtype) …`).
 pub(super) fn terminate_macro_calls(bytes: &mut [u8]) -> bool {
+    let defined = function_like_macros(bytes);
     let mut changed = false;
     let n = bytes.len();
     let mut line = 0;
@@ -33,11 +37,15 @@ pub(super) fn terminate_macro_calls(bytes: &mut [u8]) -> bool {
         }
         if bytes[s] == b'#' {
             // A directive: a statement may start after it; skip its continuation lines.
+            // (A line continues the directive when the line before it ends in `\`: an empty
+            // line after one ends the directive.)
+            let mut start = line;
             let mut e = eol;
-            while e > line && e < n && last_significant(&bytes[line..e]) == Some(b'\\') {
+            while e > start && e < n && bytes[start..e].trim_ascii_end().ends_with(b"\\") {
                 let next = memchr::memchr(b'\n', &bytes[e + 1..])
                     .map(|x| e + 1 + x)
                     .unwrap_or(n);
+                start = e + 1;
                 e = next;
             }
             prev_end = Some(b';');
@@ -64,7 +72,7 @@ pub(super) fn terminate_macro_calls(bytes: &mut [u8]) -> bool {
             let word = std::str::from_utf8(&bytes[s..w]).unwrap_or("");
             let at_statement_start =
                 matches!(prev_end, None | Some(b';' | b'{' | b'}' | b')' | b':'));
-            if is_macro_name(word)
+            if (is_macro_name(word) || defined.contains(word))
                 && word.len() >= 2
                 && w < eol
                 && bytes[w] == b'('
@@ -98,6 +106,33 @@ pub(super) fn terminate_macro_calls(bytes: &mut [u8]) -> bool {
         line = next_line;
     }
     changed
+}
+
+/// The names of the function-like macros the text defines (`#define NAME(` at a line's start,
+/// spaces allowed around the `#`).
+fn function_like_macros(bytes: &[u8]) -> std::collections::HashSet<String> {
+    let mut names = std::collections::HashSet::new();
+    for line in bytes.split(|&b| b == b'\n') {
+        let t = line.trim_ascii_start();
+        let Some(rest) = t.strip_prefix(b"#") else {
+            continue;
+        };
+        let Some(rest) = rest.trim_ascii_start().strip_prefix(b"define") else {
+            continue;
+        };
+        let rest = rest.trim_ascii_start();
+        let end = rest
+            .iter()
+            .position(|&c| !is_ident_byte(c))
+            .unwrap_or(rest.len());
+        // Function-like only: the `(` follows the name with no space.
+        if end > 0 && rest.get(end) == Some(&b'(') {
+            if let Ok(name) = std::str::from_utf8(&rest[..end]) {
+                names.insert(name.to_string());
+            }
+        }
+    }
+    names
 }
 
 /// Does the code after `from` continue the expression or declaration before it (a block, an
@@ -180,5 +215,22 @@ mod tests {
         assert!(out.starts_with("                  \n"), "{out}");
         assert!(out.contains("  CHECK_INPUT(x)\n; int y"), "{out}");
         assert!(out.contains("LOOP(i, n) {"), "{out}");
+    }
+
+    /// A name the file defines as a function-like macro is an invocation whatever its case; a
+    /// call of a function, or of an object-like macro's name, is not.
+    #[test]
+    fn invocations_of_macros_the_file_defines() {
+        let text = "#define MAKE_kOpt(oname, gtype) \\\ntemplate void k<gtype, oname>(gtype* p); \\\n\nMAKE_kOpt(ADAM, float)\nMAKE_kOpt(LION, half)\n#define Half_T half\nvoid g() {\n  run_kernel(x)\n  Half_T(y)\n}\n";
+        let out = rewrite(text, terminate_macro_calls);
+        assert!(
+            out.contains(&format!(
+                "\n{}\n{}\n#define",
+                " ".repeat(22),
+                " ".repeat(21)
+            )),
+            "{out}"
+        );
+        assert!(out.contains("run_kernel(x)\n  Half_T(y)\n}"), "{out}");
     }
 }
