@@ -68,6 +68,9 @@ pub struct CudaBuilder<'t> {
     /// The parent of every node walked, recorded as the walk enters it: the model's parent
     /// table comes with the walk instead of a walk of its own.
     parents: gpulint_syntax::Parents<'t>,
+    /// Only the glue facts are wanted (see [`CudaBuilder::glue_facts_of`]): nothing is
+    /// recorded inside device code, no host definitions, no kernel or guard is finished.
+    glue_only: bool,
 }
 
 impl<'t> CudaBuilder<'t> {
@@ -104,6 +107,7 @@ impl<'t> CudaBuilder<'t> {
             dispatch_macros,
             open: Vec::new(),
             parents: gpulint_syntax::Parents::default(),
+            glue_only: false,
         }
     }
 
@@ -194,7 +198,7 @@ impl<'t> CudaBuilder<'t> {
                 }
             }
         }
-        if self.current_kernel.is_none() {
+        if self.current_kernel.is_none() || self.glue_only {
             return;
         }
         // Guards that hold for the rest of the enclosing block.
@@ -231,6 +235,22 @@ impl<'t> CudaBuilder<'t> {
             }
         });
         b.finish(tree)
+    }
+
+    /// The glue facts of a whole tree ([`super::glue::Glue::facts`] of [`Self::model_of`]),
+    /// for the callers in other files: the glue reads the functions, launches and calls of
+    /// the file, not what kernels do, so those are not collected.
+    pub fn glue_facts_of(source: &'t str, tree: &'t Tree, options: &Options) -> glue::FileFacts {
+        let mut b = CudaBuilder::new(source, options);
+        b.glue_only = true;
+        gpulint_syntax::walk(tree, |node, entering| {
+            if entering {
+                b.enter(node)
+            } else {
+                b.leave(node)
+            }
+        });
+        b.finish(tree).glue.facts
     }
 
     pub fn finish(self, tree: &'t Tree) -> CudaModel<'t> {
@@ -272,14 +292,17 @@ impl<'t> CudaBuilder<'t> {
             error_macros: Default::default(),
         };
         model.index();
-        model.resolve_template_values();
-        for g in model.guards.iter_mut() {
-            g.analyze(self.source);
+        if !self.glue_only {
+            model.resolve_template_values();
+            for g in model.guards.iter_mut() {
+                g.analyze(self.source);
+            }
+            let (helpers, kernels): (Vec<_>, Vec<_>) =
+                self.kernels.into_iter().partition(|k| k.helper);
+            model.kernels = kernels.into_iter().map(|k| k.finish(&model)).collect();
+            model.helpers = helpers.into_iter().map(|k| k.finish(&model)).collect();
+            model.index();
         }
-        let (helpers, kernels): (Vec<_>, Vec<_>) = self.kernels.into_iter().partition(|k| k.helper);
-        model.kernels = kernels.into_iter().map(|k| k.finish(&model)).collect();
-        model.helpers = helpers.into_iter().map(|k| k.finish(&model)).collect();
-        model.index();
         model.glue = glue::build(&model, self.glue, &self.dispatch_macros);
         model
     }
@@ -319,5 +342,28 @@ mod tests {
             }
         }
         assert!(checked > 10_000);
+    }
+
+    /// The glue facts collected without the kernels are those of the whole model, on every
+    /// CUDA fixture (broken ones included).
+    #[test]
+    fn glue_only_facts_are_the_models() {
+        let dir = format!("{}/../../fixtures/cuda", env!("CARGO_MANIFEST_DIR"));
+        let mut compared = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let text = std::fs::read_to_string(e.unwrap().path()).unwrap_or_default();
+            let Some(tree) = parse(Lang::Cuda, &text) else {
+                continue;
+            };
+            let options = Options::default();
+            let full = CudaBuilder::model_of(&text, &tree, &options).glue.facts;
+            let light = CudaBuilder::glue_facts_of(&text, &tree, &options);
+            assert_eq!(format!("{:?}", full.fns), format!("{:?}", light.fns));
+            assert_eq!(full.bound, light.bound);
+            assert_eq!(full.bindings, light.bindings);
+            assert_eq!(full.referenced, light.referenced);
+            compared += full.fns.len();
+        }
+        assert!(compared > 50, "{compared}");
     }
 }

@@ -63,8 +63,7 @@ fn file_facts(path: &Path, options: &Options) -> Option<Arc<FileFacts>> {
             return Some(Arc::new(FileFacts::default()));
         }
         let tree = parse(Lang::Cuda, &text)?;
-        let model = CudaBuilder::model_of(&text, &tree, options);
-        Some(Arc::new(model.glue.facts.clone()))
+        Some(Arc::new(CudaBuilder::glue_facts_of(&text, &tree, options)))
     })();
     if let Ok(mut m) = FILES.lock() {
         m.insert(path.to_path_buf(), facts.clone());

@@ -119,18 +119,25 @@ impl Rule for UncheckedKernelLaunch {
     fn check_file(&self, ctx: &mut Context<'_>) {
         let extra = ctx.option_strings("check-macros");
         let m = ctx.cuda();
-        let helpers = m.check_helpers();
-        // The statement's names are read once and looked up among the helpers (reading them
-        // again for each helper grows with the helpers times the statement).
-        let helpers: std::collections::HashSet<&str> = helpers.iter().copied().collect();
+        if m.launches.is_empty() {
+            return;
+        }
+        // The project's helpers (they read the included headers) are looked for only when a
+        // statement is no known check. The statement's names are read once and looked up
+        // among the helpers (reading them again for each helper grows with the helpers times
+        // the statement).
+        let helpers: std::cell::OnceCell<std::collections::HashSet<&str>> = Default::default();
         let is_check = |n: Node<'_>| {
             let t = m.text(n);
             LAUNCH_CHECKS.iter().any(|c| t.contains(c))
                 || extra.iter().any(|c| t.contains(c.as_str()))
-                || (!helpers.is_empty()
-                    && gpulint_semantic::cuda::guards::name_tokens(t)
-                        .iter()
-                        .any(|tok| helpers.contains(tok)))
+                || {
+                    let helpers = helpers.get_or_init(|| m.check_helpers().into_iter().collect());
+                    !helpers.is_empty()
+                        && gpulint_semantic::cuda::guards::name_tokens(t)
+                            .iter()
+                            .any(|tok| helpers.contains(tok))
+                }
         };
         for l in &m.launches {
             if l.node.has_error() {

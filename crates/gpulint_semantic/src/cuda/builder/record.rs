@@ -90,6 +90,9 @@ impl<'t> CudaBuilder<'t> {
                 _ => {}
             }
         }
+        if self.glue_only {
+            return;
+        }
         if let Some(f) = self.current_function {
             let space = self.functions[f].space;
             if space.global || space.device {
