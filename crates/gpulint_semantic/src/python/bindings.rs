@@ -287,12 +287,23 @@ impl<'t> PythonModel<'t> {
                 // The plain `name = ...` assignments of the file (from the name index, in
                 // document order), kept to those in the body outside nested functions:
                 // scanning every assignment of the body for each name asked about cost the
-                // names times the assignments of a long function.
-                let own = self.name_index().assignments.get(name);
+                // names times the assignments of a long function. The body's own are found by
+                // a binary search: a name assigned in every function of a file (`loss`) would
+                // otherwise cost the functions times the functions.
+                let all = self
+                    .name_index()
+                    .assignments
+                    .get(name)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]);
+                let from = all.partition_point(|n| n.start_byte() < start);
                 let mut found = None;
-                for &n in own.map(Vec::as_slice).unwrap_or(&[]) {
+                for &n in &all[from..] {
                     let (s, e) = (n.start_byte(), n.end_byte());
-                    if s < start || s >= end || e > end {
+                    if s >= end {
+                        break;
+                    }
+                    if e > end {
                         continue;
                     }
                     if self.enclosing_function(n) != Some(f) {
