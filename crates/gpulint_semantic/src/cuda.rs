@@ -207,6 +207,18 @@ fn is_doubled(args: &str) -> bool {
         })
 }
 
+/// The arguments of a call (or a launch), in order; comments between them are named nodes too,
+/// and are left out.
+pub fn call_arguments<'t>(call: Node<'t>) -> Vec<Node<'t>> {
+    call.field("arguments")
+        .map(|a| {
+            gpulint_syntax::named_children(a)
+                .filter(|c| c.kind_name() != "comment")
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// `ns::name` → `name`.
 pub fn last_name(s: &str) -> &str {
     s.rsplit("::").next().unwrap_or(s).trim()

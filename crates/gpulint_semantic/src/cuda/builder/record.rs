@@ -227,14 +227,7 @@ impl<'t> CudaBuilder<'t> {
                 config: named_children(config)
                     .filter(|c| c.kind_name() != "comment")
                     .collect(),
-                args: node
-                    .field("arguments")
-                    .map(|a| {
-                        named_children(a)
-                            .filter(|c| c.kind_name() != "comment")
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+                args: crate::cuda::call_arguments(node),
             });
             return;
         }

@@ -10,8 +10,8 @@ use crate::cuda::arrays::BlockRange;
 use crate::cuda::guards::compact;
 use crate::cuda::kernel::{peel, Kernel};
 use crate::cuda::{parse_c_int, CudaModel, Function};
+use gpulint_syntax::text;
 use gpulint_syntax::NodeExt;
-use gpulint_syntax::{named_children, text};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use tree_sitter::Node;
@@ -402,14 +402,7 @@ impl<'a, 't> RangeCx<'a, 't> {
             return Range::default();
         };
         let name = crate::cuda::last_name(text(f.field("name").unwrap_or(f), self.m.source));
-        let args: Vec<Node<'t>> = e
-            .field("arguments")
-            .map(|a| {
-                named_children(a)
-                    .filter(|c| c.kind_name() != "comment")
-                    .collect()
-            })
-            .unwrap_or_default();
+        let args: Vec<Node<'t>> = crate::cuda::call_arguments(e);
         let arg = |i: usize| match args.get(i) {
             Some(a) => self.eval(*a, at, depth),
             None => Range::default(),

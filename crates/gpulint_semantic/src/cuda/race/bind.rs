@@ -164,14 +164,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
     /// caller's buffers.
     pub fn helper_call(&mut self, call: Node<'t>, name: &str) -> Option<Sum<'t>> {
         let h: HelperSummary<'t> = self.ctx.summary(name)?;
-        let args: Vec<Node<'t>> = call
-            .field("arguments")
-            .map(|a| {
-                named_children(a)
-                    .filter(|c| c.kind_name() != "comment")
-                    .collect()
-            })
-            .unwrap_or_default();
+        let args: Vec<Node<'t>> = crate::cuda::call_arguments(call);
         let caller = self.threads();
         let mut map: HashMap<String, String> = HashMap::new();
         for (pos, pname) in &h.params {

@@ -269,14 +269,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
     fn call(&mut self, e: Node<'t>) -> Sum<'t> {
         let name = self.callee(e);
         let ftext = e.field("function").map(|f| self.f.m.text(f)).unwrap_or("");
-        let args: Vec<Node<'t>> = e
-            .field("arguments")
-            .map(|a| {
-                named_children(a)
-                    .filter(|c| c.kind_name() != "comment")
-                    .collect()
-            })
-            .unwrap_or_default();
+        let args: Vec<Node<'t>> = crate::cuda::call_arguments(e);
         let mut out = Sum::empty();
         let atomic = name.starts_with("atomic") || name.starts_with("__atomic");
         for (i, a) in args.iter().enumerate() {
