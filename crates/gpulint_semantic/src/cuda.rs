@@ -504,6 +504,12 @@ impl<'t> CudaModel<'t> {
         }
     }
 
+    /// Is the struct member `name` known only from the include context a header borrows from
+    /// the files that include it (not declared in this file or in a header it includes)?
+    pub fn borrowed_member(&self, name: &str) -> bool {
+        !self.fields.contains_key(name) && self.headers().borrowed_field(name)
+    }
+
     /// Reads the project headers `path` includes (see [`headers`]) when a rule first asks
     /// about them: a file whose rules ask nothing of its headers does not depend on them.
     pub fn read_headers(&mut self, path: &std::path::Path) {

@@ -9,7 +9,13 @@
 //! headers (`#include <…>`) are never read. Headers include further headers; those are followed
 //! a few levels deep. Each header is parsed once and its facts are shared by every file that
 //! includes it; each is noted as a dependency of the including file's cached result.
+//!
+//! A checked header also sees what the files of its directory include before it (see
+//! [`includers`]): a helper header that takes its parameter struct as a template parameter is
+//! compiled after the struct's header. Facts found only that way are marked borrowed, and rules
+//! that rest on them ask for stronger evidence.
 
+mod includers;
 mod kernels;
 
 use gpulint_syntax::{parse, text, Lang, NodeExt};
@@ -58,6 +64,9 @@ pub struct HeaderFacts {
 #[derive(Debug, Default, Clone)]
 pub struct Headers {
     pub files: Vec<Arc<HeaderFacts>>,
+    /// The files from this index on are borrowed from the include context of a header (what
+    /// the files that include it include before it), not included by the file itself.
+    borrowed_from: Option<usize>,
 }
 
 impl Headers {
@@ -75,6 +84,15 @@ impl Headers {
             .flatten()
             .map(String::as_str)
             .collect()
+    }
+
+    /// Is the member `name` declared only in headers borrowed from the include context of a
+    /// header (see [`includers`]), not in the headers the file includes itself?
+    pub fn borrowed_field(&self, name: &str) -> bool {
+        let at = self.borrowed_from.unwrap_or(self.files.len());
+        let (own, borrowed) = self.files.split_at(at.min(self.files.len()));
+        !own.iter().any(|h| h.fields.contains_key(name))
+            && borrowed.iter().any(|h| h.fields.contains_key(name))
     }
 
     /// The kernel called `name` in the nearest header that defines one.
@@ -131,7 +149,7 @@ pub fn quoted_includes(source: &str) -> Vec<String> {
 pub fn project_headers(path: &Path, source: &str) -> Headers {
     let mut headers = Headers::default();
     let first = quoted_includes(source);
-    if first.is_empty() {
+    if first.is_empty() && !is_header_name(path) {
         return headers;
     }
     let Some(dir) = path.parent() else {
@@ -144,7 +162,20 @@ pub fn project_headers(path: &Path, source: &str) -> Headers {
         .map(|i| (dir.to_path_buf(), i, 1))
         .collect();
     let mut qi = 0;
-    while qi < queue.len() && headers.files.len() < MAX_HEADERS {
+    // A header's own includes first; then what the files including it include before it
+    // (see [`includers`]), nearer headers shadowing them.
+    let mut context = !is_header_name(path);
+    loop {
+        if qi >= queue.len() && !context {
+            context = true;
+            headers.borrowed_from = Some(headers.files.len());
+            for i in includers::includer_context(path) {
+                queue.push((dir.to_path_buf(), i, 1));
+            }
+        }
+        if qi >= queue.len() || headers.files.len() >= MAX_HEADERS {
+            break;
+        }
         let (from, inc, depth) = queue[qi].clone();
         qi += 1;
         let Some(found) = resolve(&from, &inc, &dirs) else {

@@ -58,7 +58,12 @@ declare_rule! {
     ///   (`const index_t row_offset = m_block * h * d`) whose value was computed in 32 bits
     ///   before being widened. Member types and `using`/`typedef` aliases come from this file or
     ///   from the project headers it includes (`#include "params.h"`; an alias declared with
-    ///   different types in different structs is not used). Not reported: products inside an
+    ///   different types in different structs is not used). A header also sees what the files
+    ///   of its directory include before it (a helper taking `Params` as a template parameter,
+    ///   included after `params.h`); a member type known only that way is weaker evidence, and
+    ///   the product must be a per-block offset (it reads a block or thread coordinate) whose
+    ///   largest term multiplies three or more data sizes (`((b * H + h) * T + t) * D`, an
+    ///   offset into a four-dimensional tensor). Not reported: products inside an
     ///   explicit 64-bit cast (`(int64_t)(b * dim + d) * n`), divisors (`i / (H * W)`), and
     ///   unsigned products of launch geometry only (`gridDim.x * blockIdx.y`, a count of blocks).
     ///

@@ -337,6 +337,16 @@ impl<'t> CudaModel<'t> {
         false
     }
 
+    /// Does the width of `p` rest on a struct member known only from a borrowed include
+    /// context (see [`CudaModel::borrowed_member`])?
+    fn borrowed_width(&self, p: Node<'t>) -> bool {
+        std::iter::once(p)
+            .chain(descendants(p))
+            .filter(|n| n.kind_name() == "field_expression")
+            .filter_map(|n| n.field("field"))
+            .any(|f| self.borrowed_member(self.text(f)))
+    }
+
     /// `a * b` evaluated in 32 bits whose value can pass the limit; `count`: it is part of an
     /// element count that bounds a global index.
     fn product_overflow(
@@ -418,6 +428,22 @@ impl<'t> CudaModel<'t> {
         // count that multiplies three sizes (`if (i < B * T * V)`), or a factor that a call
         // narrows from the 64-bit value its caller kept. (Offsets that multiply three sizes are
         // not enough: kernel windows, sampling points and voxel grids multiply as many.)
+        // A member width borrowed from the files that include this header is weaker: the
+        // header may be compiled in other contexts. The product must then be a per-block offset
+        // (it reads a block or thread coordinate) whose largest term multiplies three or more
+        // data sizes besides the coordinates: an offset into a tensor of four or more
+        // dimensions (batch, heads, rows, features). Offsets over three (`(b * H + h) * T`, the
+        // per-row statistics of attention) reach 2³¹ only when the tensors they summarise
+        // are 2³¹ times a feature size, and lower-order strides (`h * D`) never do.
+        if self.borrowed_width(p) {
+            let root = arithmetic_root(self, p);
+            let offset = descendants(root)
+                .chain(std::iter::once(root))
+                .any(|n| n.kind_name() == "identifier" && k.flags(self, n).thread_dependent());
+            if !offset || self.size_degree(cx, k, root, at, 0) < 3 {
+                return None;
+            }
+        }
         let evidence = if tensors {
             Evidence::Framework
         } else if self.narrowed_factor(k, l, r) {
