@@ -20,6 +20,7 @@ mod kernels;
 
 use gpulint_syntax::{parse, text, Lang, NodeExt};
 pub use kernels::{HeaderKernel, HeaderParam, SeenKernel};
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -64,35 +65,54 @@ pub struct HeaderFacts {
 #[derive(Debug, Default, Clone)]
 pub struct Headers {
     pub files: Vec<Arc<HeaderFacts>>,
-    /// The files from this index on are borrowed from the include context of a header (what
-    /// the files that include it include before it), not included by the file itself.
-    borrowed_from: Option<usize>,
+    /// The checked file, when it is a header: what the files including it include before it
+    /// is read on demand, the first time a member or alias is not found in `files`.
+    context_of: Option<PathBuf>,
+    /// Headers borrowed from that include context (see [`includers`]), not already in `files`.
+    borrowed: OnceCell<Vec<Arc<HeaderFacts>>>,
 }
 
 impl Headers {
     pub fn alias(&self, name: &str) -> Option<&str> {
-        self.files
-            .iter()
-            .find_map(|h| h.aliases.get(name).map(String::as_str))
+        fn find<'a>(files: &'a [Arc<HeaderFacts>], name: &str) -> Option<&'a str> {
+            files
+                .iter()
+                .find_map(|h| h.aliases.get(name).map(String::as_str))
+        }
+        find(&self.files, name).or_else(|| find(self.borrowed(), name))
     }
 
-    /// Member types for `name`, from every header that declares one.
+    /// Member types for `name`, from every header that declares one; from the borrowed
+    /// include context when no header the file includes declares it.
     pub fn field_types(&self, name: &str) -> Vec<&str> {
-        self.files
-            .iter()
-            .filter_map(|h| h.fields.get(name))
-            .flatten()
-            .map(String::as_str)
-            .collect()
+        fn collect<'a>(files: &'a [Arc<HeaderFacts>], name: &str) -> Vec<&'a str> {
+            files
+                .iter()
+                .filter_map(|h| h.fields.get(name))
+                .flatten()
+                .map(String::as_str)
+                .collect()
+        }
+        let own = collect(&self.files, name);
+        if own.is_empty() {
+            collect(self.borrowed(), name)
+        } else {
+            own
+        }
     }
 
     /// Is the member `name` declared only in headers borrowed from the include context of a
     /// header (see [`includers`]), not in the headers the file includes itself?
     pub fn borrowed_field(&self, name: &str) -> bool {
-        let at = self.borrowed_from.unwrap_or(self.files.len());
-        let (own, borrowed) = self.files.split_at(at.min(self.files.len()));
-        !own.iter().any(|h| h.fields.contains_key(name))
-            && borrowed.iter().any(|h| h.fields.contains_key(name))
+        !self.files.iter().any(|h| h.fields.contains_key(name))
+            && self.borrowed().iter().any(|h| h.fields.contains_key(name))
+    }
+
+    fn borrowed(&self) -> &[Arc<HeaderFacts>] {
+        self.borrowed.get_or_init(|| match &self.context_of {
+            Some(path) => borrowed_headers(path, &self.files),
+            None => Vec::new(),
+        })
     }
 
     /// The kernel called `name` in the nearest header that defines one.
@@ -147,38 +167,65 @@ pub fn quoted_includes(source: &str) -> Vec<String> {
 
 /// The headers `path` includes (transitively), read from disk once per run.
 pub fn project_headers(path: &Path, source: &str) -> Headers {
-    let mut headers = Headers::default();
+    let mut headers = Headers {
+        context_of: is_header_name(path).then(|| path.to_path_buf()),
+        ..Headers::default()
+    };
     let first = quoted_includes(source);
-    if first.is_empty() && !is_header_name(path) {
-        return headers;
-    }
-    let Some(dir) = path.parent() else {
+    let Some(dir) = path.parent().filter(|_| !first.is_empty()) else {
         return headers;
     };
-    let dirs = include_dirs(dir);
-    let mut seen: Vec<PathBuf> = vec![path.to_path_buf()];
-    let mut queue: Vec<(PathBuf, String, usize)> = first
+    let queue = first
         .into_iter()
         .map(|i| (dir.to_path_buf(), i, 1))
         .collect();
+    let mut seen: Vec<PathBuf> = vec![path.to_path_buf()];
+    follow(
+        queue,
+        &include_dirs(dir),
+        &mut seen,
+        &mut headers.files,
+        MAX_HEADERS,
+    );
+    headers
+}
+
+/// The headers that the files including the header `path` include before it (see
+/// [`includers`]), transitively, less those already in `own`.
+fn borrowed_headers(path: &Path, own: &[Arc<HeaderFacts>]) -> Vec<Arc<HeaderFacts>> {
+    let mut out = Vec::new();
+    let Some(dir) = path.parent() else {
+        return out;
+    };
+    let queue: Vec<_> = includers::includer_context(path)
+        .into_iter()
+        .map(|i| (dir.to_path_buf(), i, 1))
+        .collect();
+    if queue.is_empty() {
+        return out;
+    }
+    let mut seen: Vec<PathBuf> = std::iter::once(path.to_path_buf())
+        .chain(own.iter().map(|h| h.path.clone()))
+        .collect();
+    let limit = MAX_HEADERS.saturating_sub(own.len());
+    follow(queue, &include_dirs(dir), &mut seen, &mut out, limit);
+    out
+}
+
+/// Reads the headers of `queue` (directory of the including file, include, depth) and those
+/// they include, breadth first, into `out`, up to `limit` headers.
+fn follow(
+    mut queue: Vec<(PathBuf, String, usize)>,
+    dirs: &[PathBuf],
+    seen: &mut Vec<PathBuf>,
+    out: &mut Vec<Arc<HeaderFacts>>,
+    limit: usize,
+) {
     let mut qi = 0;
-    // A header's own includes first; then what the files including it include before it
-    // (see [`includers`]), nearer headers shadowing them.
-    let mut context = !is_header_name(path);
-    loop {
-        if qi >= queue.len() && !context {
-            context = true;
-            headers.borrowed_from = Some(headers.files.len());
-            for i in includers::includer_context(path) {
-                queue.push((dir.to_path_buf(), i, 1));
-            }
-        }
-        if qi >= queue.len() || headers.files.len() >= MAX_HEADERS {
-            break;
-        }
+    while qi < queue.len() && out.len() < limit {
         let (from, inc, depth) = queue[qi].clone();
         qi += 1;
-        let Some(found) = resolve(&from, &inc, &dirs) else {
+        let Some(found) = resolve(&from, &inc, dirs) else {
             continue;
         };
         if seen.contains(&found) {
@@ -196,9 +243,8 @@ pub fn project_headers(path: &Path, source: &str) -> Headers {
                 queue.push((parent.clone(), i.clone(), depth + 1));
             }
         }
-        headers.files.push(facts);
+        out.push(facts);
     }
-    headers
 }
 
 fn resolve(from: &Path, inc: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
