@@ -71,6 +71,24 @@ fn facts_of_text(text: &str, options: &Options) -> Option<Arc<FileFacts>> {
     Some(Arc::new(CudaBuilder::glue_facts_of(text, &tree, options)))
 }
 
+/// Does `text` hold `name` as a whole word? A name in the facts is the text of a node, whose
+/// ends are token boundaries: where it starts or ends with a word character, the text next to
+/// it is not one.
+fn spells(text: &str, name: &str) -> bool {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let (t, n) = (text.as_bytes(), name.as_bytes());
+    let (Some(&first), Some(&last)) = (n.first(), n.last()) else {
+        return true;
+    };
+    memchr::memmem::find_iter(t, n).any(|at| {
+        let before = at.checked_sub(1).map(|i| t[i]);
+        let after = t.get(at + n.len()).copied();
+        let joined_before = word(first) && before.is_some_and(word);
+        let joined_after = word(last) && after.is_some_and(word);
+        !joined_before && !joined_after
+    })
+}
+
 /// A file the resolver sees: its facts once known, or its text until a question needs them.
 struct Sibling {
     /// Its path (`None` for the checked file).
@@ -128,7 +146,7 @@ impl Sibling {
         if self.absent.borrow().contains(name) {
             return None;
         }
-        if memchr::memmem::find(text.as_bytes(), name.as_bytes()).is_none() {
+        if !spells(text, name) {
             self.absent.borrow_mut().insert(name.to_string());
             return None;
         }
@@ -516,4 +534,22 @@ pub fn describe_callers(callers: &[(String, Option<PathBuf>)]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spells;
+
+    #[test]
+    fn spells_whole_words_only() {
+        let text = "at::Tensor foo_cuda(at::Tensor x);\nvoid bar() { ns::foo(x); }\n";
+        assert!(spells(text, "foo_cuda"));
+        assert!(spells(text, "foo"));
+        assert!(spells(text, "bar"));
+        assert!(!spells(text, "ba"));
+        assert!(!spells(text, "oo_cuda"));
+        assert!(!spells("void foo_cuda();", "foo"));
+        assert!(spells("x = &foo;", "foo"));
+        assert!(spells("struct A { A(); ~A(); };", "~A"));
+    }
 }
