@@ -24,6 +24,26 @@ pub fn walk<'t>(tree: &'t Tree, mut visit: impl FnMut(Node<'t>, bool)) {
     }
 }
 
+/// Visits the nodes of `tree` in document order, each once, on the way down; `visit` returns
+/// whether to go into the node's children (a walk that skips subtrees where nothing it looks
+/// for can be).
+pub fn walk_pruned<'t>(tree: &'t Tree, mut visit: impl FnMut(Node<'t>) -> bool) {
+    let mut cursor = tree.walk();
+    'walk: loop {
+        if visit(cursor.node()) && cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+}
+
 /// The nodes from `root` down to `target`, outermost first, `target` excluded (empty when
 /// `target` is not below `root`). Found going down with a cursor: `Node::parent` starts again
 /// from the root at every step, so walking up to the root that way is quadratic in the depth.
@@ -319,6 +339,32 @@ pub fn ancestor_of_kind<'t>(root: Node<'t>, node: Node<'t>, kinds: &[&str]) -> O
 mod tests {
     use super::*;
     use crate::Lang;
+
+    /// A pruned walk visits what the full walk visits, in order, less the skipped subtrees.
+    #[test]
+    fn walk_pruned_skips_subtrees() {
+        let src = "def f(a):\n    return g(a + 1)\n\nx = [1, 2]\n";
+        let tree = crate::parse(Lang::Python, src).unwrap();
+        let mut all = Vec::new();
+        walk(&tree, |n, entering| {
+            if entering {
+                all.push(n.id());
+            }
+        });
+        let mut every = Vec::new();
+        walk_pruned(&tree, |n| {
+            every.push(n.id());
+            true
+        });
+        assert_eq!(every, all);
+        let mut kinds = Vec::new();
+        walk_pruned(&tree, |n| {
+            kinds.push(n.kind());
+            n.kind() != "call" && n.kind() != "list"
+        });
+        assert!(kinds.contains(&"call") && kinds.contains(&"list"));
+        assert!(!kinds.contains(&"argument_list") && !kinds.contains(&"integer"));
+    }
 
     /// The field table answers what tree-sitter's own look-up answers, for every field name of
     /// both grammars, and nothing for names that are not fields.

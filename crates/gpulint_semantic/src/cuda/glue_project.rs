@@ -53,22 +53,118 @@ fn read_small(path: &Path) -> Option<String> {
     gpulint_source::decode(std::fs::read(path).ok()?).ok()
 }
 
-fn file_facts(path: &Path, options: &Options) -> Option<Arc<FileFacts>> {
-    if let Some(f) = FILES.lock().ok().and_then(|m| m.get(path).cloned()) {
-        return f;
-    }
-    let facts = (|| {
-        let text = read_small(path)?;
-        if !super::glue::is_glue_text(&text) {
-            return Some(Arc::new(FileFacts::default()));
-        }
-        let tree = parse(Lang::Cuda, &text)?;
-        Some(Arc::new(CudaBuilder::glue_facts_of(&text, &tree, options)))
-    })();
+/// The glue facts of a sibling file already known to this run, if any (`Some(None)`: the file
+/// is unreadable, too large or does not parse).
+fn known_facts(path: &Path) -> Option<Option<Arc<FileFacts>>> {
+    FILES.lock().ok().and_then(|m| m.get(path).cloned())
+}
+
+fn remember(path: &Path, facts: Option<Arc<FileFacts>>) {
     if let Ok(mut m) = FILES.lock() {
-        m.insert(path.to_path_buf(), facts.clone());
+        m.insert(path.to_path_buf(), facts);
     }
-    facts
+}
+
+/// The glue facts of a file's text (parsed here).
+fn facts_of_text(text: &str, options: &Options) -> Option<Arc<FileFacts>> {
+    let tree = parse(Lang::Cuda, text)?;
+    Some(Arc::new(CudaBuilder::glue_facts_of(text, &tree, options)))
+}
+
+/// Does `text` hold `name` as a whole word? A name in the facts is the text of a node, whose
+/// ends are token boundaries: where it starts or ends with a word character, the text next to
+/// it is not one.
+fn spells(text: &str, name: &str) -> bool {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let (t, n) = (text.as_bytes(), name.as_bytes());
+    let (Some(&first), Some(&last)) = (n.first(), n.last()) else {
+        return true;
+    };
+    memchr::memmem::find_iter(t, n).any(|at| {
+        let before = at.checked_sub(1).map(|i| t[i]);
+        let after = t.get(at + n.len()).copied();
+        let joined_before = word(first) && before.is_some_and(word);
+        let joined_after = word(last) && after.is_some_and(word);
+        !joined_before && !joined_after
+    })
+}
+
+/// A file the resolver sees: its facts once known, or its text until a question needs them.
+struct Sibling {
+    /// Its path (`None` for the checked file).
+    path: Option<PathBuf>,
+    /// The facts, once read (`None`: the file holds no glue that callers could use).
+    facts: std::cell::OnceCell<Option<Arc<FileFacts>>>,
+    /// The text of a sibling whose facts are not read yet. Facts only ever name what the text
+    /// spells, so a sibling whose text does not contain a name has no part in a question about
+    /// it, and is parsed only when some question names a word of its text.
+    text: Option<String>,
+    /// Names found absent from `text`.
+    absent: std::cell::RefCell<HashSet<String>>,
+}
+
+impl Sibling {
+    fn known(path: Option<PathBuf>, facts: Option<Arc<FileFacts>>) -> Sibling {
+        // A file without functions or bindings plays no part in any question.
+        let facts = facts.filter(|f| !f.fns.is_empty() || !f.bound.is_empty());
+        Sibling {
+            path,
+            facts: std::cell::OnceCell::from(facts),
+            text: None,
+            absent: Default::default(),
+        }
+    }
+
+    /// A sibling file, by its facts known to the run or else its text.
+    fn at(path: &Path) -> Sibling {
+        if let Some(facts) = known_facts(path) {
+            return Sibling::known(Some(path.to_path_buf()), facts);
+        }
+        let Some(text) = read_small(path) else {
+            remember(path, None);
+            return Sibling::known(Some(path.to_path_buf()), None);
+        };
+        if !super::glue::is_glue_text(&text) {
+            let facts = Some(Arc::new(FileFacts::default()));
+            remember(path, facts.clone());
+            return Sibling::known(Some(path.to_path_buf()), facts);
+        }
+        Sibling {
+            path: Some(path.to_path_buf()),
+            facts: Default::default(),
+            text: Some(text),
+            absent: Default::default(),
+        }
+    }
+
+    /// Its facts, when they may have a part in a question about `name`.
+    fn for_name(&self, name: &str, options: &Options) -> Option<&FileFacts> {
+        if let Some(f) = self.facts.get() {
+            return f.as_deref();
+        }
+        let text = self.text.as_deref()?;
+        if self.absent.borrow().contains(name) {
+            return None;
+        }
+        if !spells(text, name) {
+            self.absent.borrow_mut().insert(name.to_string());
+            return None;
+        }
+        let path = self.path.as_deref()?;
+        // Another file's question may have read it meanwhile.
+        let facts = known_facts(path).unwrap_or_else(|| {
+            let facts = facts_of_text(text, options);
+            remember(path, facts.clone());
+            facts
+        });
+        let facts = facts.filter(|f| !f.fns.is_empty() || !f.bound.is_empty());
+        self.facts.get_or_init(|| facts).as_deref()
+    }
+
+    /// Its facts, once read.
+    fn read(&self) -> Option<&FileFacts> {
+        self.facts.get().and_then(|f| f.as_deref())
+    }
 }
 
 /// Per file: the worst grid of the launches of each kernel name in it.
@@ -139,7 +235,9 @@ pub struct Reach {
 
 /// Resolves checks and guards through the callers of a function.
 pub struct Resolver<'a> {
-    files: Vec<(Option<PathBuf>, Arc<FileFacts>)>,
+    /// The checked file first, then its siblings (see [`Sibling`]).
+    files: Vec<Sibling>,
+    options: Options,
     /// Functions whose Python callers validate their inputs (`*`: all).
     trusted: &'a [String],
     /// Functions visited in the current question; past `MAX_VISITS` the answer is "unknown".
@@ -186,7 +284,12 @@ impl<'a> Resolver<'a> {
     /// The facts of this file and, when `path` is a real file, the C/C++ files of its directory
     /// and its parent (recorded as dependencies of this file's findings).
     pub fn new(here: &FileFacts, path: &Path, options: &Options, trusted: &'a [String]) -> Self {
-        let mut files = vec![(None, Arc::new(here.clone()))];
+        let mut files = vec![Sibling {
+            path: None,
+            facts: std::cell::OnceCell::from(Some(Arc::new(here.clone()))),
+            text: None,
+            absent: Default::default(),
+        }];
         let me = std::path::absolute(path).ok();
         let mut paths = vec![me.clone().unwrap_or_else(|| path.to_path_buf())];
         let dir = me.as_deref().and_then(Path::parent);
@@ -201,17 +304,18 @@ impl<'a> Resolver<'a> {
                     continue;
                 }
                 gpulint_source::note_dependency(f);
-                if let Some(facts) = file_facts(f, options) {
-                    if !facts.fns.is_empty() || !facts.bound.is_empty() {
-                        files.push((Some(f.clone()), facts));
-                        paths.push(f.clone());
-                    }
+                let sibling = Sibling::at(f);
+                if sibling.facts.get().is_some_and(Option::is_none) {
+                    continue;
                 }
+                files.push(sibling);
+                paths.push(f.clone());
             }
         }
         Resolver {
             indexes: files.iter().map(|_| std::cell::OnceCell::new()).collect(),
             files,
+            options: options.clone(),
             trusted,
             visits: std::cell::Cell::new(0),
             paths,
@@ -224,8 +328,8 @@ impl<'a> Resolver<'a> {
     /// parameter `param` (`None`: no call seen).
     fn python_seen(&self, file: usize, name: &str, param: usize) -> Option<Seen> {
         let python = self.python.as_ref()?;
-        let (path, facts) = (self.paths.get(file)?, &self.files.get(file)?.1);
-        if let Some(p) = self.files[file].0.as_ref() {
+        let (path, facts) = (self.paths.get(file)?, self.files.get(file)?.read()?);
+        if let Some(p) = self.files[file].path.as_ref() {
             gpulint_source::note_dependency(p);
         }
         python.seen(path, &facts.bindings, name, param)
@@ -254,17 +358,29 @@ impl<'a> Resolver<'a> {
 
     /// The files whose mentions of `name` may refer to the definition in file `home`: that
     /// file, and the others that do not define a function of that name themselves.
-    fn sees(&self, home: usize, name: &str) -> impl Iterator<Item = (usize, &FileFacts)> + '_ {
-        let name = name.to_string();
-        self.files
-            .iter()
-            .enumerate()
-            .filter(move |(i, _)| *i == home || !self.index(*i).defined.contains(&name))
-            .map(|(i, (_, f))| (i, f.as_ref()))
+    /// A sibling is read when a question first names a word of its text (see [`Sibling`]).
+    fn sees<'s>(
+        &'s self,
+        home: usize,
+        name: &'s str,
+    ) -> impl Iterator<Item = (usize, &'s FileFacts)> + 's {
+        self.files.iter().enumerate().filter_map(move |(i, f)| {
+            let facts = if i == home {
+                f.read()?
+            } else {
+                f.for_name(name, &self.options)?
+            };
+            (i == home || !self.index(i).defined.contains(name)).then_some((i, facts))
+        })
+    }
+
+    /// The facts of a file that a question has read.
+    fn facts(&self, file: usize) -> Option<&FileFacts> {
+        self.files.get(file).and_then(Sibling::read)
     }
 
     fn index(&self, file: usize) -> &FileIndex {
-        self.indexes[file].get_or_init(|| FileIndex::of(&self.files[file].1))
+        self.indexes[file].get_or_init(|| self.facts(file).map(FileIndex::of).unwrap_or_default())
     }
 
     fn bound(&self, home: usize, name: &str) -> bool {
@@ -298,7 +414,7 @@ impl<'a> Resolver<'a> {
         depth: usize,
         callers: &mut Vec<(String, Option<PathBuf>)>,
     ) -> u8 {
-        let Some(f) = self.files.get(file).and_then(|(_, f)| f.fns.get(func)) else {
+        let Some(f) = self.facts(file).and_then(|f| f.fns.get(func)) else {
             return ALL;
         };
         let own = f.covered.get(param).copied().unwrap_or(ALL);
@@ -321,7 +437,9 @@ impl<'a> Resolver<'a> {
         }
         for (ci, gi) in self.callers_of(file, &f.name, callers) {
             any = true;
-            let g = &self.files[ci].1.fns[gi];
+            let Some(g) = self.facts(ci).and_then(|c| c.fns.get(gi)) else {
+                continue;
+            };
             for call in g.calls.iter().filter(|c| c.callee == f.name) {
                 if let Some(Some((j, granted))) = call.args.get(param) {
                     result &= own | granted | self.cover(ci, gi, *j, depth + 1, callers);
@@ -354,7 +472,7 @@ impl<'a> Resolver<'a> {
                     continue;
                 }
                 if callers.len() < 8 && !callers.iter().any(|c| c.0 == g.name) {
-                    callers.push((g.name.clone(), self.files[ci].0.clone()));
+                    callers.push((g.name.clone(), self.files[ci].path.clone()));
                 }
                 found.push((ci, gi));
             }
@@ -377,7 +495,7 @@ impl<'a> Resolver<'a> {
         depth: usize,
         callers: &mut Vec<(String, Option<PathBuf>)>,
     ) -> bool {
-        let Some(f) = self.files.get(file).and_then(|(_, f)| f.fns.get(func)) else {
+        let Some(f) = self.facts(file).and_then(|f| f.fns.get(func)) else {
             return true;
         };
         self.visits.set(self.visits.get() + 1);
@@ -416,4 +534,22 @@ pub fn describe_callers(callers: &[(String, Option<PathBuf>)]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spells;
+
+    #[test]
+    fn spells_whole_words_only() {
+        let text = "at::Tensor foo_cuda(at::Tensor x);\nvoid bar() { ns::foo(x); }\n";
+        assert!(spells(text, "foo_cuda"));
+        assert!(spells(text, "foo"));
+        assert!(spells(text, "bar"));
+        assert!(!spells(text, "ba"));
+        assert!(!spells(text, "oo_cuda"));
+        assert!(!spells("void foo_cuda();", "foo"));
+        assert!(spells("x = &foo;", "foo"));
+        assert!(spells("struct A { A(); ~A(); };", "~A"));
+    }
 }

@@ -454,10 +454,7 @@ fn facts_of_tree(source: &str, tree: &tree_sitter::Tree) -> HeaderFacts {
         kernels: kernels::kernels_of(source, tree),
         ..Default::default()
     };
-    gpulint_syntax::walk(tree, |node, entering| {
-        if !entering {
-            return;
-        }
+    gpulint_syntax::walk_pruned(tree, |node| {
         match node.kind_name() {
             "alias_declaration" => {
                 if let (Some(n), Some(t)) = (node.field("name"), node.field("type")) {
@@ -501,10 +498,35 @@ fn facts_of_tree(source: &str, tree: &tree_sitter::Tree) -> HeaderFacts {
                     }
                 }
             }
-            _ => {}
+            kind => return !declares_nothing(kind, node, source),
         }
+        true
     });
     f
+}
+
+/// Expressions, which declare nothing: no alias, member, macro or function can be inside one
+/// that parsed without error and holds no brace (a lambda's body) and no `#`.
+const EXPRESSION_KINDS: &[&str] = &[
+    "argument_list",
+    "assignment_expression",
+    "binary_expression",
+    "call_expression",
+    "cast_expression",
+    "conditional_expression",
+    "field_expression",
+    "parenthesized_expression",
+    "pointer_expression",
+    "subscript_expression",
+    "unary_expression",
+    "update_expression",
+];
+
+/// Is `node` an expression without anything [`facts_of_tree`] reads inside it?
+fn declares_nothing(kind: &str, node: tree_sitter::Node<'_>, source: &str) -> bool {
+    EXPRESSION_KINDS.contains(&kind)
+        && !node.has_error()
+        && memchr::memchr2(b'{', b'#', text(node, source).as_bytes()).is_none()
 }
 
 impl super::CudaModel<'_> {
@@ -582,6 +604,21 @@ inline void other() {}
             &vec!["index_t".to_string()]
         );
         assert_eq!(f.check_helpers, vec!["CHECK_LAUNCH", "finish"]);
+    }
+
+    #[test]
+    fn header_facts_inside_expressions() {
+        // A lambda's body inside a call's arguments may declare what callers read; a plain
+        // expression is not walked into.
+        let s = r##"
+inline void run(int n) {
+  launch(n * 2, [&] { using lam_t = int64_t; struct P { int rows; }; });
+  call(other(n + 1), "#define");
+}
+"##;
+        let f = facts_of(s);
+        assert_eq!(f.aliases.get("lam_t").map(String::as_str), Some("int64_t"));
+        assert_eq!(f.fields.get("rows").unwrap(), &vec!["int".to_string()]);
     }
 
     #[test]

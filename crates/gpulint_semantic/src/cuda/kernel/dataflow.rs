@@ -18,7 +18,7 @@ impl<'t> Kernel<'t> {
         let source = model.source;
         let n = self.locals.len();
         let mut direct: Vec<Vec<usize>> = vec![Vec::new(); n];
-        let mut add = |i: usize, names: Vec<&str>, this: &Self| {
+        let mut add = |i: usize, names: &[&str], this: &Self| {
             for name in names {
                 if let Some(j) = this.local(name) {
                     if !direct[i].contains(&j) {
@@ -27,16 +27,24 @@ impl<'t> Kernel<'t> {
                 }
             }
         };
+        // A guard's condition is shared by every definition under it: its names are read once.
+        let mut cond_names: std::collections::HashMap<usize, Vec<&'t str>> = Default::default();
+        let mut reads_block = vec![false; n];
         for (i, defs) in self.defs.iter().enumerate() {
             for (d, guard) in defs.iter().zip(&def_guards[i]) {
-                add(i, identifiers(*d, source), self);
+                let names = identifiers(*d, source);
+                reads_block[i] |= names.contains(&"blockIdx");
+                add(i, &names, self);
                 // Control dependence: `if (x >= n) valid = false;` makes `valid` depend on `x`.
                 for g in model.guard_chain(*guard).take(4) {
                     if !matches!(
                         g.kind,
                         GuardKind::RangeLoop | GuardKind::LoopMacro | GuardKind::Macro
                     ) {
-                        add(i, identifiers(g.cond, source), self);
+                        let names = cond_names
+                            .entry(g.cond.id())
+                            .or_insert_with(|| identifiers(g.cond, source));
+                        add(i, names, self);
                     }
                 }
             }
@@ -51,14 +59,6 @@ impl<'t> Kernel<'t> {
                 stack.extend(direct[v].iter().copied());
             }
         }
-        let reads_block: Vec<bool> = self
-            .defs
-            .iter()
-            .map(|defs| {
-                defs.iter()
-                    .any(|d| identifiers(*d, source).contains(&"blockIdx"))
-            })
-            .collect();
         let mut reads: LocalSet = vec![0; n.div_ceil(64)];
         for (j, r) in reads_block.iter().enumerate() {
             if *r {
