@@ -15,6 +15,8 @@ mod conflict;
 mod expr;
 mod index;
 mod lanes;
+mod reach;
+mod relate;
 mod walk;
 
 use super::{CudaModel, Kernel};
@@ -111,6 +113,11 @@ pub(crate) struct Ctx<'a, 't> {
     seen: HashSet<(usize, String)>,
     per_function: HashMap<usize, usize>,
     atoms: std::rc::Rc<AtomFacts>,
+    /// The functions that synchronise the block, themselves or through helpers (computed on
+    /// first use).
+    syncing: Option<HashSet<usize>>,
+    /// The names of the functions that return a `__shared__` array (computed on first use).
+    shared_getters: Option<HashSet<String>>,
 }
 
 impl<'a, 't> Ctx<'a, 't> {
@@ -218,12 +225,9 @@ impl<'a, 't> Ctx<'a, 't> {
             return false;
         };
         let f = &self.m.functions[self.m.helpers[h].function];
-        f.node.field("body").is_some_and(|b| {
-            let t = self.m.text(b);
-            ["__syncthreads", ".sync()", "bar.sync", "barrier.sync"]
-                .iter()
-                .any(|w| t.contains(w))
-        })
+        f.node
+            .field("body")
+            .is_some_and(|b| reach::has_barrier_text(self.m.text(b)))
     }
 
     /// The summary of the helper called `name` (computed on first use).
@@ -262,13 +266,16 @@ fn analyze<'a, 't>(
         .iter()
         .any(|w| text.contains(w));
     // A kernel can race through the helpers it calls; a helper's pointer parameters are
-    // scratch buffers only where it synchronises the block.
-    if helper && !cooperative {
+    // scratch buffers only where it synchronises the block itself. One that synchronises only
+    // through the helpers it calls (a kernel's body moved into a function) is walked for the
+    // shared memory it obtains itself, its parameters left aside.
+    let through_calls = helper && !cooperative;
+    if through_calls && !ctx.synchronises_through_calls(k.function) {
         return None;
     }
     let mut bufs = HashMap::new();
     let mut params = Vec::new();
-    if helper {
+    if helper && !through_calls {
         for (pos, p) in k.params.iter().enumerate() {
             if p.pointer && !p.accessor {
                 let ptext = m.text(p.node);
@@ -367,6 +374,8 @@ impl<'t> CudaModel<'t> {
             seen: HashSet::new(),
             per_function: HashMap::new(),
             atoms: Default::default(),
+            syncing: None,
+            shared_getters: None,
         };
         for (i, h) in self.helpers.iter().enumerate() {
             let name = super::last_name(&self.functions[h.function].name);

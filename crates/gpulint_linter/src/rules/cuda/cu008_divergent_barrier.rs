@@ -26,8 +26,11 @@ declare_rule! {
     /// understand are not reported either.
     ///
     /// It also reports the other barrier error, a **missing** barrier (a warning): shared
-    /// memory (`__shared__` and `extern __shared__` buffers, pointers taken from them, and the
-    /// scratch-buffer parameters of `__device__` helpers that synchronise the block) written by
+    /// memory (`__shared__` and `extern __shared__` buffers, pointers taken from them or from
+    /// an accessor of the file that returns one (`SharedMemory<T>().getPointer()`), and the
+    /// scratch-buffer parameters of `__device__` helpers that synchronise the block; a helper
+    /// that synchronises only through the helpers it calls is checked for the shared memory
+    /// it obtains itself) written by
     /// some threads and then read (read-after-write) or overwritten (write-after-write) by
     /// others with no `__syncthreads()`, `block.sync()` or `cg::sync` on some path between; a
     /// loop whose body reads a buffer after its last barrier while the next iteration
@@ -50,7 +53,9 @@ declare_rule! {
     /// thread coordinate, a stride that changes with the loop, places computed from data) are
     /// not, except `s[t]` against `s[n - 1 - t]` with two elements in common and `s[t ^ j]`
     /// against `s[t]`; a guard on another thread value than the index (a tile's rank) leaves
-    /// the threads unknown; and a bound that needs the block size (`s[128]` written by thread
+    /// the threads unknown (a guard that relates the thread coordinate to another value of
+    /// the index, `if (y >= o && y < 2 * o) s[(y - o) * w + x]`, bounds it by that relation:
+    /// here from 0); and a bound that needs the block size (`s[128]` written by thread
     /// 0 against `s[t]`) holds only where the launch in the file gives it. A helper that
     /// cannot be summarised but calls `__syncthreads()` counts as a barrier, and so does
     /// `if (r > 0) __syncthreads();` opening a loop counting from 0, for the iteration before;

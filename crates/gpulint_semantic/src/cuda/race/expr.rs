@@ -217,6 +217,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                                 range: None,
                                 lane_partner: None,
                                 stride_base: None,
+                                correlated: false,
                             }];
                             return (Sum::empty(), Some((buf, index, e)));
                         }

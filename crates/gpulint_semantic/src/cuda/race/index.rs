@@ -44,6 +44,10 @@ pub(crate) struct Index {
     /// A counter of block-stride loops (`for (j = t; …; j += blockDim.x)`): its start, the
     /// thread's index.
     pub stride_base: Option<Poly>,
+    /// A guard bound relates the thread coordinate of the index to another of its values
+    /// (`y < 2 * o` around `s[y - o]`): its range, taken from each value apart, overstates
+    /// the elements the threads reach (see [`Forms::relate`]).
+    pub correlated: bool,
 }
 
 /// Index forms and guard facts of one function.
@@ -218,6 +222,7 @@ impl<'a, 't> Forms<'a, 't> {
                 Some(o) => p.add(o),
                 None => Some(p),
             }),
+            correlated: false,
         }
     }
 

@@ -457,10 +457,13 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
         node: Node<'t>,
         root: &Buf,
         write: bool,
-        index: Vec<Index>,
+        mut index: Vec<Index>,
     ) -> Sum<'t> {
         let mut threads = self.threads();
         threads.warp |= root.warp_private;
+        if let [ix] = index.as_mut_slice() {
+            self.f.relate(ix, &threads);
+        }
         let acc = Acc {
             buf: root.root.clone(),
             write,
