@@ -74,6 +74,8 @@ pub struct MissingBarrier<'t> {
     pub at: Node<'t>,
     /// Index into [`CudaModel::functions`] of the function reported on.
     pub function: usize,
+    /// The buffer is global memory (a kernel's pointer parameter), not shared memory.
+    pub global: bool,
 }
 
 /// One access to a shared buffer, as the walk carries it.
@@ -93,6 +95,8 @@ pub(crate) struct Acc<'t> {
     pub skipped: bool,
     /// Made by a call of this helper (function index).
     pub via: Option<usize>,
+    /// To a kernel's pointer parameter (global memory).
+    pub global: bool,
 }
 
 /// What a call of a helper leaves open, per buffer parameter.
@@ -140,6 +144,12 @@ impl<'a, 't> Ctx<'a, 't> {
         for a in earlier {
             for b in later {
                 if a.buf != b.buf || !(a.write || b.write) {
+                    continue;
+                }
+                if a.global || b.global {
+                    if handoff(f, a, b, across) {
+                        self.record(f.k.function, a, b, across);
+                    }
                     continue;
                 }
                 if let Some(c) = counter.as_ref().and_then(|c| c.atoms().next()) {
@@ -215,6 +225,7 @@ impl<'a, 't> Ctx<'a, 't> {
             across,
             at,
             function,
+            global: a.global,
         });
     }
 
@@ -246,6 +257,55 @@ impl<'a, 't> Ctx<'a, 't> {
         self.summaries.insert(h, s.clone());
         s
     }
+}
+
+/// Global memory written by one thread of the block and read by the others at the same
+/// element with no barrier between (`if (t == 0) out[m] = v;` then `… = out[m - 1]` in the
+/// next iteration of a loop over `m`): a read-after-write hazard within the block. Only this
+/// shape is taken on global memory, where other blocks and kernels also write.
+fn handoff<'t>(f: &Forms<'_, 't>, a: &Acc<'t>, b: &Acc<'t>, across: Across<'t>) -> bool {
+    if !(a.global && b.global && a.write && !b.write) || a.via.is_some() || b.via.is_some() {
+        return false;
+    }
+    if a.threads.single.is_none() || b.threads.single.is_some() || b.threads.warp {
+        return false;
+    }
+    if a.index.is_empty() || a.index.len() != b.index.len() {
+        return false;
+    }
+    let uniform = |i: &Index| !i.own && i.poly.is_some();
+    if !a.index.iter().chain(&b.index).all(uniform) {
+        return false;
+    }
+    let shift = match across {
+        Across::Sequence => None,
+        Across::Iteration { loop_node, .. } => {
+            let Some((c, step)) = lanes::loop_counter_step(f.m, loop_node) else {
+                return false;
+            };
+            Some((format!("f{}:{c}", f.k.function), step))
+        }
+        Across::Calls { .. } => return false,
+    };
+    a.index.iter().zip(&b.index).all(|(x, y)| {
+        let (Some(p), Some(q)) = (&x.poly, &y.poly) else {
+            return false;
+        };
+        match &shift {
+            None => p == q,
+            // The next iteration reads at the counter one step on.
+            Some((c, step)) => {
+                let next = q.substitute(&|atom| {
+                    if atom == c {
+                        Poly::atom(atom).add_const(*step)
+                    } else {
+                        Some(Poly::atom(atom))
+                    }
+                });
+                next.as_ref() == Some(p) && p.mentions(c)
+            }
+        }
+    })
 }
 
 /// Walks one function; for a helper, returns its summary and reports what two calls in a row
@@ -288,9 +348,31 @@ fn analyze<'a, 't>(
                         scalar: false,
                         aggregate: false,
                         warp_private: false,
+                        global: false,
                     },
                 );
                 params.push((pos, p.name.to_string()));
+            }
+        }
+    }
+    if !helper {
+        // A kernel's pointer parameters that it may write through: global memory.
+        for p in &k.params {
+            let ptext = m.text(p.node);
+            let pointee_const = ptext.split('*').next().is_some_and(|t| t.contains("const"));
+            if p.pointer && !p.accessor && !pointee_const && !ptext.contains("volatile") {
+                bufs.insert(
+                    p.name,
+                    Buf {
+                        root: p.name.to_string(),
+                        offset: None,
+                        volatile: false,
+                        scalar: false,
+                        aggregate: false,
+                        warp_private: false,
+                        global: true,
+                    },
+                );
             }
         }
     }

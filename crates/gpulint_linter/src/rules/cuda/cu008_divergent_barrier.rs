@@ -35,9 +35,14 @@ declare_rule! {
     /// others with no `__syncthreads()`, `block.sync()` or `cg::sync` on some path between; a
     /// loop whose body reads a buffer after its last barrier while the next iteration
     /// overwrites it first (write-after-read, no trailing barrier); and the same across two
-    /// calls of a helper. "Another thread's element" is decided on the index: the thread's own
-    /// `threadIdx`-derived index with the same offset is the same thread, `s[0]` written under
-    /// `if (tid == 0)` and read by all is not (nor is `s[0]` read by thread 0 against a
+    /// calls of a helper. On global memory (a kernel's writable, non-`volatile` pointer
+    /// parameters) one shape only: an element written by one thread (`if (t == 0) out[m] =
+    /// v;`) and read by the other threads of the block at the same element, the same index
+    /// for the whole block, with no barrier between, also in the next iteration of a loop
+    /// whose counter moves the read onto it (`… = out[m - 1]` after `m++`). "Another
+    /// thread's element" is decided on the index: the thread's own `threadIdx`-derived index
+    /// with the same offset is the same thread, `s[0]` written under `if (tid == 0)` and read
+    /// by all is not (nor is `s[0]` read by thread 0 against a
     /// block-stride loop `for (j = tid; …; j += blockDim.x)`), and a guard such as `if (t < s)` in
     /// `s[t] += s[t + s]` keeps the halves apart. Warp-synchronous code (both accesses within
     /// one warp: `tid < 32`, `volatile` buffers, `__syncwarp`, shuffles), atomics, blocks of
@@ -293,7 +298,12 @@ fn missing_barrier(
             d = d.with_label(gpulint_diagnostics::Span::of(&n), msg);
         }
     }
-    d.note("threads of a block run in no fixed order: shared memory written by one thread is visible to another only after a barrier both pass; `compute-sanitizer --tool racecheck` reports this hazard")
+    let note = if r.global {
+        "threads of a block run in no fixed order: global memory written by one thread is visible to the other threads of its block only after a barrier they all pass (`__syncthreads()` orders global as well as shared memory within the block)"
+    } else {
+        "threads of a block run in no fixed order: shared memory written by one thread is visible to another only after a barrier both pass; `compute-sanitizer --tool racecheck` reports this hazard"
+    };
+    d.note(note)
         .help(format!("add {place}, outside any condition that differs between the threads (`__syncthreads();`); a cooperative group's `block.sync()` does the same"))
 }
 

@@ -53,6 +53,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                         scalar: decl.kind_name() == "identifier",
                         aggregate,
                         warp_private: false,
+                        global: false,
                     },
                 );
                 continue;
@@ -87,6 +88,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                         scalar: false,
                         aggregate: false,
                         warp_private: false,
+                        global: false,
                     },
                 );
                 continue;

@@ -349,12 +349,15 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
             "identifier" => self
                 .bufs
                 .get(self.f.m.text(a))
-                .is_some_and(|b| !b.scalar || b.aggregate),
+                .is_some_and(|b| !b.global && (!b.scalar || b.aggregate)),
             "field_expression" => self.buffer_of(a, false).is_some_and(|b| b.aggregate),
             "pointer_expression" | "binary_expression" => {
                 gpulint_syntax::descendants(a).take(64).any(|n| {
                     n.kind_name() == "identifier"
-                        && self.bufs.get(self.f.m.text(n)).is_some_and(|b| !b.scalar)
+                        && self
+                            .bufs
+                            .get(self.f.m.text(n))
+                            .is_some_and(|b| !b.scalar && !b.global)
                 })
             }
             _ => false,
