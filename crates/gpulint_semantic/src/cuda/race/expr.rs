@@ -174,6 +174,19 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                 if buf.volatile {
                     return (out, None);
                 }
+                if buf.global {
+                    // Global memory: only the index's form and whether it differs between
+                    // threads matter (see `Walker::access`), not its range.
+                    let index = indices
+                        .iter()
+                        .map(|i| super::index::Index {
+                            poly: self.f.form(*i),
+                            own: self.f.per_thread(*i),
+                            ..Default::default()
+                        })
+                        .collect();
+                    return (out, Some((buf, index, e)));
+                }
                 let one = indices.len() == 1;
                 let index = indices
                     .iter()

@@ -16,6 +16,8 @@ use tree_sitter::Node;
 const MAX_FORM_DEPTH: usize = 8;
 /// Threads in a warp.
 const WARP: i128 = 32;
+/// Expressions nested deeper than this are one opaque value (no recursion past it).
+const MAX_NESTING: usize = 64;
 
 /// The threads that run an access: all, those of one warp, or one thread.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -57,6 +59,8 @@ pub(crate) struct Forms<'a, 't> {
     pub rc: RangeCx<'a, 't>,
     prefix: String,
     atoms: Rc<AtomFacts>,
+    /// The nesting of the expression [`Forms::form`] is at.
+    nesting: std::cell::Cell<usize>,
 }
 
 /// What the atoms of [`Forms::form`] stand for, kept for the whole file: a helper's accesses
@@ -77,6 +81,7 @@ impl<'a, 't> Forms<'a, 't> {
             rc: RangeCx::new(m, k),
             prefix: format!("f{}:", k.function),
             atoms,
+            nesting: std::cell::Cell::new(0),
         }
     }
 
@@ -87,6 +92,17 @@ impl<'a, 't> Forms<'a, 't> {
     }
 
     fn form_depth(&self, e: Node<'t>, depth: usize) -> Option<Poly> {
+        let n = self.nesting.get();
+        if n > MAX_NESTING {
+            return Some(self.opaque(e, &compact(self.m.text(e))));
+        }
+        self.nesting.set(n + 1);
+        let out = self.form_nested(e, depth);
+        self.nesting.set(n);
+        out
+    }
+
+    fn form_nested(&self, e: Node<'t>, depth: usize) -> Option<Poly> {
         let e = peel(e);
         if let Some(c) = self.m.eval(e) {
             return Some(Poly::constant(c));

@@ -462,15 +462,15 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
         write: bool,
         mut index: Vec<Index>,
     ) -> Sum<'t> {
+        // Global memory: only one thread's writes and the block's reads of one element are
+        // kept (see `handoff`), which leaves the shared-memory sets as they were.
+        if root.global && (index.is_empty() || index.iter().any(|i| i.own || i.poly.is_none())) {
+            return Sum::empty();
+        }
         let mut threads = self.threads();
         threads.warp |= root.warp_private;
-        if root.global {
-            // Global memory: only one thread's writes and the block's reads of one element
-            // are kept (see `handoff`), which leaves the shared-memory sets as they were.
-            let uniform = !index.is_empty() && index.iter().all(|i| !i.own && i.poly.is_some());
-            if !uniform || write && threads.single.is_none() || !write && threads.single.is_some() {
-                return Sum::empty();
-            }
+        if root.global && write == threads.single.is_none() {
+            return Sum::empty();
         }
         if let [ix] = index.as_mut_slice() {
             self.f.relate(ix, &threads);
