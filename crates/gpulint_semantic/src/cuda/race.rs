@@ -15,6 +15,8 @@ mod conflict;
 mod expr;
 mod index;
 mod lanes;
+mod reach;
+mod relate;
 mod walk;
 
 use super::{CudaModel, Kernel};
@@ -72,6 +74,8 @@ pub struct MissingBarrier<'t> {
     pub at: Node<'t>,
     /// Index into [`CudaModel::functions`] of the function reported on.
     pub function: usize,
+    /// The buffer is global memory (a kernel's pointer parameter), not shared memory.
+    pub global: bool,
 }
 
 /// One access to a shared buffer, as the walk carries it.
@@ -91,6 +95,8 @@ pub(crate) struct Acc<'t> {
     pub skipped: bool,
     /// Made by a call of this helper (function index).
     pub via: Option<usize>,
+    /// To a kernel's pointer parameter (global memory).
+    pub global: bool,
 }
 
 /// What a call of a helper leaves open, per buffer parameter.
@@ -111,6 +117,11 @@ pub(crate) struct Ctx<'a, 't> {
     seen: HashSet<(usize, String)>,
     per_function: HashMap<usize, usize>,
     atoms: std::rc::Rc<AtomFacts>,
+    /// The functions that synchronise the block, themselves or through helpers (computed on
+    /// first use).
+    syncing: Option<HashSet<usize>>,
+    /// The names of the functions that return a `__shared__` array (computed on first use).
+    shared_getters: Option<HashSet<String>>,
 }
 
 impl<'a, 't> Ctx<'a, 't> {
@@ -133,6 +144,12 @@ impl<'a, 't> Ctx<'a, 't> {
         for a in earlier {
             for b in later {
                 if a.buf != b.buf || !(a.write || b.write) {
+                    continue;
+                }
+                if a.global || b.global {
+                    if handoff(f, a, b, across) {
+                        self.record(f.k.function, a, b, across);
+                    }
                     continue;
                 }
                 if let Some(c) = counter.as_ref().and_then(|c| c.atoms().next()) {
@@ -208,6 +225,7 @@ impl<'a, 't> Ctx<'a, 't> {
             across,
             at,
             function,
+            global: a.global,
         });
     }
 
@@ -218,12 +236,9 @@ impl<'a, 't> Ctx<'a, 't> {
             return false;
         };
         let f = &self.m.functions[self.m.helpers[h].function];
-        f.node.field("body").is_some_and(|b| {
-            let t = self.m.text(b);
-            ["__syncthreads", ".sync()", "bar.sync", "barrier.sync"]
-                .iter()
-                .any(|w| t.contains(w))
-        })
+        f.node
+            .field("body")
+            .is_some_and(|b| reach::has_barrier_text(self.m.text(b)))
     }
 
     /// The summary of the helper called `name` (computed on first use).
@@ -244,6 +259,55 @@ impl<'a, 't> Ctx<'a, 't> {
     }
 }
 
+/// Global memory written by one thread of the block and read by the others at the same
+/// element with no barrier between (`if (t == 0) out[m] = v;` then `… = out[m - 1]` in the
+/// next iteration of a loop over `m`): a read-after-write hazard within the block. Only this
+/// shape is taken on global memory, where other blocks and kernels also write.
+fn handoff<'t>(f: &Forms<'_, 't>, a: &Acc<'t>, b: &Acc<'t>, across: Across<'t>) -> bool {
+    if !(a.global && b.global && a.write && !b.write) || a.via.is_some() || b.via.is_some() {
+        return false;
+    }
+    if a.threads.single.is_none() || b.threads.single.is_some() || b.threads.warp {
+        return false;
+    }
+    if a.index.is_empty() || a.index.len() != b.index.len() {
+        return false;
+    }
+    let uniform = |i: &Index| !i.own && i.poly.is_some();
+    if !a.index.iter().chain(&b.index).all(uniform) {
+        return false;
+    }
+    let shift = match across {
+        Across::Sequence => None,
+        Across::Iteration { loop_node, .. } => {
+            let Some((c, step)) = lanes::loop_counter_step(f.m, loop_node) else {
+                return false;
+            };
+            Some((format!("f{}:{c}", f.k.function), step))
+        }
+        Across::Calls { .. } => return false,
+    };
+    a.index.iter().zip(&b.index).all(|(x, y)| {
+        let (Some(p), Some(q)) = (&x.poly, &y.poly) else {
+            return false;
+        };
+        match &shift {
+            None => p == q,
+            // The next iteration reads at the counter one step on.
+            Some((c, step)) => {
+                let next = q.substitute(&|atom| {
+                    if atom == c {
+                        Poly::atom(atom).add_const(*step)
+                    } else {
+                        Some(Poly::atom(atom))
+                    }
+                });
+                next.as_ref() == Some(p) && p.mentions(c)
+            }
+        }
+    })
+}
+
 /// Walks one function; for a helper, returns its summary and reports what two calls in a row
 /// would race on.
 fn analyze<'a, 't>(
@@ -262,13 +326,16 @@ fn analyze<'a, 't>(
         .iter()
         .any(|w| text.contains(w));
     // A kernel can race through the helpers it calls; a helper's pointer parameters are
-    // scratch buffers only where it synchronises the block.
-    if helper && !cooperative {
+    // scratch buffers only where it synchronises the block itself. One that synchronises only
+    // through the helpers it calls (a kernel's body moved into a function) is walked for the
+    // shared memory it obtains itself, its parameters left aside.
+    let through_calls = helper && !cooperative;
+    if through_calls && !ctx.synchronises_through_calls(k.function) {
         return None;
     }
     let mut bufs = HashMap::new();
     let mut params = Vec::new();
-    if helper {
+    if helper && !through_calls {
         for (pos, p) in k.params.iter().enumerate() {
             if p.pointer && !p.accessor {
                 let ptext = m.text(p.node);
@@ -281,9 +348,31 @@ fn analyze<'a, 't>(
                         scalar: false,
                         aggregate: false,
                         warp_private: false,
+                        global: false,
                     },
                 );
                 params.push((pos, p.name.to_string()));
+            }
+        }
+    }
+    if !helper {
+        // A kernel's pointer parameters that it may write through: global memory.
+        for p in &k.params {
+            let ptext = m.text(p.node);
+            let pointee_const = ptext.split('*').next().is_some_and(|t| t.contains("const"));
+            if p.pointer && !p.accessor && !pointee_const && !ptext.contains("volatile") {
+                bufs.insert(
+                    p.name,
+                    Buf {
+                        root: p.name.to_string(),
+                        offset: None,
+                        volatile: false,
+                        scalar: false,
+                        aggregate: false,
+                        warp_private: false,
+                        global: true,
+                    },
+                );
             }
         }
     }
@@ -367,6 +456,8 @@ impl<'t> CudaModel<'t> {
             seen: HashSet::new(),
             per_function: HashMap::new(),
             atoms: Default::default(),
+            syncing: None,
+            shared_getters: None,
         };
         for (i, h) in self.helpers.iter().enumerate() {
             let name = super::last_name(&self.functions[h.function].name);

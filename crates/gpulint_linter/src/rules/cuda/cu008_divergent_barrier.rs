@@ -26,15 +26,23 @@ declare_rule! {
     /// understand are not reported either.
     ///
     /// It also reports the other barrier error, a **missing** barrier (a warning): shared
-    /// memory (`__shared__` and `extern __shared__` buffers, pointers taken from them, and the
-    /// scratch-buffer parameters of `__device__` helpers that synchronise the block) written by
+    /// memory (`__shared__` and `extern __shared__` buffers, pointers taken from them or from
+    /// an accessor of the file that returns one (`SharedMemory<T>().getPointer()`), and the
+    /// scratch-buffer parameters of `__device__` helpers that synchronise the block; a helper
+    /// that synchronises only through the helpers it calls is checked for the shared memory
+    /// it obtains itself) written by
     /// some threads and then read (read-after-write) or overwritten (write-after-write) by
     /// others with no `__syncthreads()`, `block.sync()` or `cg::sync` on some path between; a
     /// loop whose body reads a buffer after its last barrier while the next iteration
     /// overwrites it first (write-after-read, no trailing barrier); and the same across two
-    /// calls of a helper. "Another thread's element" is decided on the index: the thread's own
-    /// `threadIdx`-derived index with the same offset is the same thread, `s[0]` written under
-    /// `if (tid == 0)` and read by all is not (nor is `s[0]` read by thread 0 against a
+    /// calls of a helper. On global memory (a kernel's writable, non-`volatile` pointer
+    /// parameters) one shape only: an element written by one thread (`if (t == 0) out[m] =
+    /// v;`) and read by the other threads of the block at the same element, the same index
+    /// for the whole block, with no barrier between, also in the next iteration of a loop
+    /// whose counter moves the read onto it (`… = out[m - 1]` after `m++`). "Another
+    /// thread's element" is decided on the index: the thread's own `threadIdx`-derived index
+    /// with the same offset is the same thread, `s[0]` written under `if (tid == 0)` and read
+    /// by all is not (nor is `s[0]` read by thread 0 against a
     /// block-stride loop `for (j = tid; …; j += blockDim.x)`), and a guard such as `if (t < s)` in
     /// `s[t] += s[t + s]` keeps the halves apart. Warp-synchronous code (both accesses within
     /// one warp: `tid < 32`, `volatile` buffers, `__syncwarp`, shuffles), atomics, blocks of
@@ -50,7 +58,9 @@ declare_rule! {
     /// thread coordinate, a stride that changes with the loop, places computed from data) are
     /// not, except `s[t]` against `s[n - 1 - t]` with two elements in common and `s[t ^ j]`
     /// against `s[t]`; a guard on another thread value than the index (a tile's rank) leaves
-    /// the threads unknown; and a bound that needs the block size (`s[128]` written by thread
+    /// the threads unknown (a guard that relates the thread coordinate to another value of
+    /// the index, `if (y >= o && y < 2 * o) s[(y - o) * w + x]`, bounds it by that relation:
+    /// here from 0); and a bound that needs the block size (`s[128]` written by thread
     /// 0 against `s[t]`) holds only where the launch in the file gives it. A helper that
     /// cannot be summarised but calls `__syncthreads()` counts as a barrier, and so does
     /// `if (r > 0) __syncthreads();` opening a loop counting from 0, for the iteration before;
@@ -288,7 +298,12 @@ fn missing_barrier(
             d = d.with_label(gpulint_diagnostics::Span::of(&n), msg);
         }
     }
-    d.note("threads of a block run in no fixed order: shared memory written by one thread is visible to another only after a barrier both pass; `compute-sanitizer --tool racecheck` reports this hazard")
+    let note = if r.global {
+        "threads of a block run in no fixed order: global memory written by one thread is visible to the other threads of its block only after a barrier they all pass (`__syncthreads()` orders global as well as shared memory within the block)"
+    } else {
+        "threads of a block run in no fixed order: shared memory written by one thread is visible to another only after a barrier both pass; `compute-sanitizer --tool racecheck` reports this hazard"
+    };
+    d.note(note)
         .help(format!("add {place}, outside any condition that differs between the threads (`__syncthreads();`); a cooperative group's `block.sync()` does the same"))
 }
 

@@ -53,6 +53,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                         scalar: decl.kind_name() == "identifier",
                         aggregate,
                         warp_private: false,
+                        global: false,
                     },
                 );
                 continue;
@@ -71,7 +72,28 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                 }
                 continue;
             }
-            if decl.kind_name() != "pointer_declarator" {
+            let auto = d.field("type").is_some_and(|t| m.text(t) == "auto");
+            let pointer = decl.kind_name() == "pointer_declarator";
+            // `U* buf = shared.getPointer();`: a function of the file that returns one of its
+            // `__shared__` arrays hands out shared memory.
+            if (pointer || auto && decl.kind_name() == "identifier")
+                && value.is_some_and(|v| self.ctx.returns_shared(v))
+            {
+                self.bufs.insert(
+                    name,
+                    Buf {
+                        root: name.to_string(),
+                        offset: None,
+                        volatile,
+                        scalar: false,
+                        aggregate: false,
+                        warp_private: false,
+                        global: false,
+                    },
+                );
+                continue;
+            }
+            if !pointer {
                 continue;
             }
             if let Some(v) = value {

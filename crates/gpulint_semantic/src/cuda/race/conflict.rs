@@ -62,7 +62,12 @@ pub(crate) fn may_conflict(
             // (`s[t]`, `s[t + n / 2]` with `n` twice the block) touches only its own.
             // A guard on another thread value (`if (tile.thread_rank() < i)` around
             // `s[block_rank + i]`) selects threads the ranges do not see.
+            // A guard relating the thread coordinate to another value of the index (`y <
+            // 2 * o` around `s[(y - o) * w + x]` and `s[(y - o) * w + x + h]`) leaves the
+            // ranges overstated: they prove no overlap.
             a.index.len() == 1
+                && !a.index[0].correlated
+                && !b.index[0].correlated
                 && !strided_apart(&a.index[0], &diffs[0], thread_atom)
                 && !bounded_by_symbol(a)
                 && !bounded_by_symbol(b)
@@ -256,11 +261,13 @@ fn split_by_guard(a: &Side<'_>, b: &Side<'_>, thread_atom: &dyn Fn(&str) -> bool
         };
         let g = lo.gcd_where(thread_atom).max(1);
         lo_threads.bounds.iter().any(|(v, limit)| {
-            let scales = [
+            let mut scales = vec![
                 (Poly::constant(1), false),
                 (Poly::constant(g), false),
                 (Poly::atom("blockDim.x"), true),
             ];
+            // Rows padded past the block's width (`s[y * (blockDim.x + 1) + x]`).
+            scales.extend(padded_row(&d, limit).map(|r| (r, true)));
             for (scale, column) in scales {
                 let (Some(step), Some(vs)) = (limit.mul(&scale), v.mul(&scale)) else {
                     continue;
@@ -285,6 +292,27 @@ fn split_by_guard(a: &Side<'_>, b: &Side<'_>, thread_atom: &dyn Fn(&str) -> bool
         })
     };
     bounded(p, q, a.threads) || bounded(q, p, b.threads)
+}
+
+/// `d` as `limit` rows of a width wider than the block (`blockDim.x + 1`): the width, where
+/// `limit` is one value.
+fn padded_row(d: &Poly, limit: &Poly) -> Option<Poly> {
+    let mut atoms = limit.atoms();
+    let (Some(a), None) = (atoms.next(), atoms.next()) else {
+        return None;
+    };
+    if *limit != Poly::atom(a) {
+        return None;
+    }
+    let width = d.substitute(&|x| {
+        Some(if x == a {
+            Poly::constant(1)
+        } else {
+            Poly::atom(x)
+        })
+    })?;
+    let pad = width.sub(&Poly::atom("blockDim.x"))?.as_const()?;
+    (pad > 0 && limit.mul(&width)? == *d).then_some(width)
 }
 
 /// The atoms of `p` that differ between threads.

@@ -174,6 +174,19 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                 if buf.volatile {
                     return (out, None);
                 }
+                if buf.global {
+                    // Global memory: only the index's form and whether it differs between
+                    // threads matter (see `Walker::access`), not its range.
+                    let index = indices
+                        .iter()
+                        .map(|i| super::index::Index {
+                            poly: self.f.form(*i),
+                            own: self.f.per_thread(*i),
+                            ..Default::default()
+                        })
+                        .collect();
+                    return (out, Some((buf, index, e)));
+                }
                 let one = indices.len() == 1;
                 let index = indices
                     .iter()
@@ -217,6 +230,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                                 range: None,
                                 lane_partner: None,
                                 stride_base: None,
+                                correlated: false,
                             }];
                             return (Sum::empty(), Some((buf, index, e)));
                         }
@@ -348,12 +362,15 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
             "identifier" => self
                 .bufs
                 .get(self.f.m.text(a))
-                .is_some_and(|b| !b.scalar || b.aggregate),
+                .is_some_and(|b| !b.global && (!b.scalar || b.aggregate)),
             "field_expression" => self.buffer_of(a, false).is_some_and(|b| b.aggregate),
             "pointer_expression" | "binary_expression" => {
                 gpulint_syntax::descendants(a).take(64).any(|n| {
                     n.kind_name() == "identifier"
-                        && self.bufs.get(self.f.m.text(n)).is_some_and(|b| !b.scalar)
+                        && self
+                            .bufs
+                            .get(self.f.m.text(n))
+                            .is_some_and(|b| !b.scalar && !b.global)
                 })
             }
             _ => false,

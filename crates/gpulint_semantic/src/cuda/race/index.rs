@@ -16,6 +16,8 @@ use tree_sitter::Node;
 const MAX_FORM_DEPTH: usize = 8;
 /// Threads in a warp.
 const WARP: i128 = 32;
+/// Expressions nested deeper than this are one opaque value (no recursion past it).
+const MAX_NESTING: usize = 64;
 
 /// The threads that run an access: all, those of one warp, or one thread.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -44,6 +46,10 @@ pub(crate) struct Index {
     /// A counter of block-stride loops (`for (j = t; …; j += blockDim.x)`): its start, the
     /// thread's index.
     pub stride_base: Option<Poly>,
+    /// A guard bound relates the thread coordinate of the index to another of its values
+    /// (`y < 2 * o` around `s[y - o]`): its range, taken from each value apart, overstates
+    /// the elements the threads reach (see [`Forms::relate`]).
+    pub correlated: bool,
 }
 
 /// Index forms and guard facts of one function.
@@ -53,6 +59,8 @@ pub(crate) struct Forms<'a, 't> {
     pub rc: RangeCx<'a, 't>,
     prefix: String,
     atoms: Rc<AtomFacts>,
+    /// The nesting of the expression [`Forms::form`] is at.
+    nesting: std::cell::Cell<usize>,
 }
 
 /// What the atoms of [`Forms::form`] stand for, kept for the whole file: a helper's accesses
@@ -73,6 +81,7 @@ impl<'a, 't> Forms<'a, 't> {
             rc: RangeCx::new(m, k),
             prefix: format!("f{}:", k.function),
             atoms,
+            nesting: std::cell::Cell::new(0),
         }
     }
 
@@ -83,6 +92,17 @@ impl<'a, 't> Forms<'a, 't> {
     }
 
     fn form_depth(&self, e: Node<'t>, depth: usize) -> Option<Poly> {
+        let n = self.nesting.get();
+        if n > MAX_NESTING {
+            return Some(self.opaque(e, &compact(self.m.text(e))));
+        }
+        self.nesting.set(n + 1);
+        let out = self.form_nested(e, depth);
+        self.nesting.set(n);
+        out
+    }
+
+    fn form_nested(&self, e: Node<'t>, depth: usize) -> Option<Poly> {
         let e = peel(e);
         if let Some(c) = self.m.eval(e) {
             return Some(Poly::constant(c));
@@ -218,6 +238,7 @@ impl<'a, 't> Forms<'a, 't> {
                 Some(o) => p.add(o),
                 None => Some(p),
             }),
+            correlated: false,
         }
     }
 

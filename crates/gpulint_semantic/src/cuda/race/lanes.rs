@@ -191,6 +191,14 @@ fn counter_from_zero<'t>(m: &crate::cuda::CudaModel<'t>, f: Node<'t>) -> Option<
 
 /// The counter a `for` loop steps up every iteration (`++r`, `r++`, `r += k` with `k > 0`).
 pub(super) fn loop_counter<'t>(m: &crate::cuda::CudaModel<'t>, f: Node<'t>) -> Option<&'t str> {
+    loop_counter_step(m, f).map(|(name, _)| name)
+}
+
+/// [`loop_counter`] with the constant it steps by.
+pub(super) fn loop_counter_step<'t>(
+    m: &crate::cuda::CudaModel<'t>,
+    f: Node<'t>,
+) -> Option<(&'t str, i128)> {
     if f.kind_name() != "for_statement" {
         return None;
     }
@@ -210,13 +218,13 @@ pub(super) fn loop_counter<'t>(m: &crate::cuda::CudaModel<'t>, f: Node<'t>) -> O
     let _ = value;
     let name = m.text(name);
     let update = peel(f.field("update")?);
-    let var = match update.kind_name() {
+    let (var, step) = match update.kind_name() {
         "update_expression" => {
             let t = m.text(update);
             if !t.contains("++") {
                 return None;
             }
-            update.field("argument")?
+            (update.field("argument")?, 1)
         }
         "assignment_expression" => {
             let op = update.field("operator").map(|o| o.kind())?;
@@ -224,9 +232,9 @@ pub(super) fn loop_counter<'t>(m: &crate::cuda::CudaModel<'t>, f: Node<'t>) -> O
             if op != "+=" || k <= 0 {
                 return None;
             }
-            update.field("left")?
+            (update.field("left")?, k)
         }
         _ => return None,
     };
-    (m.text(peel(var)) == name).then_some(name)
+    (m.text(peel(var)) == name).then_some((name, step))
 }

@@ -70,6 +70,9 @@ pub(crate) struct Buf {
     /// A pointer to a slice of the buffer chosen by the warp index (`&s[warp * 64]`): only
     /// the threads of one warp touch it.
     pub warp_private: bool,
+    /// A kernel's pointer parameter: global memory, checked only for one thread's write read
+    /// by the others of its block (see [`super::Ctx::pairs`]).
+    pub global: bool,
 }
 
 pub(crate) struct Walker<'a, 'c, 't> {
@@ -457,11 +460,23 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
         node: Node<'t>,
         root: &Buf,
         write: bool,
-        index: Vec<Index>,
+        mut index: Vec<Index>,
     ) -> Sum<'t> {
+        // Global memory: only one thread's writes and the block's reads of one element are
+        // kept (see `handoff`), which leaves the shared-memory sets as they were.
+        if root.global && (index.is_empty() || index.iter().any(|i| i.own || i.poly.is_none())) {
+            return Sum::empty();
+        }
         let mut threads = self.threads();
         threads.warp |= root.warp_private;
+        if root.global && write == threads.single.is_none() {
+            return Sum::empty();
+        }
+        if let [ix] = index.as_mut_slice() {
+            self.f.relate(ix, &threads);
+        }
         let acc = Acc {
+            global: root.global,
             buf: root.root.clone(),
             write,
             node,
