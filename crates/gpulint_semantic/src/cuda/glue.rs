@@ -95,6 +95,8 @@ pub struct GlueFn<'t> {
     /// Calls that hand their arguments to kernels launched elsewhere: launch macros, and
     /// launching helpers of this file that take no tensors and hold no guard.
     pub sites: Vec<LaunchSite<'t>>,
+    /// The call node of each entry of its [`FnFacts::calls`], in the same order.
+    pub calls: Vec<Node<'t>>,
     /// Checks that compare a tensor's property with itself.
     pub vacuous: Vec<VacuousCheck<'t>>,
     pub guard: Option<Node<'t>>,
@@ -122,6 +124,9 @@ pub struct FnFacts {
     pub tensor: Vec<bool>,
     pub guarded: bool,
     pub calls: Vec<CallFacts>,
+    /// Without a guard of its own, it hands the memory of this tensor parameter to a kernel
+    /// (see [`GlueFn::launch_hit`]).
+    pub launches: Option<usize>,
 }
 
 /// A function bound to Python under a name: `m.def("relu", &relu_forward)`.
@@ -190,7 +195,46 @@ impl<'t> PtrUse<'t> {
     }
 }
 
+/// The first place a host function hands a tensor parameter's memory to a kernel.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchHit<'t> {
+    /// The launch, the launch macro's call or the launching helper's call.
+    pub node: Node<'t>,
+    /// The kernel (or the helper) it reaches.
+    pub target: &'t str,
+    /// `None` for a `<<<…>>>` of its own.
+    pub via: Option<Via<'t>>,
+    /// The tensor parameter, and the argument that takes its memory.
+    pub param: usize,
+    pub arg: Node<'t>,
+}
+
 impl<'t> GlueFn<'t> {
+    /// The first launch (a `<<<…>>>`, a launch macro or a launching helper of the file) that
+    /// takes a tensor parameter's memory.
+    pub fn launch_hit(&self, model: &CudaModel<'t>) -> Option<LaunchHit<'t>> {
+        let direct = self.launches.iter().filter_map(|&l| {
+            let l = model.launches.get(l)?;
+            Some((l.node, l.args.as_slice(), l.kernel, None))
+        });
+        let indirect = self
+            .sites
+            .iter()
+            .map(|s| (s.node, s.args.as_slice(), s.target, Some(s.via)));
+        direct
+            .chain(indirect)
+            .find_map(|(node, args, target, via)| {
+                self.tensor_in_args(model, args)
+                    .map(|(param, arg)| LaunchHit {
+                        node,
+                        target,
+                        via,
+                        param,
+                        arg,
+                    })
+            })
+    }
+
     /// Does the launch's argument list take this use (directly, or through its variable)?
     pub fn use_reaches(&self, model: &CudaModel<'t>, u: &PtrUse<'t>, launch: usize) -> bool {
         model

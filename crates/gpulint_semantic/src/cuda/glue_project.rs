@@ -221,6 +221,102 @@ pub fn sibling_launch_grid(path: &Path, options: &Options, name: &str) -> Option
     worst
 }
 
+/// Subdirectories of a directory searched for the definitions of called functions.
+const MAX_SUBDIRS: usize = 16;
+
+static SUBDIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<Vec<PathBuf>>>>> =
+    LazyLock::new(Default::default);
+
+/// The immediate subdirectories of `dir` (the first by name).
+fn sub_dirs(dir: &Path) -> Arc<Vec<PathBuf>> {
+    if let Some(v) = SUBDIRS.lock().ok().and_then(|m| m.get(dir).cloned()) {
+        return v;
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .take(MAX_DIR_ENTRIES)
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.sort();
+    dirs.truncate(MAX_SUBDIRS);
+    let dirs = Arc::new(dirs);
+    if let Ok(mut m) = SUBDIRS.lock() {
+        m.insert(dir.to_path_buf(), dirs.clone());
+    }
+    dirs
+}
+
+static TEXTS: LazyLock<Mutex<HashMap<PathBuf, Option<Arc<str>>>>> = LazyLock::new(Default::default);
+
+/// Does the text of the file at `path` (read once per run) contain `name`?
+fn mentions(path: &Path, name: &str) -> bool {
+    let cached = TEXTS.lock().ok().and_then(|m| m.get(path).cloned());
+    let text = cached.unwrap_or_else(|| {
+        let text: Option<Arc<str>> = read_small(path).map(Arc::from);
+        if let Ok(mut m) = TEXTS.lock() {
+            m.insert(path.to_path_buf(), text.clone());
+        }
+        text
+    });
+    text.is_some_and(|t| memchr::memmem::find(t.as_bytes(), name.as_bytes()).is_some())
+}
+
+/// A function defined in another file that launches kernels with a tensor's memory.
+#[derive(Debug, Clone)]
+pub struct ForeignLauncher {
+    pub path: PathBuf,
+    /// The parameter whose memory reaches the kernel.
+    pub param: usize,
+}
+
+/// Where function `name`, which the file at `path` calls but does not define, is defined in
+/// the C/C++/CUDA files of the file's directory, its parent or its subdirectories (the
+/// `cuda/` folder of an extension's bindings): when every definition found hands a tensor
+/// parameter's memory to a kernel without a device guard of its own, the first of them.
+pub fn foreign_launcher(path: &Path, options: &Options, name: &str) -> Option<ForeignLauncher> {
+    let me = std::path::absolute(path).ok()?;
+    let dir = me.parent()?;
+    let mut dirs: Vec<PathBuf> = std::iter::once(dir)
+        .chain(dir.parent())
+        .map(Path::to_path_buf)
+        .collect();
+    dirs.extend(sub_dirs(dir).iter().cloned());
+    let mut found: Option<ForeignLauncher> = None;
+    for d in &dirs {
+        if !d.is_dir() {
+            continue;
+        }
+        gpulint_source::note_dependency(d);
+        for f in dir_files(d).iter().filter(|f| **f != me) {
+            gpulint_source::note_dependency(f);
+            // Parsed only when its text names the function.
+            if !mentions(f, name) {
+                continue;
+            }
+            let Some(facts) = file_facts(f, options) else {
+                continue;
+            };
+            for g in facts.fns.iter().filter(|g| g.name == name) {
+                match g.launches {
+                    Some(param) if !g.guarded => {
+                        found.get_or_insert(ForeignLauncher {
+                            path: f.clone(),
+                            param,
+                        });
+                    }
+                    _ => return None,
+                }
+            }
+        }
+    }
+    found
+}
+
 /// Where a check or guard was looked for.
 #[derive(Debug, Default, Clone)]
 pub struct Reach {

@@ -461,6 +461,16 @@ PYBIND11_MODULE(ext, m) { m.def("op", &op); }
             g.facts.fns[launch.facts].covered[0] & DTYPE != 0,
             "dispatched on a"
         );
+        // For callers in other files: `launch` hands `a` to a kernel and holds no guard;
+        // `op` launches nothing itself and holds one.
+        assert_eq!(g.facts.fns[launch.facts].launches, Some(0));
+        assert_eq!(facts.launches, None);
+        // The launch is not a call of a host function named `k`.
+        assert!(g.facts.fns[launch.facts]
+            .calls
+            .iter()
+            .all(|c| c.callee != "k"));
+        assert_eq!(launch.calls.len(), g.facts.fns[launch.facts].calls.len());
     });
 }
 

@@ -5,8 +5,12 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};
-use gpulint_semantic::cuda::glue::Via;
+use gpulint_semantic::cuda::glue::{GlueFn, Via};
+use gpulint_semantic::cuda::glue_project::{foreign_launcher, ForeignLauncher};
+use gpulint_semantic::cuda::last_name;
 use gpulint_syntax::Lang;
+use gpulint_syntax::NodeExt;
+use tree_sitter::Node;
 
 declare_rule! {
     /// ## What it does
@@ -25,6 +29,13 @@ declare_rule! {
     /// with the gradients' device current. If the Python side always runs the op under `torch.cuda.device(x.device)`
     /// (or the extension only ever runs on one GPU), list the bound functions in
     /// `python-guarded`, or `["*"]`.
+    ///
+    /// A function that launches nothing itself but hands a tensor parameter to a function of
+    /// another file (in its directory, its parent, or a subdirectory such as the `cuda/`
+    /// folder next to an extension's bindings) that launches kernels with it and holds no
+    /// guard is reported at that call, under the same conditions: the guard can go in either
+    /// function. Every definition of the called name found there must launch: a name defined
+    /// twice (a CPU and a CUDA build) where one does not is left alone.
     ///
     /// ## Why is this risky?
     /// A kernel is launched on the *current* device, usually `cuda:0`, whatever device the
@@ -87,7 +98,7 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "Op launches kernels for tensor inputs without a CUDA device guard",
         kinds: &[],
-        needles: &["<<<"],
+        needles: &["<<<", "Tensor"],
         options: &[RuleOption {
             key: "python-guarded",
             kind: OptionKind::StringList,
@@ -113,24 +124,19 @@ impl Rule for MissingDeviceGuard {
                 continue;
             }
             // The first launch (or launch macro, or launching helper) that takes a tensor
-            // parameter's memory.
-            let direct = gf.launches.iter().map(|&l| {
-                let l = &m.launches[l];
-                (l.node, l.args.as_slice(), l.kernel, None)
-            });
-            let indirect = gf
-                .sites
-                .iter()
-                .map(|s| (s.node, s.args.as_slice(), s.target, Some(s.via)));
-            let hit = direct
-                .chain(indirect)
-                .find_map(|(node, args, target, via)| {
-                    gf.tensor_in_args(m, args)
-                        .map(|(index, arg)| (node, target, via, index, arg))
-                });
-            let Some((site, target, via, index, arg)) = hit else {
+            // parameter's memory; else a call handing a tensor parameter to a function of
+            // another file that launches with it.
+            let Some(hit) = gf.launch_hit(m) else {
+                if let Some((call, callee, index, foreign)) = foreign_hit(ctx, gf) {
+                    let Some(callers) = resolver.get(ctx).unguarded(gf.facts) else {
+                        continue;
+                    };
+                    report_foreign(ctx, gf, call, callee, index, &foreign, &callers);
+                }
                 continue;
             };
+            let (site, target, via, index, arg) =
+                (hit.node, hit.target, hit.via, hit.param, hit.arg);
             let Some(callers) = resolver.get(ctx).unguarded(gf.facts) else {
                 continue;
             };
@@ -164,6 +170,90 @@ impl Rule for MissingDeviceGuard {
             ctx.report(d);
         }
     }
+}
+
+/// Namespaces of the libraries an extension calls, whose functions it does not define.
+const LIBRARY_NAMESPACES: &[&str] = &["at", "torch", "c10", "std", "thrust", "cub"];
+
+/// The first call of `gf` that hands one of its tensor parameters to a function defined in
+/// another file (next to this one, in its parent or in a subdirectory) which launches kernels
+/// with that tensor's memory and holds no guard: the call, the callee, the parameter and
+/// where the callee is.
+fn foreign_hit<'t>(
+    ctx: &Context<'t>,
+    gf: &GlueFn<'t>,
+) -> Option<(Node<'t>, &'t str, usize, ForeignLauncher)> {
+    let m = ctx.cuda();
+    let facts = m.glue.facts.fns.get(gf.facts)?;
+    let options = ctx.settings.semantic_options();
+    for (call, node) in facts.calls.iter().zip(&gf.calls) {
+        // A tensor parameter among the arguments, and a callee this file does not define.
+        if !call
+            .args
+            .iter()
+            .any(|a| a.is_some_and(|(i, _)| gf.params.get(i).is_some_and(|p| p.1)))
+            || m.glue.facts.fns.iter().any(|f| f.name == call.callee)
+        {
+            continue;
+        }
+        // The libraries' own functions (`at::zeros_like(x)`, `torch::empty_like(x)`) and
+        // macros (`OP_REQUIRES(ctx, …)`, upper case by convention) are not looked for.
+        let function = node.field("function").map_or("", |f| m.text(f));
+        if !call.callee.bytes().any(|b| b.is_ascii_lowercase())
+            || LIBRARY_NAMESPACES.iter().any(|ns| {
+                function
+                    .strip_prefix(ns)
+                    .is_some_and(|r| r.starts_with("::"))
+            })
+        {
+            continue;
+        }
+        let Some(foreign) = foreign_launcher(&ctx.file.path, &options, &call.callee) else {
+            continue;
+        };
+        let Some(Some((index, _))) = call.args.get(foreign.param) else {
+            continue;
+        };
+        if gf.params.get(*index).is_some_and(|p| p.1) {
+            let callee = node
+                .field("function")
+                .map_or(call.callee.as_str(), |f| last_name(m.text(f)));
+            return Some((*node, callee, *index, foreign));
+        }
+    }
+    None
+}
+
+fn report_foreign(
+    ctx: &mut Context<'_>,
+    gf: &GlueFn<'_>,
+    call: Node<'_>,
+    callee: &str,
+    index: usize,
+    foreign: &ForeignLauncher,
+    callers: &[super::op_glue::Caller],
+) {
+    let m = ctx.cuda();
+    let name = gf.params[index].0;
+    let fname = &m.functions[gf.func].name;
+    let file = foreign
+        .path
+        .file_name()
+        .map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+    let mut d = ctx
+        .diagnostic(
+            call,
+            format!("`{fname}` calls `{callee}` ({file}), which launches kernels with `{name}`, without a CUDA device guard"),
+        )
+        .primary_label(format!("`{callee}` launches on the current device, which need not be the inputs' device"))
+        .note(format!(
+            "`{callee}` in {file} holds no guard either; a custom op runs on whatever device is current (usually cuda:0): with `{name}` on cuda:1 the kernel dereferences another device's memory and fails with an illegal memory access"
+        ));
+    d = callers_note(d, callers, "hold no guard either");
+    d = d.help(format!(
+        "add `const at::cuda::OptionalCUDAGuard guard(device_of({name}));` at the top of `{fname}` (or of `{callee}`); confirm at run time with `compute-sanitizer --tool memcheck python train.py` with the inputs on cuda:1"
+    ));
+    ctx.report(d);
 }
 
 #[cfg(test)]

@@ -198,6 +198,7 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
         let mut guard = None;
         let mut tensor_iterator = false;
         let mut fn_calls = Vec::new();
+        let mut call_nodes = Vec::new();
         let mut uses = Vec::new();
         let mut calls_launcher = false;
         let mut sites = Vec::new();
@@ -325,6 +326,11 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
                 cover(&mut covered, ctext, true);
                 continue;
             }
+            // A launch calls a kernel, not a host function of the same name (a `__global__
+            // void op_forward` launched by `op_cuda_forward`, bound as `op_forward`).
+            if named_children(*c).any(|n| n.kind_name() == "kernel_call_syntax") {
+                continue;
+            }
             let args = c
                 .field("arguments")
                 .map(|a| {
@@ -343,6 +349,7 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
                 callee: name.to_string(),
                 args,
             });
+            call_nodes.push(*c);
         }
         if !params.iter().any(|p| p.1) && guard.is_none() && fn_calls.is_empty() {
             glue.facts.fns.push(FnFacts {
@@ -351,6 +358,7 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
                 tensor: params.iter().map(|p| p.1).collect(),
                 guarded: false,
                 calls: Vec::new(),
+                launches: None,
             });
             continue;
         }
@@ -362,6 +370,7 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
             tensor: params.iter().map(|p| p.1).collect(),
             guarded: guard.is_some(),
             calls: fn_calls,
+            launches: None,
         });
         if params.iter().any(|p| p.1) {
             glue.fns.push(GlueFn {
@@ -372,6 +381,7 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
                 launches,
                 calls_launcher,
                 sites,
+                calls: call_nodes,
                 vacuous: vacuous_checks,
                 guard,
                 tensor_iterator,
@@ -390,6 +400,15 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
     for g in glue.fns.iter_mut() {
         g.sites
             .retain(|s| s.via != Via::Helper || helpers.get(s.target) == Some(&false));
+    }
+    // For callers in other files: the tensor parameter whose memory an unguarded function
+    // hands to a kernel.
+    for g in &glue.fns {
+        if g.guard.is_none() {
+            if let Some(hit) = g.launch_hit(model) {
+                glue.facts.fns[g.facts].launches = Some(hit.param);
+            }
+        }
     }
     // Checks done by a same-file helper (`check_inputs(a, b)`) cover the caller's tensors.
     let own: HashMap<String, Vec<Props>> = glue
