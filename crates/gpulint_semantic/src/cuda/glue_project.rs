@@ -251,19 +251,20 @@ fn sub_dirs(dir: &Path) -> Arc<Vec<PathBuf>> {
     dirs
 }
 
-static TEXTS: LazyLock<Mutex<HashMap<PathBuf, Option<Arc<str>>>>> = LazyLock::new(Default::default);
-
-/// Does the text of the file at `path` (read once per run) contain `name`?
-fn mentions(path: &Path, name: &str) -> bool {
-    let cached = TEXTS.lock().ok().and_then(|m| m.get(path).cloned());
-    let text = cached.unwrap_or_else(|| {
-        let text: Option<Arc<str>> = read_small(path).map(Arc::from);
-        if let Ok(mut m) = TEXTS.lock() {
-            m.insert(path.to_path_buf(), text.clone());
-        }
-        text
-    });
-    text.is_some_and(|t| memchr::memmem::find(t.as_bytes(), name.as_bytes()).is_some())
+/// The glue facts of the file at `path` when its text spells `name` as a whole word (parsed
+/// once per run and kept; a file that does not spell it is read again by a later question
+/// rather than held in memory).
+fn facts_naming(path: &Path, name: &str, options: &Options) -> Option<Arc<FileFacts>> {
+    if let Some(known) = known_facts(path) {
+        return known;
+    }
+    let text = read_small(path)?;
+    if !spells(&text, name) {
+        return None;
+    }
+    let facts = facts_of_text(&text, options);
+    remember(path, facts.clone());
+    facts
 }
 
 /// A function defined in another file that launches kernels with a tensor's memory.
@@ -295,10 +296,7 @@ pub fn foreign_launcher(path: &Path, options: &Options, name: &str) -> Option<Fo
         for f in dir_files(d).iter().filter(|f| **f != me) {
             gpulint_source::note_dependency(f);
             // Parsed only when its text names the function.
-            if !mentions(f, name) {
-                continue;
-            }
-            let Some(facts) = file_facts(f, options) else {
+            let Some(facts) = facts_naming(f, name, options) else {
                 continue;
             };
             for g in facts.fns.iter().filter(|g| g.name == name) {
