@@ -5,8 +5,9 @@
 use super::{dir_files, facts_of_text, known_facts, read_small, remember, spells, MAX_DIR_ENTRIES};
 use crate::cuda::glue::FileFacts;
 use crate::Options;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
 /// Subdirectories of a directory searched for the definitions of called functions.
@@ -39,14 +40,67 @@ fn sub_dirs(dir: &Path) -> Arc<Vec<PathBuf>> {
     dirs
 }
 
+/// The words of the files looked at for launchers (maximal runs of `[A-Za-z0-9_]`), kept so
+/// that a file is read once per run however many names are asked about, within
+/// [`WORDS_BUDGET`] bytes for the whole run; past it, files are read again for each question.
+type Words = HashSet<Box<[u8]>>;
+
+static WORDS: LazyLock<Mutex<HashMap<PathBuf, Option<Arc<Words>>>>> =
+    LazyLock::new(Default::default);
+/// Bytes of words kept for the whole run.
+const WORDS_BUDGET: usize = 8 << 20;
+static WORDS_USED: AtomicUsize = AtomicUsize::new(0);
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// The distinct maximal runs of word characters of `text`.
+fn words_of(text: &str) -> Words {
+    text.as_bytes()
+        .split(|b| !is_word(*b))
+        .filter(|w| !w.is_empty())
+        .map(Box::from)
+        .collect()
+}
+
+/// Keeps the words of the file at `path` if the budget allows (`None`: unreadable or too large).
+fn keep_words(path: &Path, text: Option<&str>) {
+    let words = text.map(words_of);
+    let size: usize = words
+        .as_ref()
+        .map_or(0, |w| w.iter().map(|x| x.len() + 16).sum());
+    if WORDS_USED.fetch_add(size, Ordering::Relaxed) + size > WORDS_BUDGET {
+        WORDS_USED.fetch_sub(size, Ordering::Relaxed);
+        return;
+    }
+    if let Ok(mut m) = WORDS.lock() {
+        m.insert(path.to_path_buf(), words.map(Arc::new));
+    }
+}
+
 /// The glue facts of the file at `path` when its text spells `name` as a whole word (parsed
-/// once per run and kept; a file that does not spell it is read again by a later question
-/// rather than held in memory).
+/// once per run and kept).
 fn facts_naming(path: &Path, name: &str, options: &Options) -> Option<Arc<FileFacts>> {
     if let Some(known) = known_facts(path) {
         return known;
     }
-    let text = read_small(path)?;
+    // A name made of word characters is spelled as a whole word exactly when it is one of
+    // the file's words.
+    let plain = !name.is_empty() && name.bytes().all(is_word);
+    if plain {
+        let words = WORDS.lock().ok().and_then(|m| m.get(path).cloned());
+        match words {
+            Some(None) => return None,
+            Some(Some(w)) if !w.contains(name.as_bytes()) => return None,
+            _ => {}
+        }
+    }
+    let text = read_small(path);
+    if plain && WORDS.lock().ok().is_some_and(|m| !m.contains_key(path)) {
+        keep_words(path, text.as_deref());
+    }
+    let text = text?;
     if !spells(&text, name) {
         return None;
     }
@@ -101,4 +155,24 @@ pub fn foreign_launcher(path: &Path, options: &Options, name: &str) -> Option<Fo
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_answer_as_spells_does() {
+        let text = "void foo_cuda(at::Tensor x) { foo(x); bar2 (x); }\n// é_baz qux_é 0x1f\n";
+        let words = words_of(text);
+        for name in [
+            "foo_cuda", "foo", "cuda", "bar2", "bar", "Tensor", "at", "_baz", "qux_", "0x1f", "x1f",
+        ] {
+            assert_eq!(
+                words.contains(name.as_bytes()),
+                spells(text, name),
+                "{name}"
+            );
+        }
+    }
 }
