@@ -75,10 +75,8 @@ fn parse_bytes(bytes: &[u8]) -> Option<Tree> {
 /// Bytes inside ERROR nodes plus one per MISSING node: lower is better, 0 is a clean parse.
 pub fn error_score(tree: &Tree) -> usize {
     let mut score = 0;
-    let mut cursor = tree.walk();
-    'walk: loop {
-        let node = cursor.node();
-        let descend = if node.is_error() {
+    crate::walk_pruned(tree, |node| {
+        if node.is_error() {
             score += (node.end_byte() - node.start_byte()).max(1);
             false
         } else if node.is_missing() {
@@ -86,19 +84,8 @@ pub fn error_score(tree: &Tree) -> usize {
             false
         } else {
             node.has_error()
-        };
-        if descend && cursor.goto_first_child() {
-            continue;
         }
-        loop {
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                break 'walk;
-            }
-        }
-    }
+    });
     score
 }
 
