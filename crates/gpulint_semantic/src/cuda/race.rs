@@ -339,18 +339,7 @@ fn analyze<'a, 't>(
         for (pos, p) in k.params.iter().enumerate() {
             if p.pointer && !p.accessor {
                 let ptext = m.text(p.node);
-                bufs.insert(
-                    p.name,
-                    Buf {
-                        root: p.name.to_string(),
-                        offset: None,
-                        volatile: ptext.contains("volatile"),
-                        scalar: false,
-                        aggregate: false,
-                        warp_private: false,
-                        global: false,
-                    },
-                );
+                bufs.insert(p.name, Buf::array(p.name, ptext.contains("volatile")));
                 params.push((pos, p.name.to_string()));
             }
         }
@@ -364,13 +353,8 @@ fn analyze<'a, 't>(
                 bufs.insert(
                     p.name,
                     Buf {
-                        root: p.name.to_string(),
-                        offset: None,
-                        volatile: false,
-                        scalar: false,
-                        aggregate: false,
-                        warp_private: false,
                         global: true,
+                        ..Buf::array(p.name, false)
                     },
                 );
             }

@@ -47,13 +47,9 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                 self.bufs.insert(
                     name,
                     Buf {
-                        root: name.to_string(),
-                        offset: None,
-                        volatile,
                         scalar: decl.kind_name() == "identifier",
                         aggregate,
-                        warp_private: false,
-                        global: false,
+                        ..Buf::array(name, volatile)
                     },
                 );
                 continue;
@@ -79,18 +75,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
             if (pointer || auto && decl.kind_name() == "identifier")
                 && value.is_some_and(|v| self.ctx.returns_shared(v))
             {
-                self.bufs.insert(
-                    name,
-                    Buf {
-                        root: name.to_string(),
-                        offset: None,
-                        volatile,
-                        scalar: false,
-                        aggregate: false,
-                        warp_private: false,
-                        global: false,
-                    },
-                );
+                self.bufs.insert(name, Buf::array(name, volatile));
                 continue;
             }
             if !pointer {

@@ -172,6 +172,15 @@ impl<'t> super::walk::Walker<'_, '_, 't> {
 
 /// The counter of `for (int r = 0; …; ++r)` (or `r++`, `r += k` with `k > 0`).
 fn counter_from_zero<'t>(m: &crate::cuda::CudaModel<'t>, f: Node<'t>) -> Option<&'t str> {
+    let (_, value) = counter_init(f)?;
+    if m.eval(peel(value)) != Some(0) {
+        return None;
+    }
+    loop_counter(m, f)
+}
+
+/// The variable a `for` loop's initializer sets (`int r = v` or `r = v`) and its value.
+fn counter_init(f: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
     let init = f.field("initializer")?;
     let (name, value) = match init.kind_name() {
         "declaration" => {
@@ -182,11 +191,7 @@ fn counter_from_zero<'t>(m: &crate::cuda::CudaModel<'t>, f: Node<'t>) -> Option<
         "assignment_expression" => (init.field("left")?, init.field("right")?),
         _ => return None,
     };
-    if name.kind_name() != "identifier" || m.eval(peel(value)) != Some(0) {
-        return None;
-    }
-    let name = m.text(name);
-    (loop_counter(m, f)? == name).then_some(name)
+    (name.kind_name() == "identifier").then_some((name, value))
 }
 
 /// The counter a `for` loop steps up every iteration (`++r`, `r++`, `r += k` with `k > 0`).
@@ -202,21 +207,7 @@ pub(super) fn loop_counter_step<'t>(
     if f.kind_name() != "for_statement" {
         return None;
     }
-    let init = f.field("initializer")?;
-    let (name, value) = match init.kind_name() {
-        "declaration" => {
-            let d = gpulint_syntax::named_children(init)
-                .find(|c| c.kind_name() == "init_declarator")?;
-            (d.field("declarator")?, d.field("value")?)
-        }
-        "assignment_expression" => (init.field("left")?, init.field("right")?),
-        _ => return None,
-    };
-    if name.kind_name() != "identifier" {
-        return None;
-    }
-    let _ = value;
-    let name = m.text(name);
+    let name = m.text(counter_init(f)?.0);
     let update = peel(f.field("update")?);
     let (var, step) = match update.kind_name() {
         "update_expression" => {

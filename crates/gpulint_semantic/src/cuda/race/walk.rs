@@ -75,6 +75,21 @@ pub(crate) struct Buf {
     pub global: bool,
 }
 
+impl Buf {
+    /// A shared array or pointer named `root`, seen whole (no offset into it).
+    pub fn array(root: &str, volatile: bool) -> Self {
+        Buf {
+            root: root.to_string(),
+            offset: None,
+            volatile,
+            scalar: false,
+            aggregate: false,
+            warp_private: false,
+            global: false,
+        }
+    }
+}
+
 pub(crate) struct Walker<'a, 'c, 't> {
     pub f: Forms<'a, 't>,
     pub ctx: &'c mut Ctx<'a, 't>,
