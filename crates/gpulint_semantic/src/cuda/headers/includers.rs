@@ -63,16 +63,9 @@ fn listing(dir: &Path) -> Arc<Listing> {
     if let Some(v) = DIRS.lock().ok().and_then(|m| m.get(dir).cloned()) {
         return v;
     }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.is_file() && (is_header_name(p) || is_source_name(p)))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files.truncate(MAX_FILES);
+    let files = gpulint_source::sorted_dir_files(dir, MAX_FILES, |p| {
+        is_header_name(p) || is_source_name(p)
+    });
     let out: Listing = files
         .into_iter()
         .filter_map(|p| {
