@@ -364,7 +364,7 @@ impl<'t> super::CudaModel<'t> {
     }
 
     /// The declaration of the struct member `name` in this file (the first).
-    fn field_declaration(&self, name: &str) -> Option<Node<'t>> {
+    pub(crate) fn field_declaration(&self, name: &str) -> Option<Node<'t>> {
         gpulint_syntax::descendants(self.root)
             .filter(|n| n.kind() == "field_declaration")
             .find(|n| {

@@ -1,13 +1,15 @@
 //! CU003: a 32-bit global thread index compared against a 64-bit size, and element counts
 //! narrowed to 32 bits in host glue before a launch.
 
+use super::cu003_member;
+use super::cu003_short;
 use super::short;
 use super::SANITIZER;
 use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};
-use gpulint_semantic::cuda::interval::{CulpritKind, Evidence, OverflowKind};
+use gpulint_semantic::cuda::interval::{CulpritKind, Evidence, MemberOverflow, OverflowKind};
 use gpulint_semantic::cuda::narrow::{method_name, narrowing_of, COUNT_CALLS, INT32_LIMITS};
 use gpulint_semantic::cuda::{CudaModel, Flags, GuardKind, Kernel};
 use gpulint_syntax::descendants;
@@ -74,6 +76,16 @@ declare_rule! {
     ///   data size; compile-time tile counts (template parameters, `Traits::kRows`, `constexpr`
     ///   locals initialised from them) do not. A `using index_t = typename Base::index_t;` that
     ///   re-exports an alias under the same name takes the type of the alias it re-exports.
+    ///
+    ///   A stride that is a struct member declared 32-bit (`int32_t bias_strideB;`), multiplied
+    ///   by a block or thread coordinate into a pointer offset (`bias_ptr += batch_id *
+    ///   bias_strideB;`), is reported once at the member's declaration when most pointer offsets
+    ///   of the same function that scale that coordinate are 64-bit (`query_ptr += batch_id *
+    ///   q_strideB;` with `int64_t q_strideB`, at least two, more than the 32-bit ones): the
+    ///   code treats coordinate × stride as a 64-bit offset, and this member was left 32-bit.
+    ///   The member is read as `p.bias_strideB` (declared once in this file) or, in a method of
+    ///   the struct, without `this->`. Products that read such members without `this->` are
+    ///   reported only there; strides of consistent width are left to the glue.
     ///
     ///   One finding per kernel or helper, for the first product whose factors are all bounded,
     ///   else the first. It is reported where the type must change when that is another
@@ -175,19 +187,22 @@ impl Rule for Int32ThreadIndex {
 
     fn check_file(&self, ctx: &mut Context<'_>) {
         check_glue(ctx);
-        check_short_bounds(ctx);
+        cu003_short::check_short_bounds(ctx);
         let m = ctx.cuda();
+        // Struct members whose 32-bit type makes products overflow, reported once each at
+        // their declaration (after the functions, in the order of the declarations).
+        let mut members: Vec<MemberOverflow<'_>> = Vec::new();
         // `__device__` helpers (functors, index helpers) compute offsets the same way.
         for k in &m.helpers {
             if !k.too_large && !k.parse_damaged() {
-                check_arithmetic(ctx, m, k);
+                check_arithmetic(ctx, m, k, &mut members);
             }
         }
         for k in &m.kernels {
             if k.too_large || k.parse_damaged() {
                 continue;
             }
-            check_arithmetic(ctx, m, k);
+            check_arithmetic(ctx, m, k, &mut members);
             if k.node.has_error() {
                 continue;
             }
@@ -263,14 +278,28 @@ impl Rule for Int32ThreadIndex {
                 ctx.report(d);
             }
         }
+        cu003_member::report(ctx, m, members);
     }
 }
 
 /// 32-bit products that become an index or an element count, and 64-bit products narrowed to
 /// 32-bit locals: one finding per kernel (or `__device__` helper), at the first whose factors
 /// are all bounded, else at the first.
-fn check_arithmetic<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
+fn check_arithmetic<'t>(
+    ctx: &mut Context<'_>,
+    m: &CudaModel<'t>,
+    k: &Kernel<'t>,
+    members: &mut Vec<MemberOverflow<'t>>,
+) {
     let mut found = m.int32_overflows(k);
+    // Products reported at the 32-bit member declaration are not reported again here.
+    // Products whose width rests on a member of a method's class read without `this->` are
+    // reported only there.
+    let own = m.member_overflows(k, &found);
+    found.retain(|o| {
+        !m.reads_implicit_member(k, o.node) && !own.iter().any(|x| x.product.id() == o.node.id())
+    });
+    members.extend(own);
     // Findings whose factors all have bounds first: they name the sizes that overflow.
     found.sort_by_key(|o| (o.unbounded, o.node.start_byte()));
     let Some(o) = found.first() else {
@@ -350,36 +379,6 @@ fn check_arithmetic<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>
         ));
     }
     ctx.report(d);
-}
-
-/// Helper parameters narrower than 32 bits (`int16_t max_col`) that bound an index and receive
-/// a 32- or 64-bit size at a call: reported at the parameter, whose type must change.
-fn check_short_bounds(ctx: &mut Context<'_>) {
-    let m = ctx.cuda();
-    for b in m.short_bounds() {
-        let call_line = m.line_of(b.call.start_byte());
-        let (name, ty, limit) = (b.name, b.ty, b.limit);
-        let arg = short(m.text(b.arg));
-        let reach = match b.proven {
-            Some(v) => format!("with the sizes at the launches in this file it reaches {v}"),
-            None => "it is a size with no bound in this file".to_string(),
-        };
-        let d = ctx
-            .diagnostic(
-                b.param,
-                format!("parameter `{name}` is a `{ty}` (at most {limit}) and bounds an index (`{}`), but the call at line {call_line} passes `{arg}`: {reach}; past {limit} the call wraps the bound and the comparison lets the wrong elements through", short(m.text(b.compared))),
-            )
-            .primary_label(format!("narrowed to `{ty}` by the call"))
-            .with_label(Span::of(&b.arg), "32-bit or wider value passed here")
-            .with_label(Span::of(&b.compared), "the narrowed bound is compared here")
-            .severity(if b.proven.is_some() {
-                Severity::Error
-            } else {
-                Severity::Warning
-            })
-            .help(format!("declare `{name}` as `int` (or `int64_t`), or check the size against {limit} before the call; confirm at run time with `{SANITIZER}`"));
-        ctx.report(d);
-    }
 }
 
 /// Host glue that narrows a 64-bit element count to 32 bits and passes it to a launch in this

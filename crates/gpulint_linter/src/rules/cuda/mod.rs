@@ -4,6 +4,8 @@ mod bounds;
 pub mod cu001_unguarded_thread_index;
 pub mod cu002_guard_index_mismatch;
 pub mod cu003_int32_index;
+mod cu003_member;
+mod cu003_short;
 pub mod cu004_large_local_array;
 pub mod cu005_device_recursion;
 pub mod cu006_shared_memory_limit;

@@ -116,27 +116,8 @@ impl<'t> CudaModel<'t> {
         }
         // Offsets added to pointers in place: `src += first_batch * element_count;` on a pointer
         // parameter, `g += chunk_idx * chunk_size;` on a pointer local.
-        for n in descendants(k.node).take(1 << 14) {
-            if n.kind_name() != "assignment_expression"
-                || !n
-                    .field("operator")
-                    .is_some_and(|o| matches!(o.kind_name(), "+=" | "-="))
-            {
-                continue;
-            }
-            let (Some(l), Some(r)) = (n.field("left"), n.field("right")) else {
-                continue;
-            };
-            let name = self.text(l);
-            let pointer = match k.param(name) {
-                Some(p) => p.pointer,
-                None => k
-                    .local(name)
-                    .is_some_and(|v| k.defs[v].iter().any(|d| declared_pointer(self, *d))),
-            };
-            if pointer {
-                roots.push((r, cx.point(None, n.start_byte()), n));
-            }
+        for (n, r) in self.pointer_advances(k) {
+            roots.push((r, cx.point(None, n.start_byte()), n));
         }
         let mut expanded: Vec<usize> = Vec::new();
         let mut i = 0;
@@ -277,7 +258,8 @@ impl<'t> CudaModel<'t> {
                     return true;
                 }
                 let Some(v) = k.local(name) else {
-                    return false;
+                    // `static constexpr int kStride = …;` in the method's class.
+                    return self.implicit_member(k, name).is_some_and(|m| m.constant);
                 };
                 let defs = &k.defs[v];
                 depth < 4
@@ -322,9 +304,15 @@ impl<'t> CudaModel<'t> {
                     return true;
                 }
                 "call_expression" => {
+                    // `static_cast<int64_t>(…)`, and functional casts (`int64_t(…)`): a
+                    // call of a type name.
                     let wide = self.width(k, c) == Width::W64
-                        && c.field("function")
-                            .is_some_and(|f| f.kind_name() == "template_function");
+                        && c.field("function").is_some_and(|f| {
+                            matches!(
+                                f.kind_name(),
+                                "template_function" | "identifier" | "primitive_type"
+                            )
+                        });
                     if wide {
                         return true;
                     }
@@ -466,7 +454,7 @@ impl<'t> CudaModel<'t> {
 }
 
 /// Is `value` the initialiser of a pointer declaration (`float* u = base + off`)?
-fn declared_pointer(m: &CudaModel<'_>, value: Node<'_>) -> bool {
+pub(super) fn declared_pointer(m: &CudaModel<'_>, value: Node<'_>) -> bool {
     m.parent(value).is_some_and(|p| {
         p.kind_name() == "init_declarator"
             && p.field("declarator")
@@ -475,7 +463,7 @@ fn declared_pointer(m: &CudaModel<'_>, value: Node<'_>) -> bool {
 }
 
 /// The factors of a product `a * b * c` (through parentheses and casts).
-fn product_factors(e: Node<'_>) -> Vec<Node<'_>> {
+pub(super) fn product_factors(e: Node<'_>) -> Vec<Node<'_>> {
     let mut out = Vec::new();
     let mut stack = vec![e];
     while let Some(x) = stack.pop() {

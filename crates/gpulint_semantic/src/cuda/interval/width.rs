@@ -107,7 +107,8 @@ impl<'t> CudaModel<'t> {
                 if f.template_params.iter().any(|(p, _)| *p == name) {
                     return Width::Constant;
                 }
-                Width::Unknown
+                // A member of the enclosing class, read without `this->`.
+                self.implicit_member_width(k, name)
             }
             "field_expression" => {
                 let arg = e.field("argument").map(|a| self.text(a)).unwrap_or("");
