@@ -63,7 +63,11 @@ declare_rule! {
     ///   included after `params.h`); a member type known only that way is weaker evidence, and
     ///   the product must be a per-block offset (it reads a block or thread coordinate) whose
     ///   largest term multiplies three or more data sizes (`((b * H + h) * T + t) * D`, an
-    ///   offset into a four-dimensional tensor). Not reported: products inside an
+    ///   offset into a four-dimensional tensor), or that adds a helper's result computed from a
+    ///   block coordinate and a product of three sizes (`binfo.q_offset(seqlen * h * d, h * d,
+    ///   bidb)`: the batch stride of such a tensor), the product being in its highest term of
+    ///   two or more sizes (`(m_block * kBlockM + 128 * bidb) * h * d`, the row offset over all
+    ///   batches; not the head offset `bidh * d` beside it). Not reported: products inside an
     ///   explicit 64-bit cast (`(int64_t)(b * dim + d) * n`), divisors (`i / (H * W)`), and
     ///   unsigned products of launch geometry only (`gridDim.x * blockIdx.y`, a count of blocks).
     ///
