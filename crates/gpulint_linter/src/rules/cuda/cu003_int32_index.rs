@@ -99,6 +99,14 @@ declare_rule! {
     ///   member's declaration when it is in this file (a warning);
     /// - sizes narrowed one by one in the glue (`int n1 = a.size(0);`), harmless alone, then
     ///   multiplied together in 32 bits (`torch::empty({n1 * n2})`): an element count;
+    /// - a signed 32-bit local that counts the elements the whole grid covers (`const int
+    ///   n_full = gridDim.x * BLOCK_SIZE;`, evaluated in `unsigned`) and bounds a signed
+    ///   thread index (`for (int i = base_idx; i < n_full; …)`): a grid sized for an element
+    ///   count within one block of 2³¹ − 1 covers more, the bound turns negative, and blocks
+    ///   whose base index wrapped pass the check (a warning, at the declaration). Not reported:
+    ///   unsigned indices (the comparison converts the bound back), clamped or 64-bit counts,
+    ///   strides (`int stride = blockDim.x * gridDim.x`), and counts of blocks
+    ///   (`gridDim.x * gridDim.y`);
     /// - a `__device__` helper parameter narrower than 32 bits (`int16_t max_col`, `uint16_t`,
     ///   `short`, `int8_t`) compared against an index (`if (col < max_col)`), to which a call
     ///   passes a 32- or 64-bit value that can pass its limit (`p.num_keys - key_start`, a size
@@ -180,6 +188,7 @@ impl Rule for Int32ThreadIndex {
     fn check_file(&self, ctx: &mut Context<'_>) {
         check_glue(ctx);
         check_short_bounds(ctx);
+        super::grid_counts::check(ctx);
         let m = ctx.cuda();
         // `__device__` helpers (functors, index helpers) compute offsets the same way.
         for k in &m.helpers {
