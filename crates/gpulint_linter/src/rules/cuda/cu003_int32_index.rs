@@ -65,7 +65,11 @@ declare_rule! {
     ///   included after `params.h`); a member type known only that way is weaker evidence, and
     ///   the product must be a per-block offset (it reads a block or thread coordinate) whose
     ///   largest term multiplies three or more data sizes (`((b * H + h) * T + t) * D`, an
-    ///   offset into a four-dimensional tensor). Not reported: products inside an
+    ///   offset into a four-dimensional tensor), or that adds a helper's result computed from a
+    ///   block coordinate and a product of three sizes (`binfo.q_offset(seqlen * h * d, h * d,
+    ///   bidb)`: the batch stride of such a tensor), the product being in its highest term of
+    ///   two or more sizes (`(m_block * kBlockM + 128 * bidb) * h * d`, the row offset over all
+    ///   batches; not the head offset `bidh * d` beside it). Not reported: products inside an
     ///   explicit 64-bit cast (`(int64_t)(b * dim + d) * n`), divisors (`i / (H * W)`), and
     ///   unsigned products of launch geometry only (`gridDim.x * blockIdx.y`, a count of blocks).
     ///
@@ -107,6 +111,14 @@ declare_rule! {
     ///   member's declaration when it is in this file (a warning);
     /// - sizes narrowed one by one in the glue (`int n1 = a.size(0);`), harmless alone, then
     ///   multiplied together in 32 bits (`torch::empty({n1 * n2})`): an element count;
+    /// - a signed 32-bit local that counts the elements the whole grid covers (`const int
+    ///   n_full = gridDim.x * BLOCK_SIZE;`, evaluated in `unsigned`) and bounds a signed
+    ///   thread index (`for (int i = base_idx; i < n_full; …)`): a grid sized for an element
+    ///   count within one block of 2³¹ − 1 covers more, the bound turns negative, and blocks
+    ///   whose base index wrapped pass the check (a warning, at the declaration). Not reported:
+    ///   unsigned indices (the comparison converts the bound back), clamped or 64-bit counts,
+    ///   strides (`int stride = blockDim.x * gridDim.x`), and counts of blocks
+    ///   (`gridDim.x * gridDim.y`);
     /// - a `__device__` helper parameter narrower than 32 bits (`int16_t max_col`, `uint16_t`,
     ///   `short`, `int8_t`) compared against an index (`if (col < max_col)`), to which a call
     ///   passes a 32- or 64-bit value that can pass its limit (`p.num_keys - key_start`, a size
@@ -188,6 +200,7 @@ impl Rule for Int32ThreadIndex {
     fn check_file(&self, ctx: &mut Context<'_>) {
         check_glue(ctx);
         cu003_short::check_short_bounds(ctx);
+        super::grid_counts::check(ctx);
         let m = ctx.cuda();
         // Struct members whose 32-bit type makes products overflow, reported once each at
         // their declaration (after the functions, in the order of the declarations).

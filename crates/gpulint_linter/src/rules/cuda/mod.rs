@@ -15,6 +15,7 @@ pub mod cu009_unchecked_launch;
 pub mod cu010_unchecked_runtime_call;
 pub mod cu011_default_stream_in_op;
 pub mod cu012_array_index_out_of_extent;
+mod grid_counts;
 pub mod op001_unvalidated_tensor_pointer;
 pub mod op002_non_contiguous_data_ptr;
 pub mod op003_unchecked_dtype_cast;

@@ -8,6 +8,7 @@ use super::overflow::LARGE;
 use crate::cuda::kernel::{peel, Kernel};
 use crate::cuda::CudaModel;
 use gpulint_syntax::NodeExt;
+use gpulint_syntax::{descendants, named_children};
 use tree_sitter::Node;
 
 /// What shows that a 32-bit product that the launches do not bound works on large tensors.
@@ -75,6 +76,78 @@ impl<'t> CudaModel<'t> {
         }
     }
 
+    /// Does the offset `root` index a tensor of four or more dimensions whose batch stride a
+    /// helper applies, with `p` in its highest-order term computed inline? `root` passes a
+    /// product of three or more data sizes to a call that also takes a block or thread
+    /// coordinate (`binfo.q_offset(seqlen * h * d, h * d, bidb)`: the batch stride of a
+    /// `[batch, rows, heads, features]` tensor, multiplied by the batch coordinate in the
+    /// helper), and `p` multiplies two or more sizes in the term of `root` with the most
+    /// (`(m_block * kBlockM + 128 * bidb) * h * d`, the row offset over all batches). Lower-order
+    /// terms (`bidh * d`) and offsets whose helper strides are single sizes (the per-row
+    /// statistics, `q_offset(seqlen, 1, bidb)`) do not qualify.
+    pub(super) fn strided_term(
+        &self,
+        cx: &RangeCx<'_, 't>,
+        k: &Kernel<'t>,
+        root: Node<'t>,
+        p: Node<'t>,
+        at: &Point<'t>,
+    ) -> bool {
+        let term = self.term_degree(cx, k, root, p, at);
+        if term < 2 || term < self.size_degree(cx, k, root, at, 0) {
+            return false;
+        }
+        let coordinate = |n: Node<'t>| {
+            std::iter::once(n)
+                .chain(descendants(n).take(64))
+                .any(|x| x.kind_name() == "identifier" && k.flags(self, x).thread_dependent())
+        };
+        arithmetic_terms(root).into_iter().any(|c| {
+            if c.kind_name() != "call_expression" {
+                return false;
+            }
+            let args: Vec<Node<'t>> = c
+                .field("arguments")
+                .map(|a| named_children(a).collect())
+                .unwrap_or_default();
+            args.iter().any(|a| coordinate(*a))
+                && args
+                    .iter()
+                    .any(|a| !coordinate(*a) && self.size_degree(cx, k, *a, at, 0) >= 3)
+        })
+    }
+
+    /// How many data sizes the term of `root` that holds `p` multiplies: the degree of `p`
+    /// plus that of every factor applied to the sums `p` sits in, up to `root`.
+    fn term_degree(
+        &self,
+        cx: &RangeCx<'_, 't>,
+        k: &Kernel<'t>,
+        root: Node<'t>,
+        p: Node<'t>,
+        at: &Point<'t>,
+    ) -> usize {
+        let mut degree = self.size_degree(cx, k, p, at, 0);
+        let mut cur = p;
+        while cur.id() != root.id() {
+            let Some(up) = self.parent(cur) else { break };
+            if up.kind_name() == "binary_expression"
+                && up.field("operator").is_some_and(|o| o.kind_name() == "*")
+            {
+                let other = if up.field("left").is_some_and(|l| l.id() == cur.id()) {
+                    up.field("right")
+                } else {
+                    up.field("left")
+                };
+                if let Some(o) = other {
+                    degree += self.size_degree(cx, k, o, at, 0);
+                }
+            }
+            cur = up;
+        }
+        degree
+    }
+
     /// Is a factor of the product a 32-bit helper parameter to which a call passes a 64-bit
     /// value (`long idx; helper(idx, …)` with `helper(int idx, …) { inp + idx * P }`)?
     pub(super) fn narrowed_factor(&self, k: &Kernel<'t>, l: Node<'t>, r: Node<'t>) -> bool {
@@ -103,4 +176,25 @@ pub(super) fn arithmetic_root<'t>(m: &CudaModel<'t>, p: Node<'t>) -> Node<'t> {
         top = up;
     }
     top
+}
+
+/// The operands of the sums and products that make up `root` (through `+`, `-`, `*` and
+/// parentheses): the calls and names an offset adds together.
+fn arithmetic_terms(root: Node<'_>) -> Vec<Node<'_>> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(e) = stack.pop() {
+        let e = peel(e);
+        let arithmetic = e.kind_name() == "binary_expression"
+            && e.field("operator")
+                .is_some_and(|o| matches!(o.kind_name(), "+" | "-" | "*"));
+        match (arithmetic, e.field("left"), e.field("right")) {
+            (true, Some(l), Some(r)) if out.len() + stack.len() < 64 => {
+                stack.push(r);
+                stack.push(l);
+            }
+            _ => out.push(e),
+        }
+    }
+    out
 }

@@ -422,13 +422,17 @@ impl<'t> CudaModel<'t> {
         // data sizes besides the coordinates: an offset into a tensor of four or more
         // dimensions (batch, heads, rows, features). Offsets over three (`(b * H + h) * T`, the
         // per-row statistics of attention) reach 2³¹ only when the tensors they summarise
-        // are 2³¹ times a feature size, and lower-order strides (`h * D`) never do.
+        // are 2³¹ times a feature size, and lower-order strides (`h * D`) never do. A helper
+        // that applies the batch stride counts too (see [`CudaModel::strided_term`]).
         if self.borrowed_width(p) {
             let root = arithmetic_root(self, p);
             let offset = descendants(root)
                 .chain(std::iter::once(root))
                 .any(|n| n.kind_name() == "identifier" && k.flags(self, n).thread_dependent());
-            if !offset || self.size_degree(cx, k, root, at, 0) < 3 {
+            if !offset
+                || (self.size_degree(cx, k, root, at, 0) < 3
+                    && !self.strided_term(cx, k, root, p, at))
+            {
                 return None;
             }
         }
