@@ -18,6 +18,7 @@ pub mod kernel;
 pub mod launch;
 pub mod narrow;
 pub mod race;
+pub mod steps;
 pub mod tf_op;
 
 pub use arrays::{ArrayDecl, ArraySpace, DeviceCall};
@@ -161,6 +162,8 @@ pub struct CudaModel<'t> {
     error_macros: std::cell::OnceCell<std::collections::HashSet<String>>,
     /// The parent of each node of the tree (filled by the builder's walk).
     parents: std::cell::OnceCell<gpulint_syntax::Parents<'t>>,
+    /// The statement-by-statement walks of device functions (see [`steps`]), done on demand.
+    steps: RefCell<steps::StepCache>,
 }
 
 /// See [`CudaModel::function_order`]: the order by start byte (longest first on a tie) and

@@ -290,6 +290,7 @@ impl<'t> CudaBuilder<'t> {
             line_ends: Default::default(),
             launch_spans: Default::default(),
             error_macros: Default::default(),
+            steps: Default::default(),
         };
         model.index();
         if !self.glue_only {

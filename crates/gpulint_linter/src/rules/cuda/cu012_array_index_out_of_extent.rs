@@ -33,6 +33,15 @@ declare_rule! {
     /// == 0`) narrow the threads below what a range describes and keep the access silent, as do
     /// lower ends reached only through the guards.
     ///
+    /// A work list refilled pass after pass is followed through the function's statements:
+    /// loops with a constant start and step one iteration at a time, counters incremented
+    /// inside them, assignments, `min`/`max`, and the values the file's device functions
+    /// return. When the count of one pass bounds the loop of the next (`num = filled;` at the
+    /// end of a pass, `for (i = 0; i < num; ++i)` in the next), the count can grow each pass,
+    /// and an index that follows it past a fixed buffer (`Tri next[100]` filled by up to two
+    /// pieces per item, five passes) is reported. Counts that only reach the extent when
+    /// every data-dependent test of a single pass succeeds are not reported.
+    ///
     /// Indices from run-time values, block sizes not known (`<<<g, threads>>>` with `threads` a
     /// parameter), counters changed inside their loop, uses under a condition that mentions the
     /// counter (`if (k < 8)`), and thread indices under a guard whose bound the file does not
@@ -148,6 +157,7 @@ impl Rule for ArrayIndexOutOfExtent {
             } else {
                 m.index_range(func, index)
             };
+            let mut stepped = false;
             let (lo, hi, from_guards) = match simple {
                 Some((lo, hi)) => (lo, hi, false),
                 None if !threads.is_empty() => {
@@ -156,7 +166,14 @@ impl Rule for ArrayIndexOutOfExtent {
                         None => continue,
                     }
                 }
-                None => continue,
+                // Counters and values carried through the function's statements and loops.
+                None => match m.stepped_index_range(fi, sub) {
+                    Some((lo, hi)) => {
+                        stepped = true;
+                        (lo, hi, false)
+                    }
+                    None => continue,
+                },
             };
             // From the guards, the upper side only: a ternary or a clamp below the guard
             // (`t > 0 ? t - 1 : t`) keeps intervals from the lower bound.
@@ -201,6 +218,9 @@ impl Rule for ArrayIndexOutOfExtent {
                 None if from_guards => d
                     .note("the range is what the guards on the thread coordinates that hold here leave")
                     .help("size the array by the largest index the guards allow, or tighten the guard; confirm at run time with `compute-sanitizer --tool memcheck ./your_app`"),
+                None if stepped => d
+                    .note(format!("the range follows `{}` statement by statement: assignments, loops with a constant start and step, counters incremented inside them, and the values the file's device functions return", func.name))
+                    .help(format!("clamp the count before indexing (`min(count, {extent})`) or size the array for the largest count; confirm at run time with `compute-sanitizer --tool memcheck ./your_app`")),
                 None => d.help("fix the loop bound or the array extent (`k < N`, not `k <= N`); confirm at run time with `compute-sanitizer --tool memcheck ./your_app`"),
             };
             ctx.report(d);
