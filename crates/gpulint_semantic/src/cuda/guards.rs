@@ -116,6 +116,17 @@ pub(super) fn early_exit<'t>(
 }
 
 /// `a < b`, `a >= b`, … (through parentheses).
+/// The comparison with its sides swapped (`a < b` is `b > a`); others unchanged.
+pub(crate) fn flip_comparison(op: &str) -> &str {
+    match op {
+        "<" => ">",
+        "<=" => ">=",
+        ">" => "<",
+        ">=" => "<=",
+        o => o,
+    }
+}
+
 pub(super) fn is_comparison(e: Node<'_>) -> bool {
     let e = super::kernel::peel(e);
     e.kind_name() == "binary_expression"

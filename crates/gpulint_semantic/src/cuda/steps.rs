@@ -81,6 +81,18 @@ struct Env<'t> {
 }
 
 impl<'t> Env<'t> {
+    /// At the end of a scope that declared `declared`: those names end with it, and an outer
+    /// one of the same name (known in `entry`) is no longer known.
+    fn end_scope(&mut self, entry: &Env<'t>, declared: &[&'t str]) {
+        for d in declared {
+            if entry.vars.contains_key(d) {
+                self.vars.insert(d, None);
+            } else {
+                self.vars.remove(d);
+            }
+        }
+    }
+
     fn join(mut self, o: &Env<'t>) -> Env<'t> {
         for (k, v) in self.vars.iter_mut() {
             *v = match o.vars.get(k) {

@@ -267,7 +267,7 @@ impl<'a, 't> Forms<'a, 't> {
             }
             let (var, konst, op) = match (self.m.eval(l), self.m.eval(r)) {
                 (None, Some(c)) => (l, c, op),
-                (Some(c), None) => (r, c, flip(op)),
+                (Some(c), None) => (r, c, crate::cuda::guards::flip_comparison(op)),
                 _ => {
                     all_eq = false;
                     continue;
@@ -365,16 +365,6 @@ fn conjuncts<'t>(cond: Node<'t>, negated: bool) -> Vec<(Node<'t>, &'static str, 
         out.push((l, op, r));
     }
     out
-}
-
-fn flip(op: &'static str) -> &'static str {
-    match op {
-        "<" => ">",
-        "<=" => ">=",
-        ">" => "<",
-        ">=" => "<=",
-        o => o,
-    }
 }
 
 /// The condition inside `if (…)`'s clause.

@@ -82,7 +82,10 @@ impl<'m, 't> Walk<'m, 't> {
         let rv = self.eval(r, env, 0);
         let mut env = env.clone();
         let mut touched = false;
-        for (side, other, op) in [(l, rv, op), (r, lv, flip(op))] {
+        for (side, other, op) in [
+            (l, rv, op),
+            (r, lv, crate::cuda::guards::flip_comparison(op)),
+        ] {
             let side = unwrap_cond(side);
             if side.kind_name() != "identifier" {
                 continue;
@@ -245,16 +248,6 @@ impl<'m, 't> Walk<'m, 't> {
                 out.flatten()
             }
         }
-    }
-}
-
-fn flip(op: &str) -> &str {
-    match op {
-        "<" => ">",
-        "<=" => ">=",
-        ">" => "<",
-        ">=" => "<=",
-        o => o,
     }
 }
 

@@ -46,13 +46,7 @@ impl<'m, 't> Walk<'m, 't> {
             ..Flow::default()
         };
         if let Some(env) = flow.next.as_mut() {
-            for d in &declared {
-                if entry.vars.contains_key(d) {
-                    env.vars.insert(d, None);
-                } else {
-                    env.vars.remove(d);
-                }
-            }
+            env.end_scope(&entry, &declared);
         }
         flow
     }

@@ -100,13 +100,7 @@ impl<'m, 't> Walk<'m, 't> {
             .into_iter()
             .flatten()
         {
-            for d in &declared {
-                if entry.vars.contains_key(d) {
-                    env.vars.insert(d, None);
-                } else {
-                    env.vars.remove(d);
-                }
-            }
+            env.end_scope(&entry, &declared);
         }
         flow
     }
