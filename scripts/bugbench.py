@@ -46,9 +46,9 @@ import threading
 
 # Files whose parent directory is extracted too: kernels, headers and op glue live side by side.
 NATIVE_EXTS = ('.cu', '.cuh', '.cpp', '.cc', '.cxx', '.c', '.h', '.hpp', '.hxx')
-# Files of the parent's other subdirectories extracted with a native file, as gpulint reads
+# Sources of the parent's other subdirectories extracted with a native file, as gpulint reads
 # them (`glue_project`): their extensions, and how many subdirectories.
-SIBLING_EXTS = ('.cpp', '.cc', '.cxx', '.cu', '.cuh', '.h', '.hpp', '.c')
+SIBLING_EXTS = ('.cpp', '.cc', '.cxx', '.cu', '.c')
 MAX_SIBLING_DIRS = 16
 # Files linted with their whole repository around them.
 PYTHON_EXTS = ('.py', '.ipynb')
@@ -157,7 +157,7 @@ def pathspecs_for(gitdir, commit, path):
     (`:/`), as a user lints a project and its imports reach modules anywhere in it (sibling
     packages, a package installed from a subdirectory); files over MAX_TREE_BLOB are left out.
     For native code: the directory holding `path` (recursively), the files of its parent
-    directory and the C/C++/CUDA files of the parent's other subdirectories; at the top level,
+    directory and the C/C++/CUDA sources of the parent's other subdirectories; at the top level,
     the top-level files only."""
     if path.lower().endswith(PYTHON_EXTS):
         return [WHOLE_TREE]
@@ -178,7 +178,7 @@ def pathspecs_for(gitdir, commit, path):
     if path.lower().endswith(NATIVE_EXTS):
         parent = os.path.dirname(d)
         specs += files_in(parent)
-        # The C/C++/CUDA files of the parent's other subdirectories (the first by name), where
+        # The C/C++/CUDA sources of the parent's other subdirectories (the first by name), where
         # gpulint looks for the callers of a function that ends with a launch (bindings kept in
         # a `pybind/` folder next to the kernels' one).
         for sib in sorted(files_in(parent, 'tree'))[:MAX_SIBLING_DIRS]:

@@ -1,7 +1,7 @@
 //! Launch errors across files: a function that ends with a kernel launch leaves the check to
 //! its callers. Whether one of them checks is read from the C/C++/CUDA files of its directory,
-//! its parent and the parent's other subdirectories (an extension keeps its bindings in a
-//! `pybind/` or `csrc/` folder next to the kernels' one). Those files are read through the
+//! its parent and the sources of the parent's other subdirectories (an extension keeps its
+//! bindings in a `pybind/` or `csrc/` folder next to the kernels' one). Those files are read through the
 //! run's word sets (see `foreign`): parsed only when they spell a name a question asks about.
 
 use super::foreign::sub_dirs;
@@ -44,16 +44,26 @@ impl Resolver<'static> {
             .chain(parent)
             .map(Path::to_path_buf)
             .collect();
+        let own = dirs.len();
         if let (Some(dir), Some(parent)) = (dir, parent) {
             dirs.extend(sub_dirs(parent).iter().filter(|d| *d != dir).cloned());
         }
-        for d in &dirs {
+        for (k, d) in dirs.iter().enumerate() {
             if !d.is_dir() {
                 continue;
             }
             gpulint_source::note_dependency(d);
             for f in dir_files(d).iter() {
                 if Some(f) == me.as_ref() {
+                    continue;
+                }
+                // In the other subdirectories, the sources only (bindings and callers); their
+                // headers declare.
+                let header = f
+                    .extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| HEADERS.contains(&e));
+                if k >= own && header {
                     continue;
                 }
                 gpulint_source::note_dependency(f);
@@ -73,6 +83,9 @@ impl Resolver<'static> {
         }
     }
 }
+
+/// Header extensions, not read in the parent's other subdirectories.
+const HEADERS: &[&str] = &["h", "hpp", "cuh"];
 
 /// Files besides the one that defines a function that may spell its name for its callers to
 /// be followed.
