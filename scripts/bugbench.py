@@ -46,6 +46,10 @@ import threading
 
 # Files whose parent directory is extracted too: kernels, headers and op glue live side by side.
 NATIVE_EXTS = ('.cu', '.cuh', '.cpp', '.cc', '.cxx', '.c', '.h', '.hpp', '.hxx')
+# Sources of the parent's other subdirectories extracted with a native file, as gpulint reads
+# them (`glue_project`): their extensions, and how many subdirectories.
+SIBLING_EXTS = ('.cpp', '.cc', '.cxx', '.cu', '.c')
+MAX_SIBLING_DIRS = 16
 # Files linted with their whole repository around them.
 PYTHON_EXTS = ('.py', '.ipynb')
 # The pathspec that stands for the whole tree, and the largest file then extracted (data files,
@@ -152,18 +156,19 @@ def pathspecs_for(gitdir, commit, path):
     """What is extracted to lint `path`. For Python (`.py`, `.ipynb`): the whole repository
     (`:/`), as a user lints a project and its imports reach modules anywhere in it (sibling
     packages, a package installed from a subdirectory); files over MAX_TREE_BLOB are left out.
-    For native code: the directory holding `path` (recursively) and the files of its parent
-    directory; at the top level, the top-level files only."""
+    For native code: the directory holding `path` (recursively), the files of its parent
+    directory and the C/C++/CUDA sources of the parent's other subdirectories; at the top level,
+    the top-level files only."""
     if path.lower().endswith(PYTHON_EXTS):
         return [WHOLE_TREE]
     d = os.path.dirname(path)
 
-    def files_in(directory):
+    def files_in(directory, kind='blob'):
         args = ['ls-tree', commit] + ([f'{directory}/'] if directory else [])
         names = []
         for entry in git(gitdir, *args).stdout.splitlines():
             meta, _, name = entry.partition('\t')
-            if meta.split()[1] == 'blob':
+            if meta.split()[1] == kind:
                 names.append(name)
         return names
 
@@ -171,7 +176,15 @@ def pathspecs_for(gitdir, commit, path):
         return files_in('')
     specs = [f'{d}/']
     if path.lower().endswith(NATIVE_EXTS):
-        specs += files_in(os.path.dirname(d))
+        parent = os.path.dirname(d)
+        specs += files_in(parent)
+        # The C/C++/CUDA sources of the parent's other subdirectories (the first by name), where
+        # gpulint looks for the callers of a function that ends with a launch (bindings kept in
+        # a `pybind/` folder next to the kernels' one).
+        for sib in sorted(files_in(parent, 'tree'))[:MAX_SIBLING_DIRS]:
+            if sib != d:
+                specs += [f for f in files_in(sib)
+                          if f.endswith(SIBLING_EXTS) and f not in specs]
         specs += [h for h in included_headers(gitdir, commit, path)
                   if not h.startswith(f'{d}/') and h not in specs]
     return specs

@@ -15,6 +15,7 @@ mod origin;
 mod pointers;
 mod sites;
 mod syntax;
+mod tail;
 
 use super::{CudaModel, Launch};
 pub use build::build;
@@ -24,6 +25,7 @@ use gpulint_syntax::NodeExt;
 use origin::{reassigned_param, Ctx};
 pub use sites::{LaunchSite, VacuousCheck, Via};
 use std::collections::{HashMap, HashSet};
+pub use tail::{call_tail, names_check, CallTail, LAUNCH_CHECKS};
 use tree_sitter::Node;
 
 /// Dispatch macros known out of the box (extended by OP003's `dispatch-macros`); a trailing
@@ -113,6 +115,8 @@ pub struct CallFacts {
     /// Per argument: the caller's parameter it is (and what the argument itself guarantees,
     /// e.g. `x.contiguous()`), or `None` for anything else.
     pub args: Vec<Option<(usize, Props)>>,
+    /// What follows the call in the caller (a launch-error check, the end, …).
+    pub tail: CallTail,
 }
 
 /// What callers in other files need to know about one function.

@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
 mod foreign;
+mod launch_errors;
 pub use foreign::{foreign_launcher, ForeignLauncher};
+pub use launch_errors::UncheckedPath;
 
 /// Sibling files larger than this are not read.
 const MAX_FILE_SIZE: u64 = 1 << 20;
@@ -104,6 +106,9 @@ struct Sibling {
     text: Option<String>,
     /// Names found absent from `text`.
     absent: std::cell::RefCell<HashSet<String>>,
+    /// Neither facts nor text are held: the file is read through the run's word sets (see
+    /// `foreign`) when a question names one of its words.
+    on_disk: bool,
 }
 
 impl Sibling {
@@ -115,6 +120,18 @@ impl Sibling {
             facts: std::cell::OnceCell::from(facts),
             text: None,
             absent: Default::default(),
+            on_disk: false,
+        }
+    }
+
+    /// A file read only when a question names one of its words.
+    fn on_disk(path: &Path) -> Sibling {
+        Sibling {
+            path: Some(path.to_path_buf()),
+            facts: Default::default(),
+            text: None,
+            absent: Default::default(),
+            on_disk: true,
         }
     }
 
@@ -137,6 +154,7 @@ impl Sibling {
             facts: Default::default(),
             text: Some(text),
             absent: Default::default(),
+            on_disk: false,
         }
     }
 
@@ -144,6 +162,11 @@ impl Sibling {
     fn for_name(&self, name: &str, options: &Options) -> Option<&FileFacts> {
         if let Some(f) = self.facts.get() {
             return f.as_deref();
+        }
+        if self.on_disk {
+            let facts = foreign::facts_naming(self.path.as_deref()?, name, options)
+                .filter(|f| !f.fns.is_empty() || !f.bound.is_empty())?;
+            return self.facts.get_or_init(|| Some(facts)).as_deref();
         }
         let text = self.text.as_deref()?;
         if self.absent.borrow().contains(name) {
@@ -292,6 +315,7 @@ impl<'a> Resolver<'a> {
             facts: std::cell::OnceCell::from(Some(Arc::new(here.clone()))),
             text: None,
             absent: Default::default(),
+            on_disk: false,
         }];
         let me = std::path::absolute(path).ok();
         let mut paths = vec![me.clone().unwrap_or_else(|| path.to_path_buf())];

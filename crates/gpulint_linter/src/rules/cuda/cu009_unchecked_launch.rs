@@ -4,7 +4,9 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::Severity;
+use gpulint_semantic::cuda::glue_project::{describe_callers, Resolver, UncheckedPath};
 use gpulint_syntax::Lang;
+use std::collections::HashMap;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -16,7 +18,11 @@ declare_rule! {
     /// `checkCudaErrors` or `gpuErrchk`), or one of the names in the `check-macros` option.
     /// When the launch is the last statement of a lambda (an `AT_DISPATCH_*` body) or of a
     /// `switch` case, the statement after the dispatch or the `switch` counts. A launch that
-    /// ends its function is not reported: the caller may check. The project's own helpers count
+    /// ends its function leaves the check to the callers: it is reported only when the callers
+    /// are seen (in the C/C++/CUDA files of its directory, its parent and the parent's other
+    /// subdirectories, such as a `pybind/` folder) and one path from a function bound to
+    /// Python reaches it with no check after any call on the way (a `return` after the call
+    /// passes the question on to that function's callers). The project's own helpers count
     /// as checks too: a macro or function, in this file or in a header it includes with
     /// `#include "…"`, whose body calls `cudaGetLastError`, `cudaPeekAtLastError` or
     /// `C10_CUDA_KERNEL_LAUNCH_CHECK` (`#define CHECK_LAUNCH() …`, `void finish(…)`).
@@ -86,25 +92,7 @@ declare_rule! {
 }
 
 /// Calls that check for launch errors.
-pub const LAUNCH_CHECKS: &[&str] = &[
-    "C10_CUDA_KERNEL_LAUNCH_CHECK",
-    "cudaGetLastError",
-    "cudaPeekAtLastError",
-    "AT_CUDA_CHECK",
-    "C10_CUDA_CHECK",
-    "CUDA_CHECK",
-    "checkCudaErrors",
-    "gpuErrchk",
-    "getLastCudaError",
-    "CUDA_POST_KERNEL_CHECK",
-    "CUDA_KERNEL_LOOP_CHECK",
-    "cudaCheckError",
-    "CHECK_CUDA_ERROR",
-    "TF_CHECK_OK",
-    "GPU_LAUNCH_KERNEL",
-    "hipGetLastError",
-    "cudaDeviceSynchronize",
-];
+pub use gpulint_semantic::cuda::glue::LAUNCH_CHECKS;
 
 /// Statements searched after the launch's block ends (lambda bodies, dispatch macros).
 const MAX_UP: usize = 12;
@@ -127,8 +115,7 @@ impl Rule for UncheckedKernelLaunch {
         // among the helpers (reading them again for each helper grows with the helpers times
         // the statement).
         let helpers: std::cell::OnceCell<std::collections::HashSet<&str>> = Default::default();
-        let is_check = |n: Node<'_>| {
-            let t = m.text(n);
+        let is_check_text = |t: &str| {
             LAUNCH_CHECKS.iter().any(|c| t.contains(c))
                 || extra.iter().any(|c| t.contains(c.as_str()))
                 || {
@@ -139,6 +126,10 @@ impl Rule for UncheckedKernelLaunch {
                             .any(|tok| helpers.contains(tok))
                 }
         };
+        let is_check = |n: Node<'_>| is_check_text(m.text(n));
+        // Launches that end their function: asked of the callers, once per function.
+        let mut resolver: Option<Resolver<'static>> = None;
+        let mut asked: HashMap<String, Option<UncheckedPath>> = HashMap::new();
         for l in &m.launches {
             if l.node.has_error() {
                 continue;
@@ -214,16 +205,49 @@ impl Rule for UncheckedKernelLaunch {
             if checked {
                 continue;
             }
-            // The end of the function: a caller may check; report only when it was decided by
-            // a following statement that is not a check.
+            // The end of the function: a caller may check. Reported when a path from a
+            // binding reaches the function with no check on the way.
+            let mut ends = None;
             if !decided {
-                continue;
+                let Some(f) = m.enclosing_function(l.node).filter(|f| !f.space.global) else {
+                    continue;
+                };
+                let name = gpulint_semantic::cuda::last_name(&f.name);
+                let chain = asked.entry(name.to_string()).or_insert_with(|| {
+                    resolver
+                        .get_or_insert_with(|| {
+                            Resolver::for_launch_errors(
+                                &m.glue.facts,
+                                &ctx.file.path,
+                                &ctx.settings.semantic_options(),
+                            )
+                        })
+                        .unchecked_launch_errors(name, &is_check_text)
+                });
+                let Some(chain) = chain.as_ref() else {
+                    continue;
+                };
+                let callers = describe_callers(&chain.callers);
+                ends = Some(match (&chain.bound, chain.callers.is_empty()) {
+                    (_, true) => format!(
+                        "the launch ends `{name}`, which is called from Python: nothing retrieves its errors"
+                    ),
+                    (Some(b), false) => format!(
+                        "the launch ends `{name}`, and no check follows its call in {callers}; `{b}` is called from Python"
+                    ),
+                    (None, false) => format!(
+                        "the launch ends `{name}`, and no check follows its call in {callers}"
+                    ),
+                });
             }
-            let d = ctx
+            let mut d = ctx
                 .diagnostic(l.node, format!("launch of `{}` is not followed by an error check", l.kernel))
                 .primary_label("launch errors are not retrieved")
-                .note("a launch returns no error code: an invalid configuration means the kernel never runs, and faults surface later in unrelated calls")
-                .help("add `C10_CUDA_KERNEL_LAUNCH_CHECK();` (PyTorch) or `CUDA_CHECK(cudaGetLastError());` right after the launch; confirm at run time with `compute-sanitizer --tool memcheck ./your_app`");
+                .note("a launch returns no error code: an invalid configuration means the kernel never runs, and faults surface later in unrelated calls");
+            if let Some(n) = ends {
+                d = d.note(n);
+            }
+            let d = d.help("add `C10_CUDA_KERNEL_LAUNCH_CHECK();` (PyTorch) or `CUDA_CHECK(cudaGetLastError());` right after the launch; confirm at run time with `compute-sanitizer --tool memcheck ./your_app`");
             ctx.report(d);
         }
     }

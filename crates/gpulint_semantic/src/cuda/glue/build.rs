@@ -133,6 +133,8 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
         .map(|f| f.name.as_str())
         .collect();
     let defined: HashSet<&str> = model.functions.iter().map(|f| f.name.as_str()).collect();
+    // The file's error-checking helpers, read when a call is first recorded.
+    let check_helpers: std::cell::OnceCell<Vec<&str>> = Default::default();
     for (fi, func) in model.functions.iter().enumerate() {
         if (func.space.global || func.space.device) && !func.space.host {
             continue;
@@ -345,9 +347,11 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
                         .collect()
                 })
                 .unwrap_or_default();
+            let helpers = check_helpers.get_or_init(|| model.check_helpers());
             fn_calls.push(CallFacts {
                 callee: name.to_string(),
                 args,
+                tail: super::tail::call_tail(model, *c, helpers),
             });
             call_nodes.push(*c);
         }

@@ -17,7 +17,7 @@ static SUBDIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<Vec<PathBuf>>>>> =
     LazyLock::new(Default::default);
 
 /// The immediate subdirectories of `dir` (the first by name).
-fn sub_dirs(dir: &Path) -> Arc<Vec<PathBuf>> {
+pub(super) fn sub_dirs(dir: &Path) -> Arc<Vec<PathBuf>> {
     if let Some(v) = SUBDIRS.lock().ok().and_then(|m| m.get(dir).cloned()) {
         return v;
     }
@@ -79,9 +79,27 @@ fn keep_words(path: &Path, text: Option<&str>) {
     }
 }
 
+/// Does the text of the file at `path` spell `name` as a whole word (read once per run
+/// within the word budget)?
+pub(super) fn spelled_in(path: &Path, name: &str) -> bool {
+    let plain = !name.is_empty() && name.bytes().all(is_word);
+    if plain {
+        match WORDS.lock().ok().and_then(|m| m.get(path).cloned()) {
+            Some(None) => return false,
+            Some(Some(w)) => return w.contains(name.as_bytes()),
+            None => {}
+        }
+    }
+    let text = read_small(path);
+    if plain {
+        keep_words(path, text.as_deref());
+    }
+    text.is_some_and(|t| spells(&t, name))
+}
+
 /// The glue facts of the file at `path` when its text spells `name` as a whole word (parsed
 /// once per run and kept).
-fn facts_naming(path: &Path, name: &str, options: &Options) -> Option<Arc<FileFacts>> {
+pub(super) fn facts_naming(path: &Path, name: &str, options: &Options) -> Option<Arc<FileFacts>> {
     if let Some(known) = known_facts(path) {
         return known;
     }
