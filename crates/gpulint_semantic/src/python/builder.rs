@@ -72,6 +72,14 @@ fn kind_of(node: Node<'_>) -> K {
         .unwrap_or(K::Other)
 }
 
+/// Is `node` an anonymous leaf (punctuation, an operator, a keyword) that the parser did not
+/// insert (a MISSING node is kept: it marks a parse error)? The builder records nothing for
+/// such tokens.
+#[inline]
+pub(super) fn is_plain_token(node: Node<'_>) -> bool {
+    !node.is_named() && node.child_count() == 0 && !node.is_missing()
+}
+
 /// Collects the model during the checker's walk.
 pub struct PythonBuilder<'t> {
     source: &'t str,
@@ -135,8 +143,14 @@ impl<'t> PythonBuilder<'t> {
     }
 
     pub fn enter(&mut self, node: Node<'t>) {
-        let kind = kind_of(node);
         let parent = self.open.last();
+        // Punctuation and keywords (about half the nodes of a file) bind nothing, call nothing
+        // and hold nothing: they are not recorded (their parent is found on demand, see
+        // `PythonModel::parent`).
+        if parent.is_some() && is_plain_token(node) {
+            return;
+        }
+        let kind = kind_of(node);
         match parent {
             Some(p) => self.parents.record(node, p.node),
             None => self.parents.reserve(node.descendant_count()),
@@ -282,6 +296,10 @@ impl<'t> PythonBuilder<'t> {
     }
 
     pub fn leave(&mut self, node: Node<'t>) {
+        // A token not recorded on the way in (it is not the innermost open node).
+        if self.open.last().is_none_or(|o| o.node.id() != node.id()) && is_plain_token(node) {
+            return;
+        }
         self.open.pop();
         match kind_of(node) {
             K::FunctionDefinition => {
