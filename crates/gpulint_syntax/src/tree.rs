@@ -7,18 +7,28 @@ use tree_sitter::{Node, Tree};
 /// `visit(node, false)` when leaving it, in document order, without recursion.
 pub fn walk<'t>(tree: &'t Tree, mut visit: impl FnMut(Node<'t>, bool)) {
     let mut cursor = tree.walk();
+    // The nodes entered whose children are being walked, innermost last: a node is left as it
+    // was entered, without asking the cursor for it again (a call into the C library each).
+    let mut open: Vec<Node<'t>> = Vec::new();
     'walk: loop {
-        visit(cursor.node(), true);
+        let node = cursor.node();
+        visit(node, true);
         if cursor.goto_first_child() {
+            open.push(node);
             continue;
         }
+        let mut leaving = node;
         loop {
-            visit(cursor.node(), false);
+            visit(leaving, false);
             if cursor.goto_next_sibling() {
                 break;
             }
             if !cursor.goto_parent() {
                 break 'walk;
+            }
+            match open.pop() {
+                Some(parent) => leaving = parent,
+                None => break 'walk,
             }
         }
     }
