@@ -271,11 +271,11 @@ impl<'t> PythonModel<'t> {
     }
 
     /// The parent of a token the builder's walk does not record (see
-    /// [`builder::is_plain_token`]): found going down from the root that holds it. Rules and
-    /// facts climb from named nodes, so this is rarely asked.
+    /// [`gpulint_syntax::is_plain_token`]): found going down from the root that holds it.
+    /// Rules and facts climb from named nodes, so this is rarely asked.
     #[cold]
     fn token_parent(&self, node: Node<'_>) -> Option<Node<'t>> {
-        if !builder::is_plain_token(node) {
+        if !gpulint_syntax::is_plain_token(node) {
             return None;
         }
         self.roots

@@ -34,6 +34,13 @@ pub fn walk<'t>(tree: &'t Tree, mut visit: impl FnMut(Node<'t>, bool)) {
     }
 }
 
+/// Is `node` an anonymous leaf (punctuation, an operator, a keyword) that the parser did not
+/// insert? A MISSING node is not one: it marks a parse error.
+#[inline]
+pub fn is_plain_token(node: Node<'_>) -> bool {
+    !node.is_named() && node.child_count() == 0 && !node.is_missing()
+}
+
 /// Visits the nodes of `tree` in document order, each once, on the way down; `visit` returns
 /// whether to go into the node's children (a walk that skips subtrees where nothing it looks
 /// for can be).

@@ -4,7 +4,7 @@
 use super::string_literal;
 use super::{Binding, Class, Function, Import, PythonModel};
 use gpulint_syntax::NodeExt;
-use gpulint_syntax::{named_children, text};
+use gpulint_syntax::{is_plain_token, named_children, text};
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -70,14 +70,6 @@ fn kind_of(node: Node<'_>) -> K {
         .get(node.kind_id() as usize)
         .copied()
         .unwrap_or(K::Other)
-}
-
-/// Is `node` an anonymous leaf (punctuation, an operator, a keyword) that the parser did not
-/// insert (a MISSING node is kept: it marks a parse error)? The builder records nothing for
-/// such tokens.
-#[inline]
-pub(super) fn is_plain_token(node: Node<'_>) -> bool {
-    !node.is_named() && node.child_count() == 0 && !node.is_missing()
 }
 
 /// Collects the model during the checker's walk.
