@@ -183,6 +183,9 @@ fn check_tree_metered(
     (diagnostics, info, skipped)
 }
 
+/// tree-sitter's kind id of ERROR nodes (`ts_builtin_sym_error`), in every grammar.
+const ERROR_KIND: u16 = u16::MAX;
+
 /// The single iterative walk over one tree.
 fn walk_tree<'t>(
     tree: &'t Tree,
@@ -198,10 +201,12 @@ fn walk_tree<'t>(
             return;
         }
         builder.enter(node);
-        if node.is_error() || node.is_missing() {
+        let kind = node.kind_id();
+        // `Node::is_error` compares the kind with tree-sitter's error symbol: the kind id is
+        // read once here.
+        if kind == ERROR_KIND || node.is_missing() {
             info.error_spans.push(Span::of(&node));
         }
-        let kind = node.kind_id();
         if table
             .rules_for(kind)
             .iter()

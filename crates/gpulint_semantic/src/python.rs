@@ -265,7 +265,23 @@ impl<'t> PythonModel<'t> {
     /// The parent of `node`, as `Node::parent` gives it, from a table built once per file:
     /// `Node::parent` descends from the root on every call (see [`gpulint_syntax::Parents`]).
     pub fn parent(&self, node: Node<'_>) -> Option<Node<'t>> {
-        self.parents().parent(node)
+        self.parents()
+            .parent(node)
+            .or_else(|| self.token_parent(node))
+    }
+
+    /// The parent of a token the builder's walk does not record (see
+    /// [`gpulint_syntax::is_plain_token`]): found going down from the root that holds it.
+    /// Rules and facts climb from named nodes, so this is rarely asked.
+    #[cold]
+    fn token_parent(&self, node: Node<'_>) -> Option<Node<'t>> {
+        if !gpulint_syntax::is_plain_token(node) {
+            return None;
+        }
+        self.roots
+            .iter()
+            .filter(|r| r.start_byte() <= node.start_byte() && node.end_byte() <= r.end_byte())
+            .find_map(|r| gpulint_syntax::ancestors_of(*r, node).last().copied())
     }
 
     /// The parent table of the file's trees (recorded by the builder during the walk that

@@ -7,21 +7,38 @@ use tree_sitter::{Node, Tree};
 /// `visit(node, false)` when leaving it, in document order, without recursion.
 pub fn walk<'t>(tree: &'t Tree, mut visit: impl FnMut(Node<'t>, bool)) {
     let mut cursor = tree.walk();
+    // The nodes entered whose children are being walked, innermost last: a node is left as it
+    // was entered, without asking the cursor for it again (a call into the C library each).
+    let mut open: Vec<Node<'t>> = Vec::new();
     'walk: loop {
-        visit(cursor.node(), true);
+        let node = cursor.node();
+        visit(node, true);
         if cursor.goto_first_child() {
+            open.push(node);
             continue;
         }
+        let mut leaving = node;
         loop {
-            visit(cursor.node(), false);
+            visit(leaving, false);
             if cursor.goto_next_sibling() {
                 break;
             }
             if !cursor.goto_parent() {
                 break 'walk;
             }
+            match open.pop() {
+                Some(parent) => leaving = parent,
+                None => break 'walk,
+            }
         }
     }
+}
+
+/// Is `node` an anonymous leaf (punctuation, an operator, a keyword) that the parser did not
+/// insert? A MISSING node is not one: it marks a parse error.
+#[inline]
+pub fn is_plain_token(node: Node<'_>) -> bool {
+    !node.is_named() && node.child_count() == 0 && !node.is_missing()
 }
 
 /// Visits the nodes of `tree` in document order, each once, on the way down; `visit` returns

@@ -4,7 +4,7 @@
 use super::string_literal;
 use super::{Binding, Class, Function, Import, PythonModel};
 use gpulint_syntax::NodeExt;
-use gpulint_syntax::{named_children, text};
+use gpulint_syntax::{is_plain_token, named_children, text};
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -135,8 +135,14 @@ impl<'t> PythonBuilder<'t> {
     }
 
     pub fn enter(&mut self, node: Node<'t>) {
-        let kind = kind_of(node);
         let parent = self.open.last();
+        // Punctuation and keywords (about half the nodes of a file) bind nothing, call nothing
+        // and hold nothing: they are not recorded (their parent is found on demand, see
+        // `PythonModel::parent`).
+        if parent.is_some() && is_plain_token(node) {
+            return;
+        }
+        let kind = kind_of(node);
         match parent {
             Some(p) => self.parents.record(node, p.node),
             None => self.parents.reserve(node.descendant_count()),
@@ -282,6 +288,10 @@ impl<'t> PythonBuilder<'t> {
     }
 
     pub fn leave(&mut self, node: Node<'t>) {
+        // A token not recorded on the way in (it is not the innermost open node).
+        if self.open.last().is_none_or(|o| o.node.id() != node.id()) && is_plain_token(node) {
+            return;
+        }
         self.open.pop();
         match kind_of(node) {
             K::FunctionDefinition => {
