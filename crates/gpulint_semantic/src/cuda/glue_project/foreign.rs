@@ -43,7 +43,7 @@ pub(super) fn sub_dirs(dir: &Path) -> Arc<Vec<PathBuf>> {
 /// The words of the files looked at for launchers (maximal runs of `[A-Za-z0-9_]`), kept so
 /// that a file is read once per run however many names are asked about, within
 /// [`WORDS_BUDGET`] bytes for the whole run; past it, files are read again for each question.
-type Words = HashSet<Box<[u8]>>;
+type Words = HashSet<Box<[u8]>, foldhash::fast::FixedState>;
 
 static WORDS: LazyLock<Mutex<HashMap<PathBuf, Option<Arc<Words>>>>> =
     LazyLock::new(Default::default);
@@ -57,11 +57,14 @@ fn is_word(b: u8) -> bool {
 
 /// The distinct maximal runs of word characters of `text`.
 fn words_of(text: &str) -> Words {
-    text.as_bytes()
-        .split(|b| !is_word(*b))
-        .filter(|w| !w.is_empty())
-        .map(Box::from)
-        .collect()
+    let mut words = Words::default();
+    for w in text.as_bytes().split(|b| !is_word(*b)) {
+        // Most words repeat: allocate only the first time.
+        if !w.is_empty() && !words.contains(w) {
+            words.insert(Box::from(w));
+        }
+    }
+    words
 }
 
 /// Keeps the words of the file at `path` if the budget allows (`None`: unreadable or too large).
