@@ -125,6 +125,21 @@ impl Sibling {
     }
 
     /// A file read only when a question names one of its words.
+    /// The first entries of a resolver: the checked file itself (its facts, no path), the
+    /// list of paths read with its absolute path first, and that absolute path.
+    fn start(here: &FileFacts, path: &Path) -> (Vec<Sibling>, Vec<PathBuf>, Option<PathBuf>) {
+        let files = vec![Sibling {
+            path: None,
+            facts: std::cell::OnceCell::from(Some(Arc::new(here.clone()))),
+            text: None,
+            absent: Default::default(),
+            on_disk: false,
+        }];
+        let me = std::path::absolute(path).ok();
+        let paths = vec![me.clone().unwrap_or_else(|| path.to_path_buf())];
+        (files, paths, me)
+    }
+
     fn on_disk(path: &Path) -> Sibling {
         Sibling {
             path: Some(path.to_path_buf()),
@@ -310,15 +325,7 @@ impl<'a> Resolver<'a> {
     /// The facts of this file and, when `path` is a real file, the C/C++ files of its directory
     /// and its parent (recorded as dependencies of this file's findings).
     pub fn new(here: &FileFacts, path: &Path, options: &Options, trusted: &'a [String]) -> Self {
-        let mut files = vec![Sibling {
-            path: None,
-            facts: std::cell::OnceCell::from(Some(Arc::new(here.clone()))),
-            text: None,
-            absent: Default::default(),
-            on_disk: false,
-        }];
-        let me = std::path::absolute(path).ok();
-        let mut paths = vec![me.clone().unwrap_or_else(|| path.to_path_buf())];
+        let (mut files, mut paths, me) = Sibling::start(here, path);
         let dir = me.as_deref().and_then(Path::parent);
         let dirs: Vec<&Path> = dir.into_iter().chain(dir.and_then(Path::parent)).collect();
         for d in dirs {

@@ -9,7 +9,6 @@ use super::{dir_files, Resolver, Sibling, MAX_DEPTH, MAX_VISITS};
 use crate::cuda::glue::{CallTail, FileFacts};
 use crate::Options;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// A caller as the resolver reports it: its name and, for another file, its path.
 type Caller = (String, Option<PathBuf>);
@@ -28,15 +27,7 @@ impl Resolver<'static> {
     /// A resolver for launch-error questions about the file at `path` (facts `here`): its
     /// directory, its parent and the parent's other subdirectories (recorded as dependencies).
     pub fn for_launch_errors(here: &FileFacts, path: &Path, options: &Options) -> Self {
-        let mut files = vec![Sibling {
-            path: None,
-            facts: std::cell::OnceCell::from(Some(Arc::new(here.clone()))),
-            text: None,
-            absent: Default::default(),
-            on_disk: false,
-        }];
-        let me = std::path::absolute(path).ok();
-        let mut paths = vec![me.clone().unwrap_or_else(|| path.to_path_buf())];
+        let (mut files, mut paths, me) = Sibling::start(here, path);
         let dir = me.as_deref().and_then(Path::parent);
         let parent = dir.and_then(Path::parent);
         let mut dirs: Vec<PathBuf> = dir
