@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 
+mod raw;
+
 /// One code cell in the virtual source.
 #[derive(Debug, Clone)]
 pub struct Cell {
@@ -84,17 +86,13 @@ const FOREIGN_CELL_MAGICS: &[&str] = &[
 
 /// Reads a notebook. Errors describe why it is not a notebook gpulint can read.
 pub fn parse(text: &str) -> Result<Notebook, String> {
-    let json: Value =
+    let json: raw::Raw =
         serde_json::from_str(text).map_err(|e| format!("not valid notebook JSON ({e})"))?;
     let cells = json
-        .get("cells")
-        .and_then(Value::as_array)
+        .cells
+        .as_ref()
         .ok_or("not an nbformat 4 notebook (no `cells` list)")?;
-    let language = json
-        .pointer("/metadata/kernelspec/language")
-        .or_else(|| json.pointer("/metadata/language_info/name"))
-        .and_then(Value::as_str)
-        .unwrap_or("python");
+    let language = json.language().unwrap_or("python");
     if !language.eq_ignore_ascii_case("python") {
         return Ok(Notebook::default());
     }
@@ -102,11 +100,11 @@ pub fn parse(text: &str) -> Result<Notebook, String> {
     let mut nb = Notebook::default();
     let mut line = 0usize;
     for (i, cell) in cells.iter().enumerate() {
-        if cell.get("cell_type").and_then(Value::as_str) != Some("code") {
+        if cell.cell_type.as_ref().and_then(Value::as_str) != Some("code") {
             continue;
         }
         type Lines = (String, Vec<usize>, Vec<Option<usize>>);
-        let (code, element_lines, mut elements): Lines = match cell.get("source") {
+        let (code, element_lines, mut elements): Lines = match &cell.source {
             Some(Value::String(s)) => {
                 let n = s.lines().count().max(1);
                 (s.clone(), vec![positions.line_of(i, 0); n], vec![None; n])
@@ -437,5 +435,50 @@ mod tests {
     fn malformed_is_an_error() {
         assert!(parse("{not json").is_err());
         assert!(parse("{\"a\": 1}").is_err());
+    }
+
+    #[test]
+    fn reads_only_what_the_cells_need() {
+        // Outputs, attachments and unknown fields are skipped; cells that are not objects, or
+        // not code, hold nothing; a repeated key keeps its last value.
+        let text = r#"{"nbformat": 4, "cells": [
+            7, null, [1, 2], {"cell_type": "markdown", "source": "x = 1"},
+            {"cell_type": "code", "outputs": [{"data": {"image/png": "iVBORw0KGgo="}}],
+             "source": ["import torch\n", "y = 2"], "attachments": {"a": [1.5e300, true]}},
+            {"source": "dropped", "cell_type": "code", "source": "z = 3"}
+        ], "metadata": {"kernelspec": {"language": "python"}}}"#;
+        let nb = parse(text).unwrap();
+        assert_eq!(nb.source, "import torch\ny = 2\nz = 3\n");
+        assert_eq!(
+            nb.cells.iter().map(|c| c.number).collect::<Vec<_>>(),
+            [5, 6]
+        );
+        assert_eq!(nb.cells[0].file_lines, [4, 4]);
+    }
+
+    #[test]
+    fn top_level_shapes() {
+        for text in [
+            "[]",
+            "1",
+            "null",
+            "\"s\"",
+            r#"{"cells": {"a": 1}}"#,
+            r#"{"cells": 3}"#,
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains("no `cells` list"), "{text}: {err}");
+        }
+        // The last `cells` wins.
+        let nb = parse(r#"{"cells": 1, "cells": []}"#).unwrap();
+        assert!(nb.cells.is_empty());
+        // Another kernel language: nothing to check.
+        let text = r#"{"cells": [{"cell_type": "code", "source": "x"}],
+                       "metadata": {"language_info": {"name": "julia"}}}"#;
+        assert!(parse(text).unwrap().source.is_empty());
+        let err = parse(r#"{"cells": [], "x": [1, }"#).unwrap_err();
+        assert!(err.starts_with("not valid notebook JSON"), "{err}");
+        let err = parse(r#"{"cells": []} trailing"#).unwrap_err();
+        assert!(err.starts_with("not valid notebook JSON"), "{err}");
     }
 }
