@@ -89,7 +89,8 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "`jax.jit` of a new function object in every loop iteration, or with unstable static arguments",
         kinds: &[],
-        needles: &["jit", "pmap"],
+        needles: &["jax", "flax"],
+        also_needles: &["jit", "pmap"],
         options: &[],
     };
 }

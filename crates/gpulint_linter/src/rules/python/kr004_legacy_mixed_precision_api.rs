@@ -82,7 +82,8 @@ declare_rule! {
         severity: Severity::Info,
         summary: "Removed or legacy mixed-precision API",
         kinds: &[],
-        needles: &["mixed_precision"],
+        needles: &["tensorflow", "keras"],
+        also_needles: &["mixed_precision"],
         options: &[],
     };
 }

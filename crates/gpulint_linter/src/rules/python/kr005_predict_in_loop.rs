@@ -61,7 +61,8 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "model.predict() called per item inside a loop",
         kinds: &[],
-        needles: &["predict"],
+        needles: &["keras", "tensorflow"],
+        also_needles: &["predict"],
         options: &[],
     };
 }

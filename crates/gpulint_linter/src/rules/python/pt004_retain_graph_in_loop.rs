@@ -61,7 +61,8 @@ declare_rule! {
         severity: Severity::Info,
         summary: "`backward(retain_graph=True)` inside a training loop",
         kinds: &[],
-        needles: &["retain_graph"],
+        needles: &["torch"],
+        also_needles: &["retain_graph"],
         options: &[],
     };
 }

@@ -64,7 +64,8 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "Out-of-memory recovery attempted inside the `except` clause",
         kinds: &["except_clause"],
-        needles: &["except"],
+        needles: &["torch"],
+        also_needles: &["except"],
         options: &[],
     };
 }

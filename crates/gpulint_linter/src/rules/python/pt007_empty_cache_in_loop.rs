@@ -62,7 +62,8 @@ declare_rule! {
         severity: Severity::Info,
         summary: "`torch.cuda.empty_cache()` called every training step",
         kinds: &[],
-        needles: &["empty_cache"],
+        needles: &["torch"],
+        also_needles: &["empty_cache"],
         options: &[],
     };
 }

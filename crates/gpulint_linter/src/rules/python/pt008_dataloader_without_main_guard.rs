@@ -82,7 +82,7 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "Multi-process DataLoader without a `__main__` guard (spawn start method)",
         kinds: &[],
-        needles: &["num_workers", "torch"],
+        needles: &["torch"],
         options: &[],
     };
 }

@@ -74,7 +74,7 @@ declare_rule! {
         severity: Severity::Error,
         summary: "CUDA used inside DataLoader workers or with the `fork` start method",
         kinds: &[],
-        needles: &["num_workers", "fork", "torch"],
+        needles: &["torch"],
         options: &[],
     };
 }

@@ -62,7 +62,8 @@ declare_rule! {
         severity: Severity::Info,
         summary: "`cudnn.benchmark = True` with input shapes that vary per step",
         kinds: &[],
-        needles: &["benchmark"],
+        needles: &["torch"],
+        also_needles: &["benchmark"],
         options: &[],
     };
 }

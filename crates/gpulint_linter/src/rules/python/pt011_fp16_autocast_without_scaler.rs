@@ -67,7 +67,8 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "float16 autocast training without `GradScaler`",
         kinds: &[],
-        needles: &["autocast"],
+        needles: &["torch"],
+        also_needles: &["autocast"],
         options: &[],
     };
 }

@@ -102,7 +102,7 @@ declare_rule! {
         severity: Severity::Info,
         summary: "Large Python lists or dicts in a Dataset copied into every DataLoader worker, or too many pinned batches in flight",
         kinds: &[],
-        needles: &["num_workers", "torch"],
+        needles: &["torch"],
         options: &[
             RuleOption {
                 key: "min-workers",

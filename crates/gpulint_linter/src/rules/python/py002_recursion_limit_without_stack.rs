@@ -66,7 +66,8 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "Recursion limit raised high without enlarging the thread stack",
         kinds: &[],
-        needles: &["setrecursionlimit", "stack_size"],
+        needles: &["torch", "tensorflow", "keras", "jax", "flax"],
+        also_needles: &["setrecursionlimit", "stack_size"],
         options: &[RuleOption {
             key: "threshold",
             kind: OptionKind::Int,

@@ -57,7 +57,8 @@ declare_rule! {
         severity: Severity::Error,
         summary: "Memory growth enabled on some GPUs only",
         kinds: &[],
-        needles: &["set_memory_growth"],
+        needles: &["tensorflow", "tf_keras"],
+        also_needles: &["set_memory_growth"],
         options: &[],
     };
 }

@@ -75,7 +75,8 @@ declare_rule! {
         severity: Severity::Error,
         summary: "Memory growth and a logical device configuration on the same GPU",
         kinds: &[],
-        needles: &["set_memory_growth"],
+        needles: &["tensorflow", "tf_keras"],
+        also_needles: &["set_memory_growth"],
         options: &[],
     };
 }

@@ -59,7 +59,8 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "Unknown key in tf.config.optimizer.set_experimental_options is silently ignored",
         kinds: &[],
-        needles: &["set_experimental_options"],
+        needles: &["tensorflow", "tf_keras"],
+        also_needles: &["set_experimental_options"],
         options: &[RuleOption {
             key: "extra-keys",
             kind: OptionKind::StringList,

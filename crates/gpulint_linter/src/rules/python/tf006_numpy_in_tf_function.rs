@@ -85,7 +85,8 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "Large NumPy or Python data materialized inside tf.function",
         kinds: &[],
-        needles: &["function"],
+        needles: &["tensorflow", "tf_keras"],
+        also_needles: &["function"],
         options: &[RuleOption {
             key: "min-elements",
             kind: OptionKind::Int,

@@ -63,7 +63,8 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "tf.function retraced for every Python value of a loop variable",
         kinds: &[],
-        needles: &["function"],
+        needles: &["tensorflow", "tf_keras"],
+        also_needles: &["function"],
         options: &[],
     };
 }

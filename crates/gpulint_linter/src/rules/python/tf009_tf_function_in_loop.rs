@@ -55,7 +55,8 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "tf.function created inside a loop",
         kinds: &[],
-        needles: &["function"],
+        needles: &["tensorflow", "tf_keras"],
+        also_needles: &["function"],
         options: &[],
     };
 }

@@ -69,7 +69,8 @@ declare_rule! {
         severity: Severity::Warning,
         summary: "Python side effect or tensor leak inside tf.function",
         kinds: &[],
-        needles: &["function"],
+        needles: &["tensorflow", "tf_keras"],
+        also_needles: &["function"],
         options: &[],
     };
 }

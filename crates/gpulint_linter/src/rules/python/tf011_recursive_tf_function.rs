@@ -54,7 +54,8 @@ declare_rule! {
         severity: Severity::Error,
         summary: "Recursive tf.function",
         kinds: &[],
-        needles: &["function"],
+        needles: &["tensorflow", "tf_keras"],
+        also_needles: &["function"],
         options: &[],
     };
 }

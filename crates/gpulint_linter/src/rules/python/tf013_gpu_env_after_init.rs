@@ -88,9 +88,6 @@ declare_rule! {
             "torch",
             "jax",
             "flax",
-            "CUDA_VISIBLE_DEVICES",
-            "TF_FORCE_GPU_ALLOW_GROWTH",
-            "TF_GPU_ALLOCATOR",
         ],
         options: &[],
     };
