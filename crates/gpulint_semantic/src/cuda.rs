@@ -18,6 +18,7 @@ pub mod kernel;
 pub mod launch;
 pub mod narrow;
 pub mod race;
+mod rounded;
 pub mod steps;
 pub mod tf_op;
 
@@ -27,6 +28,7 @@ pub use consts::{parse_c_int, sizeof_scalar};
 pub use guards::{Bound, Guard, GuardKind};
 pub use kernel::{Access, Flags, Kernel, Param};
 pub use launch::GridKind;
+pub use rounded::RoundedOverread;
 
 use consts::ConstDef;
 use gpulint_source::Span;
@@ -151,8 +153,8 @@ pub struct CudaModel<'t> {
     guard_order: Vec<u32>,
     /// Indexes into `allocations` sorted by start byte.
     allocation_order: Vec<u32>,
-    /// Does the file include a framework header (`<torch/`, `<ATen/` …)? Computed once.
-    framework_header: std::cell::OnceCell<bool>,
+    /// What the whole file shows about the size of its tensors, computed once.
+    evidence: interval::FileEvidence,
     /// Byte offsets of the line ends, for line numbers in messages (built on first use).
     line_ends: std::cell::OnceCell<Vec<usize>>,
     /// The byte ranges of the launches, sorted (built on first use).

@@ -285,7 +285,7 @@ impl<'t> CudaBuilder<'t> {
             kernel_by_node: HashMap::new(),
             guard_order: Vec::new(),
             allocation_order: Vec::new(),
-            framework_header: Default::default(),
+            evidence: Default::default(),
             parents: std::cell::OnceCell::from(self.parents),
             line_ends: Default::default(),
             launch_spans: Default::default(),

@@ -18,6 +18,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 mod foreign;
 mod launch_errors;
+pub(crate) mod member_stores;
 pub use foreign::{foreign_launcher, ForeignLauncher};
 pub use launch_errors::UncheckedPath;
 

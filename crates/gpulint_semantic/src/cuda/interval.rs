@@ -20,7 +20,7 @@ mod width;
 pub use access::{Extent, OutOfRange};
 pub use culprit::{Culprit, CulpritKind};
 pub use eval::{Bound, Point, Range, RangeCx};
-pub use evidence::Evidence;
+pub use evidence::{Evidence, FileEvidence};
 pub use extent::type_range;
 pub use grid::GridCount;
 pub use member::MemberOverflow;

@@ -1,6 +1,8 @@
 //! Narrowing of 64-bit sizes to 32-bit integers in host code: `int n = x.numel()`,
 //! `static_cast<int>(t.NumElements())`, `const int total = x.size(0) * x.size(1) * x.size(2)`.
 
+pub mod stores;
+
 use gpulint_syntax::text;
 use gpulint_syntax::NodeExt;
 use tree_sitter::Node;

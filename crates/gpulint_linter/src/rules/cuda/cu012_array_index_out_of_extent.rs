@@ -42,6 +42,16 @@ declare_rule! {
     /// pieces per item, five passes) is reported. Counts that only reach the extent when
     /// every data-dependent test of a single pass succeeds are not reported.
     ///
+    /// An unrolled loop over a rounded count is checked against the rounding: with `int
+    /// main_end = count & ~2;` bounding `for (int k = 0; k < main_end; k += 4)` whose body
+    /// reads `tile[k + u]` for `u < 4`, `main_end % 4` can be 1, and the last pass reads three
+    /// elements past `main_end` and past `count`, the elements that were filled. The rounding
+    /// (`n & ~c`, `n - n % q`, `n / q * q`, `(n >> p) << p`, defined once) is reported, as a
+    /// warning: the reads stay inside the array but return stale data. A mask that clears
+    /// every bit below the step (`& ~3` or `& ~7` for a step of 4), a body that reads no
+    /// farther than the smallest remainder, or a counter that does not start on a multiple of
+    /// the step keeps it silent.
+    ///
     /// Indices from run-time values, block sizes not known (`<<<g, threads>>>` with `threads` a
     /// parameter), counters changed inside their loop, uses under a condition that mentions the
     /// counter (`if (k < 8)`), and thread indices under a guard whose bound the file does not
@@ -225,5 +235,6 @@ impl Rule for ArrayIndexOutOfExtent {
             };
             ctx.report(d);
         }
+        super::cu012_rounded::check_rounded_bounds(ctx);
     }
 }

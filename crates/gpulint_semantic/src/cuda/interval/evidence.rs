@@ -1,10 +1,12 @@
 //! What shows that a 32-bit product works on tensors large enough to overflow it, when the
 //! launches in the file do not prove it: framework headers, or, in any file, an element count
 //! that multiplies three or more sizes (`if (i < B * T * V)`), or a factor that is a helper
-//! parameter to which a call narrows a 64-bit value.
+//! parameter to which a call narrows a 64-bit value, or an offset into a tensor of four or more
+//! dimensions when the file computes another offset of that shape in 64 bits.
 
 use super::eval::{Point, RangeCx};
 use super::overflow::LARGE;
+use super::width::Width;
 use crate::cuda::kernel::{peel, Kernel};
 use crate::cuda::CudaModel;
 use gpulint_syntax::NodeExt;
@@ -24,6 +26,21 @@ pub enum Evidence {
     Dimensions,
     /// A factor is a 32-bit helper parameter to which a call passes a 64-bit value.
     NarrowedCall,
+    /// The product is in an offset whose term with a block or thread coordinate multiplies
+    /// three or more data sizes (`((b * H + h) * Q + q) * K`: a tensor of four or more
+    /// dimensions), and a kernel of the file computes an offset of that shape in 64 bits
+    /// (`(b * heads + h) * seq * seq` with `size_t` sizes): the file treats such offsets as
+    /// 64-bit, and this one was left 32-bit.
+    WideLayout,
+}
+
+/// What a whole file shows about the size of its tensors, computed on first use.
+#[derive(Debug, Default)]
+pub struct FileEvidence {
+    /// The file includes a framework header (`<torch/`, `<ATen/` …).
+    pub(super) framework: std::cell::OnceCell<bool>,
+    /// A kernel computes an offset into a tensor of four or more dimensions in 64 bits.
+    wide_layout: std::cell::OnceCell<bool>,
 }
 
 impl<'t> CudaModel<'t> {
@@ -74,6 +91,75 @@ impl<'t> CudaModel<'t> {
             }
             _ => 0,
         }
+    }
+
+    /// The most data sizes multiplied together with a block or thread coordinate in one term
+    /// of `e` (`((b * H + h) * Q + q) * K`: 3, the term `b * H * Q * K`), with the degree of
+    /// `e` as in [`CudaModel::size_degree`]: `(degree, coordinate degree)`.
+    pub(super) fn coordinate_degree(
+        &self,
+        cx: &RangeCx<'_, 't>,
+        k: &Kernel<'t>,
+        e: Node<'t>,
+        at: &Point<'t>,
+        depth: usize,
+    ) -> (usize, Option<usize>) {
+        if depth > 12 {
+            return (0, None);
+        }
+        let e = peel(e);
+        match e.kind_name() {
+            "binary_expression" => {
+                let (Some(l), Some(r)) = (e.field("left"), e.field("right")) else {
+                    return (0, None);
+                };
+                let (dl, cl) = self.coordinate_degree(cx, k, l, at, depth + 1);
+                let (dr, cr) = self.coordinate_degree(cx, k, r, at, depth + 1);
+                match e.field("operator").map(|o| o.kind_name()) {
+                    Some("*") => (dl + dr, cl.map(|c| c + dr).max(cr.map(|c| c + dl))),
+                    Some("+" | "-") => (dl.max(dr), cl.max(cr)),
+                    _ => (0, None),
+                }
+            }
+            "identifier" | "field_expression" if k.flags(self, e).thread_dependent() => {
+                (0, Some(0))
+            }
+            "identifier" | "field_expression" => (self.size_degree(cx, k, e, at, depth), None),
+            _ => (0, None),
+        }
+    }
+
+    /// Does a kernel of this file compute an offset into a tensor of four or more dimensions
+    /// in 64 bits: an expression of 64-bit width whose term with a block or thread coordinate
+    /// multiplies three or more data sizes (`(batch_idx * num_heads + head_idx) * seq_len *
+    /// seq_len` with `size_t` sizes)? Computed once per file, on first use; each kernel body
+    /// is read up to a bounded number of nodes.
+    pub(super) fn wide_layout(&self) -> bool {
+        *self.evidence.wide_layout.get_or_init(|| {
+            self.kernels.iter().any(|k| {
+                if k.too_large || k.parse_damaged() {
+                    return false;
+                }
+                let cx = RangeCx::new(self, k);
+                let body = self.functions[k.function].node;
+                descendants(body).take(8192).any(|n| {
+                    let arithmetic = |x: Node<'t>| {
+                        x.kind_name() == "binary_expression"
+                            && x.field("operator")
+                                .is_some_and(|o| matches!(o.kind_name(), "+" | "-" | "*"))
+                    };
+                    // The whole offset only: not a part of a larger sum or product.
+                    if !arithmetic(n)
+                        || peel(arithmetic_root(self, n)).id() != n.id()
+                        || self.width(k, n) != Width::W64
+                    {
+                        return false;
+                    }
+                    let at = cx.point(None, n.start_byte());
+                    self.coordinate_degree(&cx, k, n, &at, 0).1 >= Some(3)
+                })
+            })
+        })
     }
 
     /// Does the offset `root` index a tensor of four or more dimensions whose batch stride a

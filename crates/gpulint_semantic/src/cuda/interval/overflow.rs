@@ -10,7 +10,8 @@
 //! something shows that the data is large: the kernel works on framework tensors, whose element
 //! counts reach 2³¹; or, in any file, the product is part of an element count that multiplies
 //! three or more sizes (`if (i < B * T * V)`), or one factor is a helper parameter to which a
-//! call narrows a 64-bit value (the caller kept it 64-bit).
+//! call narrows a 64-bit value (the caller kept it 64-bit), or the product is in an offset into a
+//! tensor of four or more dimensions that another kernel of the file computes in 64 bits.
 
 use super::eval::{Point, RangeCx};
 use super::evidence::{arithmetic_root, Evidence};
@@ -80,7 +81,8 @@ impl<'t> CudaModel<'t> {
         let cx = RangeCx::new(self, k);
         // The file's text is searched once, not once per kernel.
         let tensors = *self
-            .framework_header
+            .evidence
+            .framework
             .get_or_init(|| includes_framework(self.source))
             || self.launches_of(&self.functions[k.function].name).any(|l| {
                 l.args.iter().any(|a| {
@@ -415,7 +417,9 @@ impl<'t> CudaModel<'t> {
         // Without framework headers, the arithmetic itself must show a large tensor: an element
         // count that multiplies three sizes (`if (i < B * T * V)`), or a factor that a call
         // narrows from the 64-bit value its caller kept. (Offsets that multiply three sizes are
-        // not enough: kernel windows, sampling points and voxel grids multiply as many.)
+        // not enough: kernel windows, sampling points and voxel grids multiply as many, unless
+        // the file computes offsets of that shape in 64 bits elsewhere, see
+        // [`CudaModel::wide_layout`].)
         // A member width borrowed from the files that include this header is weaker: the
         // header may be compiled in other contexts. The product must then be a per-block offset
         // (it reads a block or thread coordinate) whose largest term multiplies three or more
@@ -442,6 +446,14 @@ impl<'t> CudaModel<'t> {
             Evidence::NarrowedCall
         } else if count && self.size_degree(cx, k, arithmetic_root(self, p), at, 0) >= 3 {
             Evidence::Dimensions
+        } else if !count
+            && self
+                .coordinate_degree(cx, k, arithmetic_root(self, p), at, 0)
+                .1
+                >= Some(3)
+            && self.wide_layout()
+        {
+            Evidence::WideLayout
         } else {
             return None;
         };
