@@ -315,14 +315,7 @@ impl<'t> CudaModel<'t> {
 
     /// `for (int k = a; k < b; ++k)` (or `<=`, `k += c` with c > 0) declaring `name`.
     fn loop_range(&self, func: &Function<'t>, f: Node<'t>, name: &str) -> Option<(i128, i128)> {
-        let init = f.field("initializer")?;
-        let d = gpulint_syntax::descendants(init).find(|n| {
-            n.kind_name() == "init_declarator" || n.kind_name() == "assignment_expression"
-        })?;
-        let (var, start) = match d.kind_name() {
-            "init_declarator" => (d.field("declarator")?, d.field("value")?),
-            _ => (d.field("left")?, d.field("right")?),
-        };
+        let (var, start) = loop_start(f)?;
         if self.text(var) != name {
             return None;
         }
@@ -352,8 +345,17 @@ impl<'t> CudaModel<'t> {
         // The last value the counter takes: `for (j = 0; j < 8; j += 4)` ends at 4.
         let hi = lo + (hi - lo) / step * step;
         // Changed in the body, or left early (`if (k == N) break;`): unknown.
-        let body = f.field("body")?;
-        let changed = gpulint_syntax::descendants(body).any(|n| {
+        if self.body_leaves_or_assigns(f.field("body")?, &[name]) {
+            return None;
+        }
+        Some((lo, hi))
+    }
+
+    /// Whether a loop body may leave its loop or skip the rest of an iteration (`break`,
+    /// `continue`, `return`, `goto`), or assigns one of `names`: then the values a counter
+    /// takes are not those its header shows.
+    pub(super) fn body_leaves_or_assigns(&self, body: Node<'t>, names: &[&str]) -> bool {
+        gpulint_syntax::descendants(body).any(|n| {
             if matches!(
                 n.kind_name(),
                 "break_statement" | "continue_statement" | "return_statement" | "goto_statement"
@@ -365,12 +367,19 @@ impl<'t> CudaModel<'t> {
                 "update_expression" => n.field("argument"),
                 _ => None,
             };
-            target.is_some_and(|t| self.text(t) == name)
-        });
-        if changed {
-            return None;
-        }
-        Some((lo, hi))
+            target.is_some_and(|t| names.contains(&self.text(t)))
+        })
+    }
+}
+
+/// The counter of a `for` loop and its start, from the initializer: `int k = s` or `k = s`.
+pub(super) fn loop_start(f: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
+    let init = f.field("initializer")?;
+    let d = gpulint_syntax::descendants(init)
+        .find(|n| matches!(n.kind_name(), "init_declarator" | "assignment_expression"))?;
+    match d.kind_name() {
+        "init_declarator" => Some((d.field("declarator")?, d.field("value")?)),
+        _ => Some((d.field("left")?, d.field("right")?)),
     }
 }
 

@@ -161,14 +161,7 @@ impl<'t> CudaModel<'t> {
         }
         let bound = self.text(bound_node);
         // The start: a constant multiple of the step.
-        let init = f.field("initializer")?;
-        let d = gpulint_syntax::descendants(init).find(|n| {
-            n.kind_name() == "init_declarator" || n.kind_name() == "assignment_expression"
-        })?;
-        let (var, start) = match d.kind_name() {
-            "init_declarator" => (d.field("declarator")?, d.field("value")?),
-            _ => (d.field("left")?, d.field("right")?),
-        };
+        let (var, start) = super::arrays::loop_start(f)?;
         if self.text(var) != counter || self.eval_in_function(func, start)? % step != 0 {
             return None;
         }
@@ -185,25 +178,7 @@ impl<'t> CudaModel<'t> {
         let rounding = strip(k.defs[v][0]);
         let remainder = self.rounding_remainder(fi, rounding, step)?;
         // The counter and the bound are not changed in the body, nor is the loop left early.
-        let body = f.field("body")?;
-        let changed = gpulint_syntax::descendants(body).any(|n| {
-            if matches!(
-                n.kind_name(),
-                "break_statement" | "goto_statement" | "continue_statement"
-            ) {
-                return true;
-            }
-            let target = match n.kind_name() {
-                "assignment_expression" => n.field("left"),
-                "update_expression" => n.field("argument"),
-                _ => None,
-            };
-            target.is_some_and(|t| {
-                let t = self.text(t);
-                t == counter || t == bound
-            })
-        });
-        if changed {
+        if self.body_leaves_or_assigns(f.field("body")?, &[counter, bound]) {
             return None;
         }
         Some(RoundedOverread {

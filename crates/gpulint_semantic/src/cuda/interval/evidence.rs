@@ -56,47 +56,14 @@ impl<'t> CudaModel<'t> {
         at: &Point<'t>,
         depth: usize,
     ) -> usize {
-        if depth > 12 {
-            return 0;
-        }
-        let e = peel(e);
-        match e.kind_name() {
-            "binary_expression" => {
-                let (Some(l), Some(r)) = (e.field("left"), e.field("right")) else {
-                    return 0;
-                };
-                let (dl, dr) = (
-                    self.size_degree(cx, k, l, at, depth + 1),
-                    self.size_degree(cx, k, r, at, depth + 1),
-                );
-                match e.field("operator").map(|o| o.kind_name()) {
-                    Some("*") => dl + dr,
-                    Some("+" | "-") => dl.max(dr),
-                    _ => 0,
-                }
-            }
-            "identifier" | "field_expression" => {
-                if k.flags(self, e).thread_dependent()
-                    || self.is_constant(k, e)
-                    || self.compile_time(k, e, 0)
-                {
-                    return 0;
-                }
-                let ranges = |a: &str| cx.atom_range(a);
-                let large = match cx.range(e, at).hi {
-                    Some(h) => h.poly.interval(&ranges).1 >= LARGE,
-                    None => true,
-                };
-                usize::from(large)
-            }
-            _ => 0,
-        }
+        self.degrees(cx, k, e, at, depth).0
     }
 
-    /// The most data sizes multiplied together with a block or thread coordinate in one term
-    /// of `e` (`((b * H + h) * Q + q) * K`: 3, the term `b * H * Q * K`), with the degree of
-    /// `e` as in [`CudaModel::size_degree`]: `(degree, coordinate degree)`.
-    pub(super) fn coordinate_degree(
+    /// The degree of `e` as in [`CudaModel::size_degree`], with the most data sizes multiplied
+    /// together with a block or thread coordinate in one term of `e` (`((b * H + h) * Q + q) *
+    /// K`: 3, the term `b * H * Q * K`; `None` without a coordinate): `(degree, coordinate
+    /// degree)`, from one walk.
+    pub(super) fn degrees(
         &self,
         cx: &RangeCx<'_, 't>,
         k: &Kernel<'t>,
@@ -113,18 +80,28 @@ impl<'t> CudaModel<'t> {
                 let (Some(l), Some(r)) = (e.field("left"), e.field("right")) else {
                     return (0, None);
                 };
-                let (dl, cl) = self.coordinate_degree(cx, k, l, at, depth + 1);
-                let (dr, cr) = self.coordinate_degree(cx, k, r, at, depth + 1);
+                let (dl, cl) = self.degrees(cx, k, l, at, depth + 1);
+                let (dr, cr) = self.degrees(cx, k, r, at, depth + 1);
                 match e.field("operator").map(|o| o.kind_name()) {
                     Some("*") => (dl + dr, cl.map(|c| c + dr).max(cr.map(|c| c + dl))),
                     Some("+" | "-") => (dl.max(dr), cl.max(cr)),
                     _ => (0, None),
                 }
             }
-            "identifier" | "field_expression" if k.flags(self, e).thread_dependent() => {
-                (0, Some(0))
+            "identifier" | "field_expression" => {
+                if k.flags(self, e).thread_dependent() {
+                    return (0, Some(0));
+                }
+                if self.is_constant(k, e) || self.compile_time(k, e, 0) {
+                    return (0, None);
+                }
+                let ranges = |a: &str| cx.atom_range(a);
+                let large = match cx.range(e, at).hi {
+                    Some(h) => h.poly.interval(&ranges).1 >= LARGE,
+                    None => true,
+                };
+                (usize::from(large), None)
             }
-            "identifier" | "field_expression" => (self.size_degree(cx, k, e, at, depth), None),
             _ => (0, None),
         }
     }
@@ -156,7 +133,7 @@ impl<'t> CudaModel<'t> {
                         return false;
                     }
                     let at = cx.point(None, n.start_byte());
-                    self.coordinate_degree(&cx, k, n, &at, 0).1 >= Some(3)
+                    self.degrees(&cx, k, n, &at, 0).1 >= Some(3)
                 })
             })
         })

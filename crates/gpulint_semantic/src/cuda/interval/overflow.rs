@@ -444,18 +444,15 @@ impl<'t> CudaModel<'t> {
             Evidence::Framework
         } else if self.narrowed_factor(k, l, r) {
             Evidence::NarrowedCall
-        } else if count && self.size_degree(cx, k, arithmetic_root(self, p), at, 0) >= 3 {
-            Evidence::Dimensions
-        } else if !count
-            && self
-                .coordinate_degree(cx, k, arithmetic_root(self, p), at, 0)
-                .1
-                >= Some(3)
-            && self.wide_layout()
-        {
-            Evidence::WideLayout
         } else {
-            return None;
+            let (degree, coordinate) = self.degrees(cx, k, arithmetic_root(self, p), at, 0);
+            if count && degree >= 3 {
+                Evidence::Dimensions
+            } else if !count && coordinate >= Some(3) && self.wide_layout() {
+                Evidence::WideLayout
+            } else {
+                return None;
+            }
         };
         Some(Overflow {
             node: p,
