@@ -11,6 +11,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
+mod resolved;
+use resolved::ResolvedCache;
+
 /// Local modules larger than this are not read.
 const MAX_MODULE_SIZE: u64 = 1 << 20;
 
@@ -108,14 +111,11 @@ fn module_under(dir: &Path, parts: &[&str]) -> Option<(PathBuf, usize)> {
 /// `file` only. Returns the path and the number of leading components of `dotted` that name
 /// the module (the rest are attributes).
 fn local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usize)> {
-    // The answer depends on the file's folder only, and most files of a folder import the
-    // same modules: each question is answered once per run (a dozen file-system lookups).
-    let key = (
-        file.parent()?.to_path_buf(),
-        root.to_path_buf(),
-        dotted.to_string(),
-    );
-    if let Some((found, noted)) = RESOLVED.lock().ok().and_then(|m| m.get(&key).cloned()) {
+    // The answer depends on the file's folder only, and the files of a folder are checked
+    // one after another and import mostly the same modules: each question is answered once
+    // per folder (a dozen file-system lookups), for the folders checked last.
+    let dir = file.parent()?;
+    if let Some((found, noted)) = RESOLVED.lock().ok().and_then(|m| m.get(dir, root, dotted)) {
         for d in noted.iter() {
             gpulint_source::note_dependency(d);
         }
@@ -123,23 +123,10 @@ fn local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf, usiz
     }
     let (found, noted) = gpulint_source::deps::noting(|| find_local_module(file, root, dotted));
     if let Ok(mut m) = RESOLVED.lock() {
-        // Bounded, so that memory does not grow with the number of folders checked.
-        if m.len() >= MAX_RESOLVED {
-            m.clear();
-        }
-        m.insert(key, (found.clone(), Arc::new(noted)));
+        m.insert(dir, root, dotted, (found.clone(), Arc::new(noted)));
     }
     found
 }
-
-/// Answers kept at most by [`local_module`].
-const MAX_RESOLVED: usize = 4096;
-
-/// Where an import resolves, from the folder of the file that imports it and the root.
-type Resolved = (Option<(PathBuf, usize)>, Arc<Vec<PathBuf>>);
-
-/// Answers by (folder of the importing file, root, dotted name).
-type ResolvedCache = HashMap<(PathBuf, PathBuf, String), Resolved>;
 
 static RESOLVED: LazyLock<Mutex<ResolvedCache>> = LazyLock::new(Default::default);
 
