@@ -51,16 +51,21 @@ pub fn reads_python_callers(settings: &Settings) -> bool {
 /// The work is metered (see [`gpulint_source::budget`]): when the file's budget runs out, the
 /// findings of the rule run it ran out in are dropped, the rule runs not yet done are skipped,
 /// and a GL003 finding says where the analysis stopped. Everything found before stays.
+///
+/// `first_clean`: the file is a CUDA/C++ file on disk and `trees` is its first parse, without
+/// error; its glue facts are then shared with the files next to it (see
+/// [`gpulint_semantic::cuda::glue_project::share`]).
 pub fn check_tree(
     file: &SourceFile,
     trees: &[Tree],
     lang: Lang,
     table: &RuleTable,
     settings: &Settings,
+    first_clean: bool,
 ) -> (Vec<Diagnostic>, ParseInfo) {
     let ((mut diagnostics, info, skipped), _, stop) =
         budget::metered(budget::for_file(file.text.len()), || {
-            check_tree_metered(file, trees, lang, table, settings)
+            check_tree_metered(file, trees, lang, table, settings, first_clean)
         });
     if let Some(stop) = stop {
         diagnostics.push(stopped(file, stop, skipped));
@@ -100,6 +105,7 @@ fn check_tree_metered(
     lang: Lang,
     table: &RuleTable,
     settings: &Settings,
+    first_clean: bool,
 ) -> (Vec<Diagnostic>, ParseInfo, usize) {
     budget::enter("the semantic model", budget::UNKNOWN);
     let mut builder =
@@ -115,6 +121,10 @@ fn check_tree_metered(
 
     let mut model = builder.finish(trees);
     if let Model::Cuda(cuda) = &mut model {
+        if first_clean {
+            // The files next to it read its glue facts from here, not from a parse of their own.
+            gpulint_semantic::cuda::glue_project::share(&file.path, &file.text, &cuda.glue.facts);
+        }
         cuda.read_headers(&file.path);
     }
     if let Model::Python(python) = &model {

@@ -281,6 +281,8 @@ impl Engine {
     ) -> Option<Checked> {
         // The parts of the text left out of a second parse (see `unclosed`).
         let mut cuts: Vec<Span> = Vec::new();
+        // The CUDA file's first parse had no error: the model's tree is that parse.
+        let mut first_clean = false;
         let trees: Vec<tree_sitter::Tree> = match notebook {
             Some(nb) => {
                 let mut trees = Vec::with_capacity(nb.cells.len());
@@ -318,6 +320,7 @@ impl Engine {
                 if lang == Lang::Cuda {
                     // A header's facts for the files that include it, from this parse.
                     gpulint_semantic::cuda::headers::share(&file.path, &file.text, &tree);
+                    first_clean = !tree.root_node().has_error();
                 }
                 // Macro-heavy C++ often needs a second, line-preserving parse (see
                 // `cuda_retry`); a text that ends inside an open bracket is parsed again
@@ -329,7 +332,7 @@ impl Engine {
             }
         };
         let (mut diagnostics, mut info) =
-            checker::check_tree(file, &trees, lang, table, &self.settings);
+            checker::check_tree(file, &trees, lang, table, &self.settings, first_clean);
         if !cuts.is_empty() {
             info.error_spans.extend(cuts);
             info.error_spans.sort_by_key(|s| (s.start, s.end));

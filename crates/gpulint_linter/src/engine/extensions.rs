@@ -102,8 +102,14 @@ impl Engine {
             return Vec::new();
         };
         let trees = [lang::cuda_retry::reparse(&inline.text, tree)];
-        let (mut found, info) =
-            checker::check_tree(&inline, &trees, Lang::Cuda, &self.cuda, &self.settings);
+        let (mut found, info) = checker::check_tree(
+            &inline,
+            &trees,
+            Lang::Cuda,
+            &self.cuda,
+            &self.settings,
+            false,
+        );
         let mut suppressions = suppress::collect(&trees, &inline, Lang::Cuda, &info.comments);
         suppress::apply(&mut found, &mut suppressions, &inline);
         for d in &mut found {

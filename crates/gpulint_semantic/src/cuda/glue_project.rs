@@ -71,6 +71,32 @@ fn remember(path: &Path, facts: Option<Arc<FileFacts>>) {
     }
 }
 
+/// Hands the glue facts of a checked file to the files next to it: a question of theirs about
+/// it then reads these instead of parsing the file a second time. `facts` must come from the
+/// file's first parse, without error (what [`facts_of_text`] would parse), of `text` read
+/// from `path`. Does nothing when the facts are already known or the file is too large to be
+/// read as a sibling.
+pub fn share(path: &Path, text: &str, facts: &FileFacts) {
+    let Ok(me) = std::path::absolute(path) else {
+        return;
+    };
+    if text.len() as u64 > MAX_FILE_SIZE || known_facts(&me).is_some() {
+        return;
+    }
+    if std::fs::metadata(&me).map_or(true, |m| m.len() > MAX_FILE_SIZE) {
+        return;
+    }
+    // As [`Sibling::at`] reads a text that holds no glue.
+    let facts = if super::glue::is_glue_text(text) {
+        facts.clone()
+    } else {
+        FileFacts::default()
+    };
+    if let Ok(mut m) = FILES.lock() {
+        m.entry(me).or_insert(Some(Arc::new(facts)));
+    }
+}
+
 /// The glue facts of a file's text (parsed here).
 fn facts_of_text(text: &str, options: &Options) -> Option<Arc<FileFacts>> {
     let tree = parse(Lang::Cuda, text)?;
@@ -573,7 +599,41 @@ pub fn describe_callers(callers: &[(String, Option<PathBuf>)]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::spells;
+    use super::*;
+
+    #[test]
+    fn shared_facts_are_read_as_a_siblings() {
+        let dir = tempfile::tempdir().unwrap();
+        let glue = dir.path().join("op.cpp");
+        let text = "#include <torch/extension.h>\nvoid launch(at::Tensor x);\nvoid op(at::Tensor x) { launch(x); }\n";
+        std::fs::write(&glue, text).unwrap();
+        let plain = dir.path().join("util.cu");
+        std::fs::write(&plain, "int twice(int x) { return 2 * x; }\n").unwrap();
+        let options = Options::default();
+        // The facts a sibling would parse for itself.
+        let parsed = facts_of_text(text, &options).unwrap();
+        let mut shared = (*parsed).clone();
+        shared.referenced.insert("marker".into());
+        share(&glue, text, &shared);
+        let known = known_facts(&glue).unwrap().unwrap();
+        assert!(known.referenced.contains("marker"));
+        assert_eq!(format!("{:?}", known.fns), format!("{:?}", parsed.fns));
+        // Not replaced by a second share.
+        share(&glue, text, &FileFacts::default());
+        assert!(known_facts(&glue)
+            .unwrap()
+            .unwrap()
+            .referenced
+            .contains("marker"));
+        // A text without glue is shared as a sibling's would be read: without facts.
+        share(&plain, "int twice(int x) { return 2 * x; }\n", &shared);
+        let known = known_facts(&plain).unwrap().unwrap();
+        assert!(known.fns.is_empty() && known.referenced.is_empty());
+        // A file not on disk is not shared.
+        let gone = dir.path().join("gone.cpp");
+        share(&gone, text, &shared);
+        assert!(known_facts(&std::path::absolute(&gone).unwrap()).is_none());
+    }
 
     #[test]
     fn spells_whole_words_only() {
