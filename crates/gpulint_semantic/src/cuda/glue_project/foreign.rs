@@ -43,7 +43,10 @@ pub(super) fn sub_dirs(dir: &Path) -> Arc<Vec<PathBuf>> {
 /// The words of the files looked at for launchers (maximal runs of `[A-Za-z0-9_]`), kept so
 /// that a file is read once per run however many names are asked about, within
 /// [`WORDS_BUDGET`] bytes for the whole run; past it, files are read again for each question.
-type Words = HashSet<Box<[u8]>, foldhash::fast::FixedState>;
+/// Each word is kept as its 64-bit hash ([`word_hash`]): a file whose hashes include a name's
+/// is then read and searched for the name itself, or parsed, so a collision costs work, never
+/// an answer.
+type Words = HashSet<u64, foldhash::fast::FixedState>;
 
 static WORDS: LazyLock<Mutex<HashMap<PathBuf, Option<Arc<Words>>>>> =
     LazyLock::new(Default::default);
@@ -55,13 +58,18 @@ fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
-/// The distinct maximal runs of word characters of `text`.
+/// The hash a word is kept as, the same in every thread and run.
+fn word_hash(word: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0x9e37_79b9_7f4a_7c15).hash_one(word)
+}
+
+/// The distinct maximal runs of word characters of `text`, as hashes.
 fn words_of(text: &str) -> Words {
     let mut words = Words::default();
     for w in text.as_bytes().split(|b| !is_word(*b)) {
-        // Most words repeat: allocate only the first time.
-        if !w.is_empty() && !words.contains(w) {
-            words.insert(Box::from(w));
+        if !w.is_empty() {
+            words.insert(word_hash(w));
         }
     }
     words
@@ -72,7 +80,7 @@ fn keep_words(path: &Path, text: Option<&str>) {
     let words = text.map(words_of);
     let size: usize = words
         .as_ref()
-        .map_or(0, |w| w.iter().map(|x| x.len() + 16).sum());
+        .map_or(0, |w| w.capacity() * (std::mem::size_of::<u64>() + 1));
     if WORDS_USED.fetch_add(size, Ordering::Relaxed) + size > WORDS_BUDGET {
         WORDS_USED.fetch_sub(size, Ordering::Relaxed);
         return;
@@ -83,18 +91,20 @@ fn keep_words(path: &Path, text: Option<&str>) {
 }
 
 /// Does the text of the file at `path` spell `name` as a whole word (read once per run
-/// within the word budget)?
+/// within the word budget)? From the kept words, a hash collision can answer yes for a file
+/// that does not: callers use the answer to skip files, and read those they keep.
 pub(super) fn spelled_in(path: &Path, name: &str) -> bool {
     let plain = !name.is_empty() && name.bytes().all(is_word);
     if plain {
         match WORDS.lock().ok().and_then(|m| m.get(path).cloned()) {
             Some(None) => return false,
-            Some(Some(w)) => return w.contains(name.as_bytes()),
+            // A collision only lets the caller parse a file that does not spell the name.
+            Some(Some(w)) => return w.contains(&word_hash(name.as_bytes())),
             None => {}
         }
     }
     let text = read_small(path);
-    if plain {
+    if plain && WORDS.lock().ok().is_some_and(|m| !m.contains_key(path)) {
         keep_words(path, text.as_deref());
     }
     text.is_some_and(|t| spells(&t, name))
@@ -113,7 +123,7 @@ pub(super) fn facts_naming(path: &Path, name: &str, options: &Options) -> Option
         let words = WORDS.lock().ok().and_then(|m| m.get(path).cloned());
         match words {
             Some(None) => return None,
-            Some(Some(w)) if !w.contains(name.as_bytes()) => return None,
+            Some(Some(w)) if !w.contains(&word_hash(name.as_bytes())) => return None,
             _ => {}
         }
     }
@@ -190,7 +200,7 @@ mod tests {
             "foo_cuda", "foo", "cuda", "bar2", "bar", "Tensor", "at", "_baz", "qux_", "0x1f", "x1f",
         ] {
             assert_eq!(
-                words.contains(name.as_bytes()),
+                words.contains(&word_hash(name.as_bytes())),
                 spells(text, name),
                 "{name}"
             );
