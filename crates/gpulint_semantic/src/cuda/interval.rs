@@ -21,7 +21,7 @@ pub use access::{Extent, OutOfRange};
 pub use culprit::{Culprit, CulpritKind};
 pub use eval::{Bound, Point, Range, RangeCx};
 pub use evidence::{Evidence, FileEvidence};
-pub use extent::type_range;
+pub use extent::{type_range, ParamRanges};
 pub use grid::GridCount;
 pub use member::MemberOverflow;
 pub use overflow::{Overflow, OverflowKind};

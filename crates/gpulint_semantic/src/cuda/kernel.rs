@@ -62,6 +62,9 @@ pub struct Access<'t> {
 pub struct Kernel<'t> {
     /// Index into [`CudaModel::functions`].
     pub function: usize,
+    /// The ranges of its scalar parameters from its launches (see
+    /// [`CudaModel::param_launch_ranges`]), computed on first use.
+    pub(crate) launch_ranges: std::cell::OnceCell<std::sync::Arc<super::interval::ParamRanges<'t>>>,
     pub node: Node<'t>,
     pub params: Vec<Param<'t>>,
     /// Local variables (and assigned names) in order of first definition.

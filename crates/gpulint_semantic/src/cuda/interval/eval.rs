@@ -37,9 +37,8 @@ pub struct RangeCx<'a, 't> {
     pub k: &'a Kernel<'t>,
     pub func: &'a Function<'t>,
     block: Option<BlockRange>,
-    params: HashMap<&'t str, (i128, i128)>,
-    /// Parameters whose values the launches in this file give.
-    known: Vec<&'t str>,
+    /// The ranges of the kernel's scalar parameters and those its launches give.
+    params: std::sync::Arc<super::extent::ParamRanges<'t>>,
     memo: RefCell<HashMap<usize, Range>>,
     busy: RefCell<Vec<usize>>,
     refining: RefCell<Vec<String>>,
@@ -58,14 +57,13 @@ impl<'t> Point<'t> {
 impl<'a, 't> RangeCx<'a, 't> {
     pub fn new(m: &'a CudaModel<'t>, k: &'a Kernel<'t>) -> Self {
         let func = &m.functions[k.function];
-        let (params, known) = m.param_launch_ranges(k);
+        let params = m.param_launch_ranges(k);
         RangeCx {
             m,
             k,
             func,
             block: m.block_range(func),
             params,
-            known,
             memo: RefCell::new(HashMap::new()),
             busy: RefCell::new(Vec::new()),
             refining: RefCell::new(Vec::new()),
@@ -109,7 +107,7 @@ impl<'a, 't> RangeCx<'a, 't> {
     /// type), a block or grid dimension (from the launches, `__launch_bounds__`, or the
     /// hardware limits).
     pub fn atom_range(&self, atom: &str) -> (i128, i128) {
-        if let Some(r) = self.params.get(atom) {
+        if let Some(r) = self.params.ranges.get(atom) {
             return *r;
         }
         let axis = |a: &str| match a {
@@ -136,7 +134,7 @@ impl<'a, 't> RangeCx<'a, 't> {
         if atom.starts_with("blockDim.") {
             return self.block.is_some_and(|b| b.from_launch);
         }
-        self.known.contains(&atom)
+        self.params.known.contains(&atom)
     }
 
     fn spend(&self) -> bool {

@@ -297,12 +297,16 @@ impl<'t> CudaModel<'t> {
             .flatten()
     }
 
+    /// [`CudaModel::launch_ranges_of`] of `k`, computed once per kernel.
+    pub fn param_launch_ranges(&self, k: &Kernel<'t>) -> std::sync::Arc<ParamRanges<'t>> {
+        k.launch_ranges
+            .get_or_init(|| std::sync::Arc::new(self.launch_ranges_of(k)))
+            .clone()
+    }
+
     /// The numeric range of each scalar parameter of `k`: the constants its launches in this
     /// file pass (when every launch passes one), else the range of its type.
-    pub fn param_launch_ranges(
-        &self,
-        k: &Kernel<'t>,
-    ) -> (HashMap<&'t str, (i128, i128)>, Vec<&'t str>) {
+    fn launch_ranges_of(&self, k: &Kernel<'t>) -> ParamRanges<'t> {
         let function = &self.functions[k.function];
         let launches: Vec<&Launch<'t>> = self.launches_of(&function.name).collect();
         let mut out = HashMap::new();
@@ -337,8 +341,17 @@ impl<'t> CudaModel<'t> {
                 out.insert(p.name, r);
             }
         }
-        (out, known)
+        ParamRanges { ranges: out, known }
     }
+}
+
+/// The ranges of a kernel's scalar parameters (see [`CudaModel::param_launch_ranges`]).
+#[derive(Debug, Default)]
+pub struct ParamRanges<'t> {
+    /// By parameter name: the constants its launches pass, else its type's range.
+    pub ranges: HashMap<&'t str, (i128, i128)>,
+    /// Parameters whose values the launches in this file give.
+    pub known: Vec<&'t str>,
 }
 
 /// The values of an integer type.

@@ -260,6 +260,7 @@ impl<'t> KernelBuild<'t> {
             pointer_offsets: vec![None; n],
             accesses: Vec::new(),
             too_large,
+            launch_ranges: Default::default(),
         };
         kernel.compute_flags(model);
         kernel.compute_closures(model, &def_guards);
