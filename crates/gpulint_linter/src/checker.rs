@@ -54,7 +54,8 @@ pub fn reads_python_callers(settings: &Settings) -> bool {
 ///
 /// `first_clean`: the file is a CUDA/C++ file on disk and `trees` is its first parse, without
 /// error; its glue facts are then shared with the files next to it (see
-/// [`gpulint_semantic::cuda::glue_project::share`]).
+/// [`gpulint_semantic::cuda::glue_project::share`]), and its header facts with the files that
+/// include it (see [`gpulint_semantic::cuda::headers::share`]).
 pub fn check_tree(
     file: &SourceFile,
     trees: &[Tree],
@@ -122,8 +123,16 @@ fn check_tree_metered(
     let mut model = builder.finish(trees);
     if let Model::Cuda(cuda) = &mut model {
         if first_clean {
-            // The files next to it read its glue facts from here, not from a parse of their own.
+            // The files next to it read its glue facts from here, not from a parse of their own;
+            // the files that include a header, its header facts.
             gpulint_semantic::cuda::glue_project::share(&file.path, &file.text, &cuda.glue.facts);
+            if settings.semantic_options() == gpulint_semantic::Options::default() {
+                gpulint_semantic::cuda::headers::share_model(
+                    &file.path, &file.text, &trees[0], cuda,
+                );
+            } else {
+                gpulint_semantic::cuda::headers::share(&file.path, &file.text, &trees[0]);
+            }
         }
         cuda.read_headers(&file.path);
     }

@@ -318,9 +318,12 @@ impl Engine {
             None => {
                 let tree = lang::parse(lang, &file.text)?;
                 if lang == Lang::Cuda {
-                    // A header's facts for the files that include it, from this parse.
-                    gpulint_semantic::cuda::headers::share(&file.path, &file.text, &tree);
                     first_clean = !tree.root_node().has_error();
+                    // A header's facts for the files that include it, from this parse (from
+                    // the checker's model of it when it is clean).
+                    if !first_clean {
+                        gpulint_semantic::cuda::headers::share(&file.path, &file.text, &tree);
+                    }
                 }
                 // Macro-heavy C++ often needs a second, line-preserving parse (see
                 // `cuda_retry`); a text that ends inside an open bracket is parsed again

@@ -97,6 +97,24 @@ pub fn metered<T>(units: u64, f: impl FnOnce() -> T) -> (T, u64, Option<Stop>) {
     (out, spent, stop)
 }
 
+/// Runs `f` outside the current file's budget: what it spends is not counted, and it never
+/// runs out (work done on this thread for other files, such as facts kept for the run).
+pub fn unmetered<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(u64, u64, Option<Stop>, (&'static str, usize));
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            LEFT.set(self.0);
+            TOTAL.set(self.1);
+            STOPPED.set(self.2);
+            CURRENT.set(self.3);
+        }
+    }
+    let _restore = Restore(LEFT.get(), TOTAL.get(), STOPPED.take(), CURRENT.get());
+    LEFT.set(u64::MAX);
+    TOTAL.set(0);
+    f()
+}
+
 /// Names the analysis about to run and the byte offset it works at, for the [`Stop`] of a
 /// helper (a tree walk) that runs out of budget inside it.
 pub fn enter(analysis: &'static str, at: usize) {
@@ -184,5 +202,18 @@ mod tests {
     fn the_budget_grows_with_the_file() {
         assert_eq!(for_file(0), MIN_UNITS);
         assert!(for_file(10 << 20) > for_file(1 << 20));
+    }
+
+    #[test]
+    fn unmetered_work_spends_nothing_of_the_file() {
+        let ((), spent, stop) = metered(10, || {
+            assert!(spend(4));
+            let inner = unmetered(|| (0..100).all(|_| spend(1)) && !exhausted());
+            assert!(inner);
+            assert!(spend(6));
+            assert!(!spend(1));
+        });
+        assert_eq!(spent, 10);
+        assert!(stop.is_some());
     }
 }

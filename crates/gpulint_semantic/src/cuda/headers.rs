@@ -18,6 +18,7 @@
 mod includers;
 mod kernels;
 
+use super::CudaModel;
 use gpulint_syntax::{parse, text, Lang, NodeExt};
 pub use kernels::{HeaderKernel, HeaderParam, SeenKernel};
 use std::cell::OnceCell;
@@ -407,13 +408,26 @@ pub fn is_header_name(path: &Path) -> bool {
 /// from it, so they are kept for the run instead of parsing the header a second time. Does
 /// nothing when the facts are already known or the header is too large to be read as one.
 pub fn share(path: &Path, source: &str, tree: &tree_sitter::Tree) {
+    gpulint_source::budget::unmetered(|| share_with(path, source, tree, None));
+}
+
+/// As [`share`], for a header whose first parse is the tree of `model`, built with the default
+/// options: the kernels of the facts are read from that model instead of a model of their own.
+/// Both are computed outside the file's work budget: the facts serve the files that include it.
+pub fn share_model(path: &Path, source: &str, tree: &tree_sitter::Tree, model: &CudaModel<'_>) {
+    // A model whose building ran out of budget may be missing kernels: built again instead.
+    let model = (!gpulint_source::budget::exhausted()).then_some(model);
+    gpulint_source::budget::unmetered(|| share_with(path, source, tree, model));
+}
+
+fn share_with(path: &Path, source: &str, tree: &tree_sitter::Tree, model: Option<&CudaModel<'_>>) {
     if !is_header_name(path) || FACTS.lock().is_ok_and(|m| m.contains_key(path)) {
         return;
     }
     if std::fs::metadata(path).map_or(true, |m| m.len() > MAX_HEADER_SIZE) {
         return;
     }
-    let mut facts = facts_of_tree(source, tree);
+    let mut facts = facts_of_tree(source, tree, model);
     facts.path = path.to_path_buf();
     let facts = Arc::new(facts);
     if let Ok(mut m) = FACTS.lock() {
@@ -439,7 +453,7 @@ pub fn facts_of(source: &str) -> HeaderFacts {
         None
     };
     match tree {
-        Some(tree) => facts_of_tree(source, &tree),
+        Some(tree) => facts_of_tree(source, &tree, None),
         None => HeaderFacts {
             includes: quoted_includes(source),
             ..Default::default()
@@ -447,11 +461,16 @@ pub fn facts_of(source: &str) -> HeaderFacts {
     }
 }
 
-/// The facts of one header's text and its tree.
-fn facts_of_tree(source: &str, tree: &tree_sitter::Tree) -> HeaderFacts {
+/// The facts of one header's text and its tree (`model`: the tree's model with the default
+/// options, when already built).
+fn facts_of_tree(
+    source: &str,
+    tree: &tree_sitter::Tree,
+    model: Option<&CudaModel<'_>>,
+) -> HeaderFacts {
     let mut f = HeaderFacts {
         includes: quoted_includes(source),
-        kernels: kernels::kernels_of(source, tree),
+        kernels: kernels::kernels_of(source, tree, model),
         ..Default::default()
     };
     gpulint_syntax::walk_pruned(tree, |node| {
@@ -619,6 +638,18 @@ inline void run(int n) {
         let f = facts_of(s);
         assert_eq!(f.aliases.get("lam_t").map(String::as_str), Some("int64_t"));
         assert_eq!(f.fields.get("rows").unwrap(), &vec!["int".to_string()]);
+    }
+
+    #[test]
+    fn header_kernels_from_a_given_model_are_those_of_its_own() {
+        let s = "struct P { int n; };\n__global__ void k(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] = 0; }\n__global__ void r(at::PackedTensorAccessor32<float, 2> a) { float* row = a[blockIdx.x].data(); row[threadIdx.x] = 1; }\n";
+        let tree = parse(Lang::Cuda, s).unwrap();
+        let model = crate::cuda::CudaBuilder::model_of(s, &tree, &crate::Options::default());
+        let given = facts_of_tree(s, &tree, Some(&model));
+        let own = facts_of_tree(s, &tree, None);
+        assert_eq!(given.kernels.len(), 2);
+        assert_eq!(format!("{:?}", given.kernels), format!("{:?}", own.kernels));
+        assert_eq!(given.fields, own.fields);
     }
 
     #[test]

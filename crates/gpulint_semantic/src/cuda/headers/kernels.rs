@@ -4,7 +4,7 @@
 //! (`p[i]`: the kernel walks it linearly), and whether rows of an accessor are taken as raw
 //! pointers (`acc[b][i].data()`). The header's model is built once, when its facts are read.
 
-use crate::cuda::{last_name, CudaBuilder};
+use crate::cuda::{last_name, CudaBuilder, CudaModel};
 use crate::Options;
 use std::path::Path;
 
@@ -35,12 +35,23 @@ pub struct SeenKernel<'a> {
     pub path: &'a Path,
 }
 
-/// The kernels `source` (a header, parsed as `tree`) defines.
-pub(super) fn kernels_of(source: &str, tree: &tree_sitter::Tree) -> Vec<HeaderKernel> {
+/// The kernels `source` (a header, parsed as `tree`) defines, read from `model` (the tree's
+/// model with the default options) when given, else from a model built here.
+pub(super) fn kernels_of(
+    source: &str,
+    tree: &tree_sitter::Tree,
+    model: Option<&CudaModel<'_>>,
+) -> Vec<HeaderKernel> {
     if memchr::memmem::find(source.as_bytes(), b"__global__").is_none() {
         return Vec::new();
     }
-    let model = CudaBuilder::model_of(source, tree, &Options::default());
+    match model {
+        Some(model) => kernels_in(model),
+        None => kernels_in(&CudaBuilder::model_of(source, tree, &Options::default())),
+    }
+}
+
+fn kernels_in(model: &CudaModel<'_>) -> Vec<HeaderKernel> {
     let line = |n: tree_sitter::Node<'_>| n.start_position().row + 1;
     model
         .kernels
