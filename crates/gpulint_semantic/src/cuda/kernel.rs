@@ -67,6 +67,9 @@ pub struct Kernel<'t> {
     pub(crate) launch_ranges: std::cell::OnceCell<std::sync::Arc<super::interval::ParamRanges<'t>>>,
     pub node: Node<'t>,
     pub params: Vec<Param<'t>>,
+    /// Its `x += …` and `x -= …` assignments, in document order, among its first 16,384
+    /// syntax nodes (the in-place pointer advances are found among them).
+    pub(crate) advances: Vec<Node<'t>>,
     /// Local variables (and assigned names) in order of first definition.
     pub locals: Vec<&'t str>,
     local_index: HashMap<&'t str, usize>,

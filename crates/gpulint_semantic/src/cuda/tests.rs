@@ -521,3 +521,23 @@ fn macro_specifier_after_reparse() {
     assert_eq!(b[0].name, "max_col");
     assert_eq!(m.text(b[0].arg), "p.num_keys - s");
 }
+
+#[test]
+fn kernels_keep_their_compound_assignments_in_order() {
+    let src = "__global__ void k(float* p, const float* q, int n) {\n  int i = threadIdx.x;\n  p += blockIdx.x * n;\n  i -= 1;\n  i = 2;\n  q += i;\n  i *= 3;\n}\n__global__ void h(float* r) { r -= 4; }\n";
+    model(src, |m| {
+        let texts = |k: &Kernel<'_>| -> Vec<String> {
+            k.advances.iter().map(|n| m.text(*n).to_string()).collect()
+        };
+        let named = |name: &str| {
+            m.kernels
+                .iter()
+                .find(|k| m.functions[k.function].name == name)
+                .unwrap()
+        };
+        let k = named("k");
+        assert_eq!(texts(k), ["p += blockIdx.x * n", "i -= 1", "q += i"]);
+        let h = named("h");
+        assert_eq!(texts(h), ["r -= 4"]);
+    });
+}

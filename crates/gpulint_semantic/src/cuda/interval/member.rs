@@ -124,14 +124,7 @@ impl<'t> CudaModel<'t> {
     /// local, `query_ptr += batch_id * q_strideB;` on a pointer member of the method's class.
     pub(super) fn pointer_advances(&self, k: &Kernel<'t>) -> Vec<(Node<'t>, Node<'t>)> {
         let mut out = Vec::new();
-        for n in descendants(k.node).take(1 << 14) {
-            if n.kind_name() != "assignment_expression"
-                || !n
-                    .field("operator")
-                    .is_some_and(|o| matches!(o.kind_name(), "+=" | "-="))
-            {
-                continue;
-            }
+        for &n in &k.advances {
             let (Some(l), Some(r)) = (n.field("left"), n.field("right")) else {
                 continue;
             };

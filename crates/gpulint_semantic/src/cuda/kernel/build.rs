@@ -29,7 +29,14 @@ pub(in crate::cuda) struct KernelBuild<'t> {
     pub(in crate::cuda) helper: bool,
     /// A kernel's index in [`CudaModel::kernels`].
     pub(in crate::cuda) slot: usize,
+    /// Nodes recorded so far (the kernel's own node first, in document order).
+    recorded: usize,
+    /// `x += …` / `x -= …` among the first [`ADVANCE_NODES`] nodes (see [`Kernel::advances`]).
+    advances: Vec<Node<'t>>,
 }
+
+/// Nodes of a kernel, in document order, searched for in-place pointer advances.
+const ADVANCE_NODES: usize = 1 << 14;
 
 impl<'t> KernelBuild<'t> {
     pub(in crate::cuda) fn new(function: usize, node: Node<'t>, source: &'t str) -> Self {
@@ -83,12 +90,15 @@ impl<'t> KernelBuild<'t> {
             accesses: Vec::new(),
             helper: false,
             slot: 0,
+            recorded: 0,
+            advances: Vec::new(),
         }
     }
 
     /// Records definitions and accesses; `guard` is the innermost guard holding at `node`.
     pub(in crate::cuda) fn record(&mut self, node: Node<'t>, guard: Option<u32>, call_arg: bool) {
         let field = |f: &str| node.field(f);
+        self.recorded += 1;
         if call_arg {
             self.record_pointer_arith(node, node, guard, false);
         }
@@ -113,6 +123,11 @@ impl<'t> KernelBuild<'t> {
                 }
             }
             "assignment_expression" => {
+                if self.recorded <= ADVANCE_NODES
+                    && field("operator").is_some_and(|o| matches!(o.kind_name(), "+=" | "-="))
+                {
+                    self.advances.push(node);
+                }
                 if let (Some(left), Some(right)) = (field("left"), field("right")) {
                     let left = peel(left);
                     if left.kind_name() == "identifier" {
@@ -261,6 +276,7 @@ impl<'t> KernelBuild<'t> {
             accesses: Vec::new(),
             too_large,
             launch_ranges: Default::default(),
+            advances: self.advances,
         };
         kernel.compute_flags(model);
         kernel.compute_closures(model, &def_guards);
