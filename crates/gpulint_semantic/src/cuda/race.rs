@@ -379,6 +379,7 @@ fn analyze<'a, 't>(
         guards: Vec::new(),
         guard_ids,
         depth: 0,
+        restricted: Default::default(),
     };
     let mut sum = w.stmt(body);
     if !helper {

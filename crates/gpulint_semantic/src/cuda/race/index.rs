@@ -16,6 +16,8 @@ use tree_sitter::Node;
 const MAX_FORM_DEPTH: usize = 8;
 /// Threads in a warp.
 const WARP: i128 = 32;
+/// Guard bounds kept per access (the outermost guards').
+const MAX_BOUNDS: usize = 8;
 /// Expressions nested deeper than this are one opaque value (no recursion past it).
 const MAX_NESTING: usize = 64;
 
@@ -31,6 +33,20 @@ pub(crate) struct Threads {
     pub per_thread_guard: bool,
     /// `x < limit` bounds of the guards, as polynomials.
     pub bounds: Vec<(Poly, Poly)>,
+}
+
+impl Threads {
+    /// Adds what one more guard says (`r`, what [`Forms::restrict`] gives from the default):
+    /// as if that guard restricted `self` itself.
+    pub fn add(&mut self, r: &Threads) {
+        self.per_thread_guard |= r.per_thread_guard;
+        self.warp |= r.warp;
+        self.bounds.extend(r.bounds.iter().cloned());
+        self.bounds.truncate(MAX_BOUNDS);
+        if r.single.is_some() {
+            self.single.clone_from(&r.single);
+        }
+    }
 }
 
 /// The index of an access: its polynomial (`None`: not understood), whether it differs
@@ -263,7 +279,7 @@ impl<'a, 't> Forms<'a, 't> {
                     ">=" => t.bounds.extend(x.add_const(1).map(|x| (y, x))),
                     _ => {}
                 }
-                t.bounds.truncate(8);
+                t.bounds.truncate(MAX_BOUNDS);
             }
             let (var, konst, op) = match (self.m.eval(l), self.m.eval(r)) {
                 (None, Some(c)) => (l, c, op),
@@ -379,4 +395,40 @@ pub(crate) fn unclause(cond: Node<'_>) -> Node<'_> {
 
 pub(crate) fn compact(s: &str) -> String {
     s.split_whitespace().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bound(c: i128) -> (Poly, Poly) {
+        (Poly::atom("threadIdx.x"), Poly::constant(c))
+    }
+
+    #[test]
+    fn guards_add_up_as_if_each_restricted_in_turn() {
+        let outer = Threads {
+            per_thread_guard: true,
+            bounds: (0..6).map(bound).collect(),
+            ..Default::default()
+        };
+        let inner = Threads {
+            per_thread_guard: true,
+            warp: true,
+            single: Some(("tid==0".into(), None)),
+            bounds: (10..14).map(bound).collect(),
+        };
+        let mut t = Threads::default();
+        t.add(&outer);
+        t.add(&Threads::default());
+        t.add(&inner);
+        assert!(t.per_thread_guard && t.warp);
+        assert_eq!(t.single, inner.single);
+        // The outermost bounds are kept, up to the limit.
+        let kept: Vec<(Poly, Poly)> = (0..6).chain(10..12).map(bound).collect();
+        assert_eq!(t.bounds, kept);
+        // A later guard without a single thread keeps the one before.
+        t.add(&outer);
+        assert_eq!(t.single, inner.single);
+    }
 }

@@ -99,6 +99,9 @@ pub(crate) struct Walker<'a, 'c, 't> {
     pub guards: Vec<(Option<u32>, Node<'t>, bool)>,
     pub guard_ids: HashMap<(usize, u8), u32>,
     pub depth: usize,
+    /// What each guard condition (by node id, and whether negated) says about the threads
+    /// that pass it, computed once per walk: every access under a guard asks.
+    pub restricted: std::cell::RefCell<HashMap<(usize, bool), Threads>>,
 }
 
 /// The closing brace of a block (the statement itself otherwise).
@@ -463,8 +466,14 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
     /// The threads that run the current statement.
     pub fn threads(&self) -> Threads {
         let mut t = Threads::default();
+        let mut restricted = self.restricted.borrow_mut();
         for &(_, cond, negated) in &self.guards {
-            self.f.restrict(cond, negated, &mut t);
+            let r = restricted.entry((cond.id(), negated)).or_insert_with(|| {
+                let mut r = Threads::default();
+                self.f.restrict(cond, negated, &mut r);
+                r
+            });
+            t.add(r);
         }
         t
     }
