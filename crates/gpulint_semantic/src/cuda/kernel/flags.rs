@@ -349,23 +349,58 @@ fn block_decl_value<'t>(model: &CudaModel<'t>, id: Node<'_>) -> Option<Node<'t>>
             else {
                 continue;
             };
-            let reassigned = before[at + 1..].iter().any(|s| {
-                gpulint_syntax::descendants(*s)
-                    .take(4096)
-                    .take_while(|n| n.start_byte() < id.start_byte())
-                    .any(|n| {
-                        let target = match n.kind() {
-                            "assignment_expression" => n.field("left"),
-                            "update_expression" => n.field("argument"),
-                            _ => None,
-                        };
-                        target.is_some_and(|t| text(t, source) == name)
-                    })
-            });
+            let from = before
+                .get(at + 1)
+                .map_or(id.start_byte(), |s| s.start_byte());
+            let reassigned = may_assign(source, from, id.start_byte(), name)
+                && before[at + 1..].iter().any(|s| {
+                    gpulint_syntax::descendants(*s)
+                        .take(4096)
+                        .take_while(|n| n.start_byte() < id.start_byte())
+                        .any(|n| {
+                            let target = match n.kind() {
+                                "assignment_expression" => n.field("left"),
+                                "update_expression" => n.field("argument"),
+                                _ => None,
+                            };
+                            target.is_some_and(|t| text(t, source) == name)
+                        })
+                });
             return (!reassigned).then_some(value);
         }
     }
     None
+}
+
+/// Could `source[from..to]` assign `name` (`name = …`, `name += …`, `name++`, `--name`)? `false`
+/// only when no occurrence of the name there is next to an assignment or update operator, or
+/// to a comment, a line continuation or a directive that could stand between the two.
+fn may_assign(source: &str, from: usize, to: usize, name: &str) -> bool {
+    let Some(text) = source.get(from..to.min(source.len())) else {
+        return true;
+    };
+    let b = text.as_bytes();
+    memchr::memmem::find_iter(b, name.as_bytes()).any(|at| {
+        let after = b[at + name.len()..]
+            .iter()
+            .position(|c| !c.is_ascii_whitespace())
+            .map(|i| &b[at + name.len() + i..]);
+        let before = b[..at]
+            .iter()
+            .rposition(|c| !c.is_ascii_whitespace())
+            .map(|i| &b[..=i]);
+        let assigns_after = after.is_some_and(|a| match a {
+            [b'=', b'=', ..] => false,
+            [b'=', ..] | [b'/' | b'\\' | b'#', ..] | [b'+', b'+', ..] | [b'-', b'-', ..] => true,
+            [b'+' | b'-' | b'*' | b'%' | b'&' | b'|' | b'^', b'=', ..] => true,
+            [b'<', b'<', b'=', ..] | [b'>', b'>', b'=', ..] => true,
+            _ => false,
+        });
+        let updates_before = before.is_some_and(|p| {
+            p.ends_with(b"++") || p.ends_with(b"--") || p.ends_with(b"/") || p.ends_with(b"\\")
+        });
+        assigns_after || updates_before
+    })
 }
 
 fn loop_counter_def<'t>(
@@ -399,4 +434,48 @@ fn loop_counter_def<'t>(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_assign;
+
+    fn assigns(text: &str, name: &str) -> bool {
+        may_assign(text, 0, text.len(), name)
+    }
+
+    #[test]
+    fn assignments_and_updates_of_the_name_are_found() {
+        for text in [
+            "i = 0;",
+            "i += 2;",
+            "i <<= 1;",
+            "i ^= m;",
+            "i++;",
+            "--i;",
+            "++ i;",
+            "i\n  -= 1;",
+        ] {
+            assert!(assigns(text, "i"), "{text}");
+        }
+        // Next to a comment or a directive: cannot tell, so it may.
+        assert!(assigns("i /* c */ = 0;", "i"));
+        assert!(assigns("i\n#if X\n= 1;\n#endif", "i"));
+        // Reads only.
+        for text in [
+            "x = i + 1;",
+            "if (i == n) return;",
+            "a[i] = 0;",
+            "f(i);",
+            "y = -i;",
+            "i < n",
+            "p->i",
+        ] {
+            assert!(!assigns(text, "i"), "{text}");
+        }
+        // Only the range is searched.
+        let text = "i = 0; int x = i;";
+        assert!(!may_assign(text, 6, text.len(), "i"));
+        assert!(may_assign(text, 0, 6, "i"));
+    }
 }
