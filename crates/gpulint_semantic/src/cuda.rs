@@ -492,12 +492,13 @@ impl<'t> CudaModel<'t> {
         })
     }
 
-    /// The type a `using`/`typedef` alias names (one step).
+    /// The type a `using`/`typedef` alias names (one step); none for `int`, `std::size_t`.
     pub fn type_alias(&self, name: &str) -> Option<&str> {
-        self.aliases
-            .get(name)
-            .copied()
-            .or_else(|| self.headers().alias(name))
+        match self.aliases.get(name) {
+            Some(ty) => Some(ty),
+            None if kernel::may_name_alias(name) => self.headers().alias(name),
+            None => None,
+        }
     }
 
     /// The types declared for struct members called `name`, in this file, else in the

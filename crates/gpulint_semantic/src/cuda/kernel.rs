@@ -9,7 +9,7 @@ mod syntax;
 
 pub(super) use build::KernelBuild;
 pub use flags::Flags;
-pub use syntax::{declarator_name, peel, peel_pointer};
+pub use syntax::{declarator_name, may_name_alias, peel, peel_pointer};
 
 use super::CudaModel;
 use gpulint_syntax::text;

@@ -74,3 +74,42 @@ pub fn declarator_name(mut decl: Node<'_>) -> (Option<Node<'_>>, bool) {
     }
     (None, pointer)
 }
+
+/// Keywords that name builtin types, never an alias.
+const TYPE_KEYWORDS: &[&str] = &[
+    "auto", "bool", "char", "const", "double", "float", "int", "long", "short", "signed",
+    "unsigned", "void", "volatile",
+];
+
+/// Can `name` be the name of a `using`/`typedef` alias: an identifier, not a keyword?
+pub fn may_name_alias(name: &str) -> bool {
+    name.bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !TYPE_KEYWORDS.contains(&name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_name_alias;
+
+    #[test]
+    fn aliases_are_named_by_identifiers_that_are_not_keywords() {
+        for name in ["index_t", "T", "_idx2", "scalar_t"] {
+            assert!(may_name_alias(name), "{name}");
+        }
+        for name in [
+            "int",
+            "unsigned",
+            "const int",
+            "std::size_t",
+            "int*",
+            "",
+            "2d",
+            "a-b",
+        ] {
+            assert!(!may_name_alias(name), "{name}");
+        }
+    }
+}
