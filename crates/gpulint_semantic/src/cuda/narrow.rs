@@ -245,6 +245,13 @@ impl<'t> super::CudaModel<'t> {
             if INT32_LIMITS.iter().any(|t| text_before.contains(t)) {
                 continue;
             }
+            // Two sizes narrowed below need two `size` calls in the text.
+            if memchr::memmem::find_iter(text_before.as_bytes(), b"size")
+                .nth(1)
+                .is_none()
+            {
+                continue;
+            }
             let nodes: Vec<Node<'t>> = gpulint_syntax::descendants(body).take(20_000).collect();
             let mut narrowed: Vec<(&'t str, Node<'t>)> = Vec::new();
             for d in nodes.iter().filter(|n| n.kind() == "declaration") {
