@@ -25,7 +25,7 @@ mod statement_args;
 
 pub use specifiers::specifier_macro_space;
 
-use super::{parse, Lang};
+use super::Lang;
 use conditionals::keep_first_if_branch;
 use loop_pragmas::blank_loop_pragma_macros;
 use semicolons::terminate_macro_calls;
@@ -47,29 +47,40 @@ pub fn reparse(text: &str, first: Tree) -> Tree {
     changed |= statement_arguments(&mut bytes);
     changed |= blank_loop_pragma_macros(&mut bytes);
     changed |= terminate_macro_calls(&mut bytes);
+    // The last tree parsed and its text: the next parse reuses what the rewrites left alone.
+    let mut last: Option<Tree> = None;
     if changed {
-        if let Some(tree) = parse_bytes(&bytes) {
+        if let Some(tree) = parse_bytes(&bytes, text.as_bytes(), &best) {
             let score = error_score(&tree);
+            last = Some(tree.clone());
             if score < best_score {
                 best_score = score;
                 best = tree;
             }
         }
     }
-    if best_score > 0 && keep_first_if_branch(&mut bytes) {
-        if let Some(tree) = parse_bytes(&bytes) {
-            if error_score(&tree) < best_score {
-                best = tree;
+    if best_score > 0 {
+        let before = bytes.clone();
+        if keep_first_if_branch(&mut bytes) {
+            let tree = match &last {
+                Some(last) => parse_bytes(&bytes, &before, last),
+                None => parse_bytes(&bytes, text.as_bytes(), &best),
+            };
+            if let Some(tree) = tree {
+                if error_score(&tree) < best_score {
+                    best = tree;
+                }
             }
         }
     }
     best
 }
 
-fn parse_bytes(bytes: &[u8]) -> Option<Tree> {
+/// Parses the rewritten `bytes`, reusing `old`, the tree of `old_bytes`.
+fn parse_bytes(bytes: &[u8], old_bytes: &[u8], old: &Tree) -> Option<Tree> {
     // Every rewrite writes ASCII over whole characters, so the text stays UTF-8.
     let text = std::str::from_utf8(bytes).ok()?;
-    parse(Lang::Cuda, text)
+    crate::parse_rewritten(Lang::Cuda, old_bytes, old, text)
 }
 
 /// Bytes inside ERROR nodes plus one per MISSING node: lower is better, 0 is a clean parse.
@@ -92,6 +103,7 @@ pub fn error_score(tree: &Tree) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parse;
 
     pub(super) fn rewrite(text: &str, f: fn(&mut [u8]) -> bool) -> String {
         let mut b = text.as_bytes().to_vec();

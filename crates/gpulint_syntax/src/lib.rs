@@ -141,6 +141,16 @@ pub const PARSE_MIN_OPERATIONS: u64 = 2_000_000;
 /// parsed, GL002). The bound counts the parser's own operations (its progress callback runs
 /// every 100), not time, so a file parses or gives up the same way on every machine.
 fn parse_bounded(parser: &mut Parser, text: &str, len: usize) -> Option<Tree> {
+    parse_bounded_from(parser, text, len, None)
+}
+
+/// [`parse_bounded`], reusing `old` (edited to `text`) where given.
+fn parse_bounded_from(
+    parser: &mut Parser,
+    text: &str,
+    len: usize,
+    old: Option<&Tree>,
+) -> Option<Tree> {
     let allowed = PARSE_MIN_OPERATIONS.saturating_add(PARSE_OPERATIONS_PER_BYTE * len as u64) / 100;
     let mut checks: u64 = 0;
     let mut progress = |_: &tree_sitter::ParseState| {
@@ -154,9 +164,92 @@ fn parse_bounded(parser: &mut Parser, text: &str, len: usize) -> Option<Tree> {
     let bytes = text.as_bytes();
     parser.parse_with_options(
         &mut |i, _| bytes.get(i..).unwrap_or_default(),
-        None,
+        old,
         Some(tree_sitter::ParseOptions::new().progress_callback(&mut progress)),
     )
+}
+
+/// Parses `text`, which the text `old` was parsed from (`old_text`) became by rewrites that
+/// keep every byte where it was (the same length, each line where it was), reusing the parts
+/// of `old` the rewrites leave alone. The parse is bounded as [`parse`]'s.
+pub fn parse_rewritten(lang: Lang, old_text: &[u8], old: &Tree, text: &str) -> Option<Tree> {
+    let cell = match lang {
+        Lang::Python => &PYTHON_PARSER,
+        Lang::Cuda => &CUDA_PARSER,
+        Lang::Manifest => return None,
+    };
+    let new = text.as_bytes();
+    if old_text.len() != new.len() {
+        return parse(lang, text);
+    }
+    let mut edited = old.clone();
+    let (mut old_lines, mut new_lines) = (LineIndex::default(), LineIndex::default());
+    for (start, end) in changed_runs(old_text, new) {
+        let start_position = old_lines.point(old_text, start);
+        // Each text's lines are counted on their own (a rewrite may move a line break).
+        new_lines.point(new, start);
+        edited.edit(&tree_sitter::InputEdit {
+            start_byte: start,
+            old_end_byte: end,
+            new_end_byte: end,
+            start_position,
+            old_end_position: old_lines.point(old_text, end),
+            new_end_position: new_lines.point(new, end),
+        });
+    }
+    cell.with(|p| {
+        let mut parser = p.borrow_mut();
+        parser.reset();
+        parse_bounded_from(&mut parser, text, text.len(), Some(&edited))
+    })
+}
+
+/// The byte ranges where `a` and `b` (of one length) differ, runs closer than a few bytes
+/// merged, in order.
+fn changed_runs(a: &[u8], b: &[u8]) -> Vec<(usize, usize)> {
+    const GAP: usize = 8;
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] == b[i] {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < a.len() && a[i] != b[i] {
+            i += 1;
+        }
+        match runs.last_mut() {
+            Some(last) if start - last.1 <= GAP => last.1 = i,
+            _ => runs.push((start, i)),
+        }
+    }
+    runs
+}
+
+/// Rows and columns of the byte offsets of one text, asked in increasing order: counted from
+/// the last one asked.
+#[derive(Default)]
+struct LineIndex {
+    /// The last offset asked, its row and the offset its line starts at.
+    last: usize,
+    row: usize,
+    line_start: usize,
+}
+
+impl LineIndex {
+    fn point(&mut self, text: &[u8], byte: usize) -> tree_sitter::Point {
+        let between = &text[self.last..byte];
+        self.row += memchr::memchr_iter(b'\n', between).count();
+        if let Some(p) = memchr::memrchr(b'\n', between) {
+            self.line_start = self.last + p + 1;
+        }
+        self.last = byte;
+        tree_sitter::Point {
+            row: self.row,
+            column: byte - self.line_start,
+        }
+    }
 }
 
 /// Parses only the byte range `start..end` of `text` (a notebook cell inside the notebook's
@@ -238,6 +331,62 @@ mod tests {
             Some(Lang::Manifest)
         );
         assert_eq!(Lang::of_path(Path::new("setup.py")), Some(Lang::Python));
+    }
+
+    /// Every node of `tree` as kind and byte range, in document order.
+    fn nodes(tree: &Tree) -> Vec<(String, usize, usize, tree_sitter::Point)> {
+        let mut out = Vec::new();
+        walk(tree, |n, entering| {
+            if entering {
+                out.push((
+                    n.kind().to_string(),
+                    n.start_byte(),
+                    n.end_byte(),
+                    n.start_position(),
+                ));
+            }
+        });
+        out
+    }
+
+    #[test]
+    fn a_rewritten_text_parses_as_it_would_from_scratch() {
+        let old = "DS_D_INLINE void f(int a) {\n  if (a) { g(a); }\n}\nINSTANTIATE(float)\nvoid h() { f(1); }\n";
+        let new = "            void f(int a) {\n  if (a) { g(a); }\n}\nINSTANTIATE(float);\nvoid h() { f(1); }\n";
+        let new = &new[..old.len()];
+        assert_eq!(old.len(), new.len());
+        let first = parse(Lang::Cuda, old).unwrap();
+        let reused = parse_rewritten(Lang::Cuda, old.as_bytes(), &first, new).unwrap();
+        let fresh = parse(Lang::Cuda, new).unwrap();
+        assert_eq!(nodes(&reused), nodes(&fresh));
+        // A text of another length is parsed from scratch.
+        let longer = format!("{new}int x;\n");
+        let other = parse_rewritten(Lang::Cuda, old.as_bytes(), &first, &longer).unwrap();
+        assert_eq!(nodes(&other), nodes(&parse(Lang::Cuda, &longer).unwrap()));
+    }
+
+    #[test]
+    fn changed_runs_are_merged_when_close() {
+        assert_eq!(changed_runs(b"abcdef", b"abcdef"), vec![]);
+        assert_eq!(
+            changed_runs(b"aXcdefghijklmnopY", b"a_cdefghijklmnop_"),
+            vec![(1, 2), (16, 17)]
+        );
+        assert_eq!(changed_runs(b"aXcdeYg", b"a_cde_g"), vec![(1, 6)]);
+        let mut lines = LineIndex::default();
+        let text = b"ab\ncd\n\nef";
+        assert_eq!(
+            lines.point(text, 1),
+            tree_sitter::Point { row: 0, column: 1 }
+        );
+        assert_eq!(
+            lines.point(text, 4),
+            tree_sitter::Point { row: 1, column: 1 }
+        );
+        assert_eq!(
+            lines.point(text, 9),
+            tree_sitter::Point { row: 3, column: 2 }
+        );
     }
 
     #[test]

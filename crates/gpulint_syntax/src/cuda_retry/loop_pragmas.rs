@@ -55,9 +55,9 @@ pub(super) fn blank_loop_pragma_macros(bytes: &mut [u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::parse_bytes;
     use super::super::tests::rewrite;
     use super::*;
+    use crate::{parse, Lang};
 
     #[test]
     fn pragma_macros_before_loops_are_blanked() {
@@ -66,7 +66,7 @@ mod tests {
         assert!(out.contains("\n           \n  for"), "{out}");
         assert!(out.contains("x = Y\n"), "{out}");
         assert!(!out.contains("PRAGMA"), "{out}");
-        let tree = parse_bytes(out.as_bytes()).unwrap();
+        let tree = parse(Lang::Cuda, &out).unwrap();
         assert!(
             !tree.root_node().has_error(),
             "{}",

@@ -145,9 +145,10 @@ fn statement_separators(bytes: &[u8], open: usize) -> Option<(usize, Vec<usize>)
 
 #[cfg(test)]
 mod tests {
+    use super::super::semicolons::terminate_macro_calls;
     use super::super::tests::rewrite;
-    use super::super::{parse_bytes, semicolons::terminate_macro_calls};
     use super::*;
+    use crate::{parse, Lang};
 
     #[test]
     fn statements_passed_to_macros_become_expressions() {
@@ -175,7 +176,7 @@ mod tests {
         }
         let mut bytes = out.into_bytes();
         terminate_macro_calls(&mut bytes);
-        let tree = parse_bytes(&bytes).unwrap();
+        let tree = parse(Lang::Cuda, std::str::from_utf8(&bytes).unwrap()).unwrap();
         assert!(
             !tree.root_node().has_error(),
             "{}\n{}",
