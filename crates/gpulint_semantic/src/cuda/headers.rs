@@ -17,6 +17,7 @@
 
 mod includers;
 mod kernels;
+mod model;
 
 use super::CudaModel;
 use gpulint_syntax::{parse, text, Lang, NodeExt};
@@ -546,47 +547,6 @@ fn declares_nothing(kind: &str, node: tree_sitter::Node<'_>, source: &str) -> bo
     EXPRESSION_KINDS.contains(&kind)
         && !node.has_error()
         && memchr::memchr2(b'{', b'#', text(node, source).as_bytes()).is_none()
-}
-
-impl super::CudaModel<'_> {
-    /// Is `name` a function-like macro of this file (`#define NAME(…)`, anywhere in the text)
-    /// whose body calls `cudaGetLastError` or `cudaPeekAtLastError`? The macros are read once
-    /// per file.
-    pub fn macro_retrieves_error(&self, name: &str) -> bool {
-        self.error_macros
-            .get_or_init(|| error_retrieving_macros(self.source))
-            .contains(name)
-    }
-}
-
-/// The function-like macros `#define NAME(…) body` of `source` (found in the text, wherever
-/// they are: in a branch of `#if`, in a namespace) whose body, up to the first line without a
-/// continuation, calls `cudaGetLastError` or `cudaPeekAtLastError`.
-fn error_retrieving_macros(source: &str) -> std::collections::HashSet<String> {
-    let mut out = std::collections::HashSet::new();
-    let mut rest = source;
-    while let Some(pos) = rest.find("#define") {
-        rest = &rest[pos + "#define".len()..];
-        let after = rest.trim_start_matches([' ', '\t']);
-        let name_len = after
-            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .unwrap_or(after.len());
-        if name_len == 0 || !after[name_len..].starts_with('(') {
-            continue;
-        }
-        let mut end = 0;
-        for line in after.split_inclusive('\n') {
-            end += line.len();
-            if !line.trim_end().ends_with('\\') {
-                break;
-            }
-        }
-        let body = &after[..end];
-        if body.contains("cudaGetLastError") || body.contains("cudaPeekAtLastError") {
-            out.insert(after[..name_len].to_string());
-        }
-    }
-    out
 }
 
 #[cfg(test)]
