@@ -54,9 +54,8 @@ impl<'t> CudaModel<'t> {
         k: &Kernel<'t>,
         e: Node<'t>,
         at: &Point<'t>,
-        depth: usize,
     ) -> usize {
-        self.degrees(cx, k, e, at, depth).0
+        self.degrees(cx, k, e, at, 0).0
     }
 
     /// The degree of `e` as in [`CudaModel::size_degree`], with the most data sizes multiplied
@@ -157,7 +156,7 @@ impl<'t> CudaModel<'t> {
         at: &Point<'t>,
     ) -> bool {
         let term = self.term_degree(cx, k, root, p, at);
-        if term < 2 || term < self.size_degree(cx, k, root, at, 0) {
+        if term < 2 || term < self.size_degree(cx, k, root, at) {
             return false;
         }
         let coordinate = |n: Node<'t>| {
@@ -176,7 +175,7 @@ impl<'t> CudaModel<'t> {
             args.iter().any(|a| coordinate(*a))
                 && args
                     .iter()
-                    .any(|a| !coordinate(*a) && self.size_degree(cx, k, *a, at, 0) >= 3)
+                    .any(|a| !coordinate(*a) && self.size_degree(cx, k, *a, at) >= 3)
         })
     }
 
@@ -190,7 +189,7 @@ impl<'t> CudaModel<'t> {
         p: Node<'t>,
         at: &Point<'t>,
     ) -> usize {
-        let mut degree = self.size_degree(cx, k, p, at, 0);
+        let mut degree = self.size_degree(cx, k, p, at);
         let mut cur = p;
         while cur.id() != root.id() {
             let Some(up) = self.parent(cur) else { break };
@@ -203,7 +202,7 @@ impl<'t> CudaModel<'t> {
                     up.field("left")
                 };
                 if let Some(o) = other {
-                    degree += self.size_degree(cx, k, o, at, 0);
+                    degree += self.size_degree(cx, k, o, at);
                 }
             }
             cur = up;

@@ -434,8 +434,7 @@ impl<'t> CudaModel<'t> {
                 .chain(std::iter::once(root))
                 .any(|n| n.kind_name() == "identifier" && k.flags(self, n).thread_dependent());
             if !offset
-                || (self.size_degree(cx, k, root, at, 0) < 3
-                    && !self.strided_term(cx, k, root, p, at))
+                || (self.size_degree(cx, k, root, at) < 3 && !self.strided_term(cx, k, root, p, at))
             {
                 return None;
             }
