@@ -121,20 +121,16 @@ fn spells(text: &str, name: &str) -> bool {
     })
 }
 
-/// A file the resolver sees: its facts once known, or its text until a question needs them.
+/// A file the resolver sees: its facts once known, or its path until a question needs them.
 struct Sibling {
     /// Its path (`None` for the checked file).
     path: Option<PathBuf>,
     /// The facts, once read (`None`: the file holds no glue that callers could use).
     facts: std::cell::OnceCell<Option<Arc<FileFacts>>>,
-    /// The text of a sibling whose facts are not read yet. Facts only ever name what the text
-    /// spells, so a sibling whose text does not contain a name has no part in a question about
-    /// it, and is parsed only when some question names a word of its text.
-    text: Option<String>,
-    /// Names found absent from `text`.
-    absent: std::cell::RefCell<HashSet<String>>,
     /// Neither facts nor text are held: the file is read through the run's word sets (see
-    /// `foreign`) when a question names one of its words.
+    /// `foreign`) when a question names one of its words. Facts only ever name what the text
+    /// spells, so a file whose text does not contain a name has no part in a question about
+    /// it, and is parsed only when some question names a word of its text.
     on_disk: bool,
 }
 
@@ -145,8 +141,6 @@ impl Sibling {
         Sibling {
             path,
             facts: std::cell::OnceCell::from(facts),
-            text: None,
-            absent: Default::default(),
             on_disk: false,
         }
     }
@@ -158,8 +152,6 @@ impl Sibling {
         let files = vec![Sibling {
             path: None,
             facts: std::cell::OnceCell::from(Some(Arc::new(here.clone()))),
-            text: None,
-            absent: Default::default(),
             on_disk: false,
         }];
         let me = std::path::absolute(path).ok();
@@ -171,16 +163,19 @@ impl Sibling {
         Sibling {
             path: Some(path.to_path_buf()),
             facts: Default::default(),
-            text: None,
-            absent: Default::default(),
             on_disk: true,
         }
     }
 
-    /// A sibling file, by its facts known to the run or else its text.
+    /// A sibling file, by its facts known to the run or else its path. Its text is read once
+    /// per run here: one that holds no glue is remembered as such, one that does is left to
+    /// the questions that name its words (see [`Sibling::for_name`]).
     fn at(path: &Path) -> Sibling {
         if let Some(facts) = known_facts(path) {
             return Sibling::known(Some(path.to_path_buf()), facts);
+        }
+        if foreign::known_glue(path) {
+            return Sibling::on_disk(path);
         }
         let Some(text) = read_small(path) else {
             remember(path, None);
@@ -191,13 +186,8 @@ impl Sibling {
             remember(path, facts.clone());
             return Sibling::known(Some(path.to_path_buf()), facts);
         }
-        Sibling {
-            path: Some(path.to_path_buf()),
-            facts: Default::default(),
-            text: Some(text),
-            absent: Default::default(),
-            on_disk: false,
-        }
+        foreign::note_glue(path, &text);
+        Sibling::on_disk(path)
     }
 
     /// Its facts, when they may have a part in a question about `name`.
@@ -205,28 +195,12 @@ impl Sibling {
         if let Some(f) = self.facts.get() {
             return f.as_deref();
         }
-        if self.on_disk {
-            let facts = foreign::facts_naming(self.path.as_deref()?, name, options)
-                .filter(|f| !f.fns.is_empty() || !f.bound.is_empty())?;
-            return self.facts.get_or_init(|| Some(facts)).as_deref();
-        }
-        let text = self.text.as_deref()?;
-        if self.absent.borrow().contains(name) {
+        if !self.on_disk {
             return None;
         }
-        if !spells(text, name) {
-            self.absent.borrow_mut().insert(name.to_string());
-            return None;
-        }
-        let path = self.path.as_deref()?;
-        // Another file's question may have read it meanwhile.
-        let facts = known_facts(path).unwrap_or_else(|| {
-            let facts = facts_of_text(text, options);
-            remember(path, facts.clone());
-            facts
-        });
-        let facts = facts.filter(|f| !f.fns.is_empty() || !f.bound.is_empty());
-        self.facts.get_or_init(|| facts).as_deref()
+        let facts = foreign::facts_naming(self.path.as_deref()?, name, options)
+            .filter(|f| !f.fns.is_empty() || !f.bound.is_empty())?;
+        self.facts.get_or_init(|| Some(facts)).as_deref()
     }
 
     /// Its facts, once read.

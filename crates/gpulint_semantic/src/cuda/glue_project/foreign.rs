@@ -90,6 +90,26 @@ fn keep_words(path: &Path, text: Option<&str>) {
     }
 }
 
+/// Files read as siblings whose text holds glue (see `Sibling::at`): their text is not read
+/// again to learn it.
+static GLUE: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(Default::default);
+
+/// Was the file at `path` found to hold glue text by this run?
+pub(super) fn known_glue(path: &Path) -> bool {
+    GLUE.lock().ok().is_some_and(|g| g.contains(path))
+}
+
+/// Records that the file at `path`, of text `text`, holds glue, and keeps its words (within
+/// the budget) for the questions that will name them.
+pub(super) fn note_glue(path: &Path, text: &str) {
+    if WORDS.lock().ok().is_some_and(|m| !m.contains_key(path)) {
+        keep_words(path, Some(text));
+    }
+    if let Ok(mut g) = GLUE.lock() {
+        g.insert(path.to_path_buf());
+    }
+}
+
 /// Does the text of the file at `path` spell `name` as a whole word (read once per run
 /// within the word budget)? From the kept words, a hash collision can answer yes for a file
 /// that does not: callers use the answer to skip files, and read those they keep.

@@ -94,13 +94,11 @@ impl Sibling {
                         .any(|g| g.name == name || g.calls.iter().any(|c| c.callee == name))
             });
         }
-        if self.on_disk {
-            return self
+        self.on_disk
+            && self
                 .path
                 .as_deref()
-                .is_some_and(|p| super::foreign::spelled_in(p, name));
-        }
-        self.text.as_deref().is_some_and(|t| super::spells(t, name))
+                .is_some_and(|p| super::foreign::spelled_in(p, name))
     }
 }
 
