@@ -132,6 +132,9 @@ struct Sibling {
     /// spells, so a file whose text does not contain a name has no part in a question about
     /// it, and is parsed only when some question names a word of its text.
     on_disk: bool,
+    /// The run's word set of the file (see `foreign`), looked up once per resolver: `None`
+    /// where the run does not keep one.
+    words: std::cell::OnceCell<Option<foreign::FileWords>>,
 }
 
 impl Sibling {
@@ -142,6 +145,7 @@ impl Sibling {
             path,
             facts: std::cell::OnceCell::from(facts),
             on_disk: false,
+            words: Default::default(),
         }
     }
 
@@ -153,6 +157,7 @@ impl Sibling {
             path: None,
             facts: std::cell::OnceCell::from(Some(Arc::new(here.clone()))),
             on_disk: false,
+            words: Default::default(),
         }];
         let me = std::path::absolute(path).ok();
         let paths = vec![me.clone().unwrap_or_else(|| path.to_path_buf())];
@@ -164,6 +169,7 @@ impl Sibling {
             path: Some(path.to_path_buf()),
             facts: Default::default(),
             on_disk: true,
+            words: Default::default(),
         }
     }
 
@@ -195,12 +201,21 @@ impl Sibling {
         if let Some(f) = self.facts.get() {
             return f.as_deref();
         }
-        if !self.on_disk {
+        if !self.on_disk || !self.may_spell(name) {
             return None;
         }
         let facts = foreign::facts_naming(self.path.as_deref()?, name, options)
             .filter(|f| !f.fns.is_empty() || !f.bound.is_empty())?;
         self.facts.get_or_init(|| Some(facts)).as_deref()
+    }
+
+    /// Can the text of a file read on disk spell `name` as a whole word? `false` only where
+    /// the run's word set of the file says it does not.
+    fn may_spell(&self, name: &str) -> bool {
+        let words = self
+            .words
+            .get_or_init(|| self.path.as_deref().and_then(foreign::kept_words));
+        words.as_ref().is_none_or(|w| w.may_spell(name))
     }
 
     /// Its facts, once read.

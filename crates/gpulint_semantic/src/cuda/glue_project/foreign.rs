@@ -90,6 +90,34 @@ fn keep_words(path: &Path, text: Option<&str>) {
     }
 }
 
+/// A file's entry in the run's word sets: its words, or `None` when it is unreadable or too
+/// large.
+#[derive(Clone)]
+pub(super) struct FileWords(Option<Arc<Words>>);
+
+impl FileWords {
+    /// Can the file spell `name` as a whole word? (A hash collision answers yes; see
+    /// [`spelled_in`].)
+    pub(super) fn may_spell(&self, name: &str) -> bool {
+        let plain = !name.is_empty() && name.bytes().all(is_word);
+        if !plain {
+            return self.0.is_some();
+        }
+        self.0
+            .as_ref()
+            .is_some_and(|w| w.contains(&word_hash(name.as_bytes())))
+    }
+}
+
+/// The run's word set of the file at `path`, if it keeps one.
+pub(super) fn kept_words(path: &Path) -> Option<FileWords> {
+    WORDS
+        .lock()
+        .ok()
+        .and_then(|m| m.get(path).cloned())
+        .map(FileWords)
+}
+
 /// Files read as siblings whose text holds glue (see `Sibling::at`): their text is not read
 /// again to learn it.
 static GLUE: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(Default::default);
@@ -211,6 +239,18 @@ pub fn foreign_launcher(path: &Path, options: &Options, name: &str) -> Option<Fo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kept_words_rule_out_only_names_not_spelled() {
+        let words = FileWords(Some(Arc::new(words_of("void foo_cuda(at::Tensor x);"))));
+        assert!(words.may_spell("foo_cuda"));
+        assert!(!words.may_spell("foo"));
+        // Not a single word: the word set cannot tell, the text is searched.
+        assert!(words.may_spell("at::Tensor"));
+        // An unreadable or too large file spells nothing.
+        assert!(!FileWords(None).may_spell("foo_cuda"));
+        assert!(!FileWords(None).may_spell("at::Tensor"));
+    }
 
     #[test]
     fn words_answer_as_spells_does() {

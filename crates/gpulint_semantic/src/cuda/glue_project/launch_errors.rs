@@ -95,6 +95,7 @@ impl Sibling {
             });
         }
         self.on_disk
+            && self.may_spell(name)
             && self
                 .path
                 .as_deref()
