@@ -54,8 +54,20 @@ static WORDS: LazyLock<Mutex<HashMap<PathBuf, Option<Arc<Words>>>>> =
 const WORDS_BUDGET: usize = 8 << 20;
 static WORDS_USED: AtomicUsize = AtomicUsize::new(0);
 
+/// Word characters (`[A-Za-z0-9_]`), by byte.
+const WORD: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        table[i] = b.is_ascii_alphanumeric() || b == b'_';
+        i += 1;
+    }
+    table
+};
+
 fn is_word(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+    WORD[b as usize]
 }
 
 /// The hash a word is kept as, the same in every thread and run.
@@ -67,10 +79,18 @@ fn word_hash(word: &[u8]) -> u64 {
 /// The distinct maximal runs of word characters of `text`, as hashes.
 fn words_of(text: &str) -> Words {
     let mut words = Words::default();
-    for w in text.as_bytes().split(|b| !is_word(*b)) {
-        if !w.is_empty() {
-            words.insert(word_hash(w));
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !is_word(bytes[i]) {
+            i += 1;
+            continue;
         }
+        let start = i;
+        while i < bytes.len() && is_word(bytes[i]) {
+            i += 1;
+        }
+        words.insert(word_hash(&bytes[start..i]));
     }
     words
 }
