@@ -209,13 +209,17 @@ impl Sibling {
         self.facts.get_or_init(|| Some(facts)).as_deref()
     }
 
+    /// The run's word set of a file read on disk, if the run keeps one.
+    fn words(&self) -> Option<&foreign::FileWords> {
+        self.words
+            .get_or_init(|| self.path.as_deref().and_then(foreign::kept_words))
+            .as_ref()
+    }
+
     /// Can the text of a file read on disk spell `name` as a whole word? `false` only where
     /// the run's word set of the file says it does not.
     fn may_spell(&self, name: &str) -> bool {
-        let words = self
-            .words
-            .get_or_init(|| self.path.as_deref().and_then(foreign::kept_words));
-        words.as_ref().is_none_or(|w| w.may_spell(name))
+        self.words().is_none_or(|w| w.may_spell(name))
     }
 
     /// Its facts, once read.

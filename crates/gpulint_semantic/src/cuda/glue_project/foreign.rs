@@ -115,17 +115,28 @@ fn keep_words(path: &Path, text: Option<&str>) {
 #[derive(Clone)]
 pub(super) struct FileWords(Option<Arc<Words>>);
 
+/// Is `name` made of word characters only? Such a name is spelled as a whole word exactly
+/// when it is one of the text's words.
+fn plain(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(is_word)
+}
+
 impl FileWords {
-    /// Can the file spell `name` as a whole word? (A hash collision answers yes; see
-    /// [`spelled_in`].)
-    pub(super) fn may_spell(&self, name: &str) -> bool {
-        let plain = !name.is_empty() && name.bytes().all(is_word);
-        if !plain {
-            return self.0.is_some();
+    /// Does the file spell `name` as a whole word, where its word set can tell: for a name of
+    /// word characters, or for a file unreadable or too large (it spells nothing); `None` where
+    /// its text must be searched. A hash collision can answer yes for a file that does not:
+    /// callers use the answer to skip files, and read those they keep.
+    pub(super) fn spells(&self, name: &str) -> Option<bool> {
+        match &self.0 {
+            None => Some(false),
+            Some(w) if plain(name) => Some(w.contains(&word_hash(name.as_bytes()))),
+            Some(_) => None,
         }
-        self.0
-            .as_ref()
-            .is_some_and(|w| w.contains(&word_hash(name.as_bytes())))
+    }
+
+    /// Can the file spell `name` as a whole word? `false` only where its word set says not.
+    pub(super) fn may_spell(&self, name: &str) -> bool {
+        self.spells(name) != Some(false)
     }
 }
 
@@ -162,20 +173,20 @@ pub(super) fn note_glue(path: &Path, text: &str) {
 /// within the word budget)? From the kept words, a hash collision can answer yes for a file
 /// that does not: callers use the answer to skip files, and read those they keep.
 pub(super) fn spelled_in(path: &Path, name: &str) -> bool {
-    let plain = !name.is_empty() && name.bytes().all(is_word);
-    if plain {
-        match WORDS.lock().ok().and_then(|m| m.get(path).cloned()) {
-            Some(None) => return false,
-            // A collision only lets the caller parse a file that does not spell the name.
-            Some(Some(w)) => return w.contains(&word_hash(name.as_bytes())),
-            None => {}
-        }
+    if let Some(answer) = kept_words(path).and_then(|w| w.spells(name)) {
+        return answer;
     }
+    read_and_keep_words(path, name).is_some_and(|t| spells(&t, name))
+}
+
+/// The text of the file at `path`, its words kept for the run when `name` is a question
+/// they can answer next time.
+fn read_and_keep_words(path: &Path, name: &str) -> Option<String> {
     let text = read_small(path);
-    if plain && WORDS.lock().ok().is_some_and(|m| !m.contains_key(path)) {
+    if plain(name) && WORDS.lock().ok().is_some_and(|m| !m.contains_key(path)) {
         keep_words(path, text.as_deref());
     }
-    text.is_some_and(|t| spells(&t, name))
+    text
 }
 
 /// The glue facts of the file at `path` when its text spells `name` as a whole word (parsed
@@ -184,22 +195,10 @@ pub(super) fn facts_naming(path: &Path, name: &str, options: &Options) -> Option
     if let Some(known) = known_facts(path) {
         return known;
     }
-    // A name made of word characters is spelled as a whole word exactly when it is one of
-    // the file's words.
-    let plain = !name.is_empty() && name.bytes().all(is_word);
-    if plain {
-        let words = WORDS.lock().ok().and_then(|m| m.get(path).cloned());
-        match words {
-            Some(None) => return None,
-            Some(Some(w)) if !w.contains(&word_hash(name.as_bytes())) => return None,
-            _ => {}
-        }
+    if kept_words(path).is_some_and(|w| !w.may_spell(name)) {
+        return None;
     }
-    let text = read_small(path);
-    if plain && WORDS.lock().ok().is_some_and(|m| !m.contains_key(path)) {
-        keep_words(path, text.as_deref());
-    }
-    let text = text?;
+    let text = read_and_keep_words(path, name)?;
     if !spells(&text, name) {
         return None;
     }
@@ -265,11 +264,15 @@ mod tests {
         let words = FileWords(Some(Arc::new(words_of("void foo_cuda(at::Tensor x);"))));
         assert!(words.may_spell("foo_cuda"));
         assert!(!words.may_spell("foo"));
+        assert_eq!(words.spells("foo_cuda"), Some(true));
+        assert_eq!(words.spells("foo"), Some(false));
         // Not a single word: the word set cannot tell, the text is searched.
+        assert_eq!(words.spells("at::Tensor"), None);
         assert!(words.may_spell("at::Tensor"));
         // An unreadable or too large file spells nothing.
         assert!(!FileWords(None).may_spell("foo_cuda"));
         assert!(!FileWords(None).may_spell("at::Tensor"));
+        assert_eq!(FileWords(None).spells("at::Tensor"), Some(false));
     }
 
     #[test]

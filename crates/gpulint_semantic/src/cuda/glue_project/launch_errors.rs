@@ -94,12 +94,16 @@ impl Sibling {
                         .any(|g| g.name == name || g.calls.iter().any(|c| c.callee == name))
             });
         }
-        self.on_disk
-            && self.may_spell(name)
-            && self
+        if !self.on_disk {
+            return false;
+        }
+        match self.words().and_then(|w| w.spells(name)) {
+            Some(answer) => answer,
+            None => self
                 .path
                 .as_deref()
-                .is_some_and(|p| super::foreign::spelled_in(p, name))
+                .is_some_and(|p| super::foreign::spelled_in(p, name)),
+        }
     }
 }
 
