@@ -2,10 +2,11 @@
 //! the number of functions (small PyTorch training functions, PT001/PT002/PT003), and with
 //! nesting depth (blocks in a kernel, brackets and blocks in Python).
 //!
-//! Each case checks a small and a large input (in-process, the best of 3 runs in CPU time of
-//! the checking thread, so that other load on the machine does not count) and fails when
-//! the time grows more than 1.5 times faster than the input (a quadratic analysis grows with
-//! the square). The file-size and nesting cases allow 2 times. From 1 MB to 8 MB the work of
+//! Each case checks a small and a large input (in-process, the best of 3 rounds in CPU time of
+//! the checking thread, so that other load on the machine does not count, one check at a
+//! time) and fails when the time grows more than 1.5 times faster than the input (a
+//! quadratic analysis grows with the square). The file-size and nesting cases allow 2 times;
+//! the small sizes of the everyday `cargo test` 3 times (see [`assert_scales`]). From 1 MB to 8 MB the work of
 //! the analysis grows exactly with the input (its instruction count doubles with each
 //! doubling of the file), but the time per byte still rises by a third to a half, because the
 //! trees and tables of a 1 MB file fit in the processor's last-level cache and those of an
@@ -14,8 +15,10 @@
 //! 100,000). A quadratic analysis (64 times for 8 times the input, 156 times for 12.5 times
 //! the depth), or one growing with the 1.5th power, still fails. The file-size cases also
 //! check that the findings grow with the file: a file cut inside an open bracket once lost
-//! every finding. `cargo test` runs small sizes (a few seconds); `GPULINT_SCALING=large` runs
-//! the large sizes: 1/2/4/8 MB, 2,500/5,000/10,000 functions and
+//! every finding. `cargo test` runs small sizes (a few seconds; the generated files are copies
+//! of a 16 KB sample of the fixtures, so that both sizes hold the same mix of rules);
+//! `GPULINT_SCALING=large` runs the large sizes (copies of all the fixtures): 1/2/4/8 MB,
+//! 2,500/5,000/10,000 functions and
 //! 8,000/16,000/100,000 nested blocks and brackets. Every figure is printed (run with
 //! `--nocapture` to quote them).
 
@@ -51,21 +54,38 @@ fn thread_cpu() -> Duration {
     START.get_or_init(Instant::now).elapsed()
 }
 
-/// The best of 3 runs (of 1 for inputs that take long: noise matters less there), in CPU time
-/// of this thread (the check runs on it), with the number of findings.
-fn time(name: &str, src: &str) -> (Duration, usize) {
-    let mut best = Duration::MAX;
-    let mut found = 0;
+/// One check of `src`, in CPU time of this thread (the check runs on it), with the number of
+/// findings.
+fn time_once(name: &str, src: &str) -> (Duration, usize) {
+    // One check at a time: the cases of this file run on parallel test threads, and two checks
+    // on the two cores of a CI machine share its caches and memory bandwidth, which CPU time
+    // does count (a large input then took up to 6.3 times as long as one 4 times smaller,
+    // with 3.9 times the instructions).
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let t = thread_cpu();
+    let found =
+        gpulint::check_source(&Path::new("scaling").join(name), src, &Settings::default()).len();
+    (thread_cpu().saturating_sub(t), found)
+}
+
+/// The best of 3 rounds over all the inputs, in CPU time of this thread, with the number of
+/// findings of each. The rounds take every size in turn, so that a machine that slows down
+/// or speeds up between rounds (a shared CI host does) weighs on the small and the large
+/// input alike; after a round whose largest input took over 5 s, noise matters less than
+/// time and no more rounds run.
+fn time_all(name: &str, srcs: &[String]) -> Vec<(Duration, usize)> {
+    let mut best = vec![(Duration::MAX, 0); srcs.len()];
     for _ in 0..3 {
-        let t = thread_cpu();
-        found = gpulint::check_source(&Path::new("scaling").join(name), src, &Settings::default())
-            .len();
-        best = best.min(thread_cpu().saturating_sub(t));
-        if best > Duration::from_secs(5) {
+        for (src, best) in srcs.iter().zip(best.iter_mut()) {
+            let (t, found) = time_once(name, src);
+            *best = (best.0.min(t), found);
+        }
+        if best.last().is_some_and(|b| b.0 > Duration::from_secs(5)) {
             break;
         }
     }
-    (best, found)
+    best
 }
 
 /// Times `make(n)` for each size, prints the figures, and fails when the time from the first
@@ -94,11 +114,10 @@ fn assert_scales(
     make: impl Fn(usize) -> String,
     slack: f64,
 ) -> Vec<usize> {
+    let srcs: Vec<String> = sizes.iter().map(|&n| make(n)).collect();
     let mut counts = Vec::new();
     let mut rows = Vec::new();
-    for &n in sizes {
-        let src = make(n);
-        let (t, found) = time(name, &src);
+    for ((&n, src), (t, found)) in sizes.iter().zip(&srcs).zip(time_all(name, &srcs)) {
         println!(
             "scaling: {what} n={n}: {} bytes, {:.3} s, {found} findings",
             src.len(),
@@ -109,6 +128,13 @@ fn assert_scales(
     }
     let (first, last) = (rows[0], rows[rows.len() - 1]);
     let growth = last.0 as f64 / first.0 as f64;
+    // The small sizes of the everyday run, in an unoptimised build, allow 3 times: there the
+    // large input (128 KB) no longer fits in the processor's second-level cache and the small
+    // one (32 KB) does, and unoptimised code touches more memory per step, so that 3.8 times
+    // the instructions took from 4.5 to 7 times the CPU time on one machine. A quadratic
+    // analysis (16 times) still fails there; the large sizes, in a release build in CI, hold
+    // the bounds above.
+    let slack = if large() { slack } else { slack.max(3.0) };
     // A floor of 2 ms keeps a fixed cost of the small size from making noise look quadratic.
     let ratio = last.1.as_secs_f64() / first.1.as_secs_f64().max(0.002);
     assert!(
@@ -140,8 +166,14 @@ fn training_functions(n: usize) -> String {
     s
 }
 
-/// The fixtures of one folder with one of `exts`, joined (files with NUL bytes left out).
-fn fixture_text(dir: &str, exts: &[&str]) -> String {
+/// The fixtures of one folder with one of `exts`, joined (files with NUL bytes left out): all
+/// of them, or, given `about`, every k-th file in sorted order with k chosen so that the
+/// sample is about that many bytes. A small file made of copies of a sample holds the same mix
+/// of rules at every size: a prefix of all fixtures holds different rules at 32 KB and at
+/// 128 KB (the 128 KB prefix reaches the estimator's fixtures, whose interpretation costs
+/// 8 times what it costs at 32 KB, and the file 4.5 times the instructions), and its time
+/// then measures the mix, not how the analysis scales.
+fn fixture_text(dir: &str, exts: &[&str], about: Option<usize>) -> String {
     let mut files: Vec<PathBuf> = Vec::new();
     let mut stack = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
@@ -161,14 +193,17 @@ fn fixture_text(dir: &str, exts: &[&str]) -> String {
         }
     }
     files.sort();
+    let texts: Vec<String> = files
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .filter(|t| !t.contains('\0'))
+        .collect();
+    let total: usize = texts.iter().map(|t| t.len() + 1).sum();
+    let every = about.map_or(1, |b| total.div_ceil(b.max(1)).max(1));
     let mut out = String::new();
-    for f in files {
-        if let Ok(t) = std::fs::read_to_string(&f) {
-            if !t.contains('\0') {
-                out.push_str(&t);
-                out.push('\n');
-            }
-        }
+    for t in texts.iter().step_by(every) {
+        out.push_str(t);
+        out.push('\n');
     }
     out
 }
@@ -266,7 +301,8 @@ fn time_is_linear_in_the_number_of_functions() {
 
 #[test]
 fn time_is_linear_in_the_size_of_a_python_file() {
-    let text = fixture_text("python", &["py"]);
+    // The large sizes are copies of all the fixtures; the small ones of a sample of 16 KB.
+    let text = fixture_text("python", &["py"], (!large()).then_some(16 << 10));
     let sizes: &[usize] = if large() {
         &[MB, 2 * MB, 4 * MB, 8 * MB]
     } else {
@@ -279,7 +315,8 @@ fn time_is_linear_in_the_size_of_a_python_file() {
 
 #[test]
 fn time_is_linear_in_the_size_of_a_cuda_file() {
-    let text = fixture_text("cuda", &["cu", "cuh"]);
+    // The large sizes are copies of all the fixtures; the small ones of a sample of 16 KB.
+    let text = fixture_text("cuda", &["cu", "cuh"], (!large()).then_some(16 << 10));
     let sizes: &[usize] = if large() {
         &[MB, 2 * MB, 4 * MB, 8 * MB]
     } else {
