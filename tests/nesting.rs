@@ -58,3 +58,77 @@ fn nested_blocks_scale_linearly() {
 fn nested_guards_scale_linearly() {
     assert_linear([2_000, 4_000, 8_000], true);
 }
+
+/// A device function whose work list is refilled pass after pass (CU012 follows it statement by
+/// statement), with `depth` nested blocks around one statement of its inner loop.
+fn refilled_list(name: &str, depth: usize) -> String {
+    format!(
+        "__device__ int {name}(Seg* items, const float* cuts) {{
+    int count = 8;
+    for (int p = 0; p < 5; ++p) {{
+        Seg next[32];
+        int filled = 0;
+        for (int i = 0; i < count; ++i) {{
+            Seg parts[2];
+            const int k = split(items[i], cuts[p], parts);
+            for (int j = 0; j < k; ++j) {{
+                next[filled] = parts[j];
+                {}filled++;{}
+            }}
+        }}
+        count = filled;
+        for (int i = 0; i < count; ++i) {{
+            items[i] = next[i];
+        }}
+    }}
+    return count;
+}}
+",
+        "{".repeat(depth),
+        "}".repeat(depth)
+    )
+}
+
+#[test]
+fn statements_nested_past_the_stack_are_not_followed() {
+    // Followed statement by statement, 13,687 nested blocks once overflowed the 2 MB stack of
+    // a worker thread and aborted the whole run. The deep function is given up (like one
+    // whose walk runs out of budget); the same function without the nesting is still reported.
+    let src = format!(
+        "struct Seg {{ float a, b; }};
+__device__ int split(const Seg& s, float cut, Seg* out) {{
+    if (s.b <= cut) {{ return 0; }}
+    if (s.a >= cut) {{ out[0] = s; return 1; }}
+    out[0] = Seg{{s.a, cut}};
+    out[1] = Seg{{cut, s.b}};
+    return 2;
+}}
+{}{}",
+        refilled_list("deep", 100_000),
+        refilled_list("shallow", 0)
+    );
+    let found = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            gpulint::check_source(Path::new("deep.cu"), &src, &Settings::default())
+                .iter()
+                .map(|d| (d.code.to_string(), d.location.line))
+                .collect::<Vec<_>>()
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let cu012: Vec<usize> = found
+        .iter()
+        .filter(|(code, _)| code == "CU012")
+        .map(|(_, line)| *line)
+        .collect();
+    assert!(
+        !cu012.is_empty(),
+        "the shallow function is reported: {found:?}"
+    );
+    assert!(
+        cu012.iter().all(|&l| l > 30),
+        "only the shallow function (after line 30) is reported: {found:?}"
+    );
+}

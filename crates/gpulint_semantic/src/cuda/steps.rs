@@ -35,6 +35,9 @@ const BUDGET: u32 = 60_000;
 const MAX_TRIPS: i128 = 4096;
 /// Depth of nested walks (a function's walk asks for the return values of its callees).
 const MAX_CALL_DEPTH: usize = 8;
+/// Statements nested in statements followed; deeper, the walk gives up as when its budget runs
+/// out (each level is a frame of the walk's recursion, and a worker thread's stack is 2 MB).
+const MAX_NESTING: usize = 256;
 
 /// `lo..=hi`; `loose` when a condition the walk could not read restricts it; `grows` when
 /// it depends on a count carried from one pass of a loop to the next that bounds a loop of
@@ -152,6 +155,8 @@ struct Walk<'m, 't> {
     m: &'m CudaModel<'t>,
     func: &'m Function<'t>,
     steps: u32,
+    /// Statements nested around the one being followed.
+    nesting: usize,
     /// Per counted loop being followed (innermost last): the locals read by the bounds of the
     /// loops nested in its body.
     bound_uses: Vec<Vec<&'t str>>,
@@ -221,6 +226,7 @@ fn walk_function<'t>(m: &CudaModel<'t>, fi: usize) -> StepFacts {
         m,
         func,
         steps: 0,
+        nesting: 0,
         bound_uses: Vec::new(),
         facts: StepFacts::default(),
         rets: None,

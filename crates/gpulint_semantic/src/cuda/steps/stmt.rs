@@ -1,7 +1,9 @@
 //! Statements: blocks, declarations, expression statements, `if`, `return`, `break`.
 
 use super::eval::arith;
-use super::{integer_type, join_env, join_iv, unwrap_cond, Env, Flow, Iv, Val, Walk, BUDGET};
+use super::{
+    integer_type, join_env, join_iv, unwrap_cond, Env, Flow, Iv, Val, Walk, BUDGET, MAX_NESTING,
+};
 use gpulint_syntax::{named_children, NodeExt};
 use tree_sitter::Node;
 
@@ -19,6 +21,18 @@ impl<'m, 't> Walk<'m, 't> {
         if self.over() {
             return Flow::default();
         }
+        if self.nesting >= MAX_NESTING {
+            // Too deep to follow: the walk is incomplete, as when its budget runs out.
+            self.steps = BUDGET + 1;
+            return Flow::default();
+        }
+        self.nesting += 1;
+        let flow = self.stmt_kind(s, env);
+        self.nesting -= 1;
+        flow
+    }
+
+    fn stmt_kind(&mut self, s: Node<'t>, env: Env<'t>) -> Flow<'t> {
         match s.kind_name() {
             "compound_statement" => self.block(s, env),
             "declaration" => Flow {
