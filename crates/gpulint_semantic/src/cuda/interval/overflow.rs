@@ -66,6 +66,12 @@ const FRAMEWORK: &[&str] = &[
     "<cute/",
 ];
 
+/// Is `n` a product (`a * b`)? Only a product is asked whether it overflows.
+fn is_product(n: Node<'_>) -> bool {
+    n.kind_name() == "binary_expression"
+        && n.field("operator").is_some_and(|o| o.kind_name() == "*")
+}
+
 /// Does `source` include a framework header?
 fn includes_framework(source: &str) -> bool {
     FRAMEWORK.iter().any(|h| source.contains(h))
@@ -93,14 +99,15 @@ impl<'t> CudaModel<'t> {
         let mut seen: Vec<String> = Vec::new();
         // Index roots: the index of each access, the offsets of the pointer it goes through,
         // and the definitions of the 32-bit locals they read (a few steps back).
-        let mut roots: Vec<(Node<'t>, Point<'t>, Node<'t>)> = Vec::new();
+        // Each root is kept with where it is evaluated (the guard around it and its position)
+        // and the access it serves.
+        let mut roots: Vec<(Node<'t>, Option<u32>, usize, Node<'t>)> = Vec::new();
         for a in &k.accesses {
             if !a.global {
                 continue;
             }
-            let at = cx.point(a.guard, a.node.start_byte());
             for r in a.index.iter().chain(&a.alias_offsets) {
-                roots.push((*r, at.clone(), a.node));
+                roots.push((*r, a.guard, a.node.start_byte(), a.node));
             }
         }
         // 64-bit locals (offsets, `index_t` row offsets) computed from 32-bit arithmetic: a
@@ -112,19 +119,19 @@ impl<'t> CudaModel<'t> {
             let wide = k.types.get(name).map(|t| self.resolved_width(t)) == Some(Width::W64);
             for (d, g) in defs.iter().zip(&k.def_guards[v]) {
                 if wide || declared_pointer(self, *d) {
-                    roots.push((*d, cx.point(*g, d.start_byte()), *d));
+                    roots.push((*d, *g, d.start_byte(), *d));
                 }
             }
         }
         // Offsets added to pointers in place: `src += first_batch * element_count;` on a pointer
         // parameter, `g += chunk_idx * chunk_size;` on a pointer local.
         for (n, r) in self.pointer_advances(k) {
-            roots.push((r, cx.point(None, n.start_byte()), n));
+            roots.push((r, None, n.start_byte(), n));
         }
         let mut expanded: Vec<usize> = Vec::new();
         let mut i = 0;
         while i < roots.len() && roots.len() < 512 {
-            let (root, _, used) = roots[i].clone();
+            let (root, _, _, used) = roots[i];
             i += 1;
             for id in descendants(root)
                 .filter(|n| n.kind_name() == "identifier")
@@ -144,13 +151,19 @@ impl<'t> CudaModel<'t> {
                 }
                 expanded.push(v);
                 for (d, g) in k.defs[v].iter().zip(&k.def_guards[v]) {
-                    roots.push((*d, cx.point(*g, d.start_byte()), used));
+                    roots.push((*d, *g, d.start_byte(), used));
                 }
             }
         }
-        for (root, at, used) in &roots {
-            for p in std::iter::once(*root).chain(descendants(*root).take(512)) {
-                if let Some(o) = self.product_overflow(&cx, k, p, at, tensors, false) {
+        for (root, guard, pos, used) in &roots {
+            let nodes = || std::iter::once(*root).chain(descendants(*root).take(512));
+            // The point reads every guard around it: it is built for the roots that multiply.
+            if !nodes().any(is_product) {
+                continue;
+            }
+            let at = cx.point(*guard, *pos);
+            for p in nodes() {
+                if let Some(o) = self.product_overflow(&cx, k, p, &at, tensors, false) {
                     let key = compact(self.text(p));
                     if !seen.contains(&key) {
                         seen.push(key);
@@ -178,8 +191,12 @@ impl<'t> CudaModel<'t> {
                 if !k.flags(self, t).is_global_index() {
                     continue;
                 }
+                let nodes = || std::iter::once(l).chain(descendants(l).take(256));
+                if !nodes().any(is_product) {
+                    continue;
+                }
                 let at = cx.point(Some(gi as u32), g.cond.start_byte());
-                for p in std::iter::once(l).chain(descendants(l).take(256)) {
+                for p in nodes() {
                     if let Some(o) = self.product_overflow(&cx, k, p, &at, tensors, true) {
                         let key = compact(self.text(p));
                         if !seen.contains(&key) {
@@ -348,10 +365,7 @@ impl<'t> CudaModel<'t> {
         tensors: bool,
         count: bool,
     ) -> Option<Overflow<'t>> {
-        if p.kind_name() != "binary_expression" || p.field("operator")?.kind_name() != "*" {
-            return None;
-        }
-        if p.has_error() || is_divisor(self, p) {
+        if !is_product(p) || p.has_error() || is_divisor(self, p) {
             return None;
         }
         let (l, r) = (p.field("left")?, p.field("right")?);
