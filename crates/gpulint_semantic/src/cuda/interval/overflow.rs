@@ -156,14 +156,14 @@ impl<'t> CudaModel<'t> {
             }
         }
         for (root, guard, pos, used) in &roots {
-            let nodes = || std::iter::once(*root).chain(descendants(*root).take(512));
-            // The point reads every guard around it: it is built for the roots that multiply.
-            if !nodes().any(is_product) {
-                continue;
-            }
-            let at = cx.point(*guard, *pos);
-            for p in nodes() {
-                if let Some(o) = self.product_overflow(&cx, k, p, &at, tensors, false) {
+            // The point reads every guard around it: it is built at the root's first product.
+            let mut at = None;
+            for p in std::iter::once(*root).chain(descendants(*root).take(512)) {
+                if !is_product(p) {
+                    continue;
+                }
+                let at = at.get_or_insert_with(|| cx.point(*guard, *pos));
+                if let Some(o) = self.product_overflow(&cx, k, p, at, tensors, false) {
                     let key = compact(self.text(p));
                     if !seen.contains(&key) {
                         seen.push(key);
@@ -191,13 +191,14 @@ impl<'t> CudaModel<'t> {
                 if !k.flags(self, t).is_global_index() {
                     continue;
                 }
-                let nodes = || std::iter::once(l).chain(descendants(l).take(256));
-                if !nodes().any(is_product) {
-                    continue;
-                }
-                let at = cx.point(Some(gi as u32), g.cond.start_byte());
-                for p in nodes() {
-                    if let Some(o) = self.product_overflow(&cx, k, p, &at, tensors, true) {
+                let mut at = None;
+                for p in std::iter::once(l).chain(descendants(l).take(256)) {
+                    if !is_product(p) {
+                        continue;
+                    }
+                    let at =
+                        at.get_or_insert_with(|| cx.point(Some(gi as u32), g.cond.start_byte()));
+                    if let Some(o) = self.product_overflow(&cx, k, p, at, tensors, true) {
                         let key = compact(self.text(p));
                         if !seen.contains(&key) {
                             seen.push(key);
