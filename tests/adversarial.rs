@@ -125,6 +125,30 @@ fn a_huge_single_line() {
 }
 
 #[test]
+fn many_launches_in_one_host_function_stay_within_the_work_budget() {
+    // 150 launches in one function, each passing a count narrowed from `numel()` through
+    // locals assigned before it: the values reaching each launch were each walked again for
+    // every launch, and the file's work budget ran out in CU003 (GL003) with a quarter of
+    // its rule runs undone (3 s); now each value is read once for the file.
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let mut src = String::from(
+        "#include <torch/extension.h>\n__global__ void k(const float* x, float* y, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = x[i];\n}\nvoid run(torch::Tensor x, torch::Tensor y) {\n",
+    );
+    for j in 0..150 {
+        src.push_str(&format!(
+            "    int n = x.numel() + {j};\n    int blocks = (n + 255) / 256;\n    k<<<blocks, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n + blocks * {j});\n"
+        ));
+    }
+    src.push_str("}\n");
+    write(d, "launches.cu", src);
+    let o = run_bounded(d, &["launches.cu"], LIMIT);
+    let c = codes(&o);
+    assert!(!c.contains(&"GL003".to_string()), "{c:?}");
+    assert_eq!(c.iter().filter(|c| *c == "CU003").count(), 150, "{c:?}");
+}
+
+#[test]
 fn binary_content_under_a_source_name_is_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();

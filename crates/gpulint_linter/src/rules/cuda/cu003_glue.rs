@@ -7,6 +7,7 @@ use gpulint_diagnostics::{Severity, Span};
 use gpulint_semantic::cuda::narrow::{method_name, narrowing_of, COUNT_CALLS, INT32_LIMITS};
 use gpulint_semantic::cuda::CudaModel;
 use gpulint_syntax::descendants;
+use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
 /// Host glue that narrows a 64-bit element count to 32 bits and passes it to a launch in this
@@ -87,6 +88,9 @@ pub(super) fn check_glue(ctx: &mut Context<'_>) {
     let src = m.source;
     let computes = m.tf_computes();
     let mut seen: Vec<usize> = Vec::new();
+    // What each value narrows, asked once across the launches.
+    type Narrowed<'t> = Option<(Node<'t>, &'t str, &'static str, bool)>;
+    let mut narrowed: HashMap<(usize, bool), Narrowed<'_>> = HashMap::new();
     for l in &m.launches {
         if l.node.has_error() {
             continue;
@@ -109,29 +113,47 @@ pub(super) fn check_glue(ctx: &mut Context<'_>) {
         // The expressions that reach the kernel: its arguments, and one step back through
         // the locals they name (`int n = x.numel(); int count = n * 2;`). A count that only
         // sizes the grid is not an index the kernel uses.
-        let exprs: Vec<Node<'_>> = l.args.clone();
-        let mut values: Vec<(Node<'_>, Option<Node<'_>>)> =
-            exprs.iter().map(|e| (*e, None)).collect();
-        for e in &exprs {
+        // Each value once, at its first place (later ones name no other narrowing), and the
+        // locals of each followed once: a function with many launches and many assignments
+        // to one name would otherwise walk the same expressions again and again.
+        let mut values: Vec<(Node<'_>, Option<Node<'_>>)> = Vec::new();
+        let mut listed: HashSet<usize> = HashSet::new();
+        let mut followed: HashSet<usize> = HashSet::new();
+        for e in &l.args {
+            if listed.insert(e.id()) {
+                values.push((*e, None));
+            }
+        }
+        for e in &l.args {
             for id in descendants(*e)
                 .take(256)
                 .filter(|n| n.kind() == "identifier")
             {
                 for v in m.host_values_at(l, m.text(id)) {
-                    values.push((v, Some(id)));
+                    if listed.insert(v.id()) {
+                        values.push((v, Some(id)));
+                    }
+                    if !followed.insert(v.id()) {
+                        continue;
+                    }
                     for id2 in descendants(v)
                         .take(256)
                         .filter(|n| n.kind() == "identifier")
                     {
                         for v2 in m.host_values_at(l, m.text(id2)) {
-                            values.push((v2, Some(id)));
+                            if listed.insert(v2.id()) {
+                                values.push((v2, Some(id)));
+                            }
                         }
                     }
                 }
             }
         }
         for (v, via) in values {
-            let Some((narrow, ty, what, count)) = narrowed_count(m, v, in_tf_op) else {
+            let found = *narrowed
+                .entry((v.id(), in_tf_op))
+                .or_insert_with(|| narrowed_count(m, v, in_tf_op));
+            let Some((narrow, ty, what, count)) = found else {
                 continue;
             };
             if seen.contains(&narrow.id()) {
