@@ -289,6 +289,29 @@ fn inline_findings_honour_both_kinds_of_suppression() {
 }
 
 #[test]
+fn one_inline_string_passed_to_two_builds_is_reported_for_each() {
+    // The string is checked once (by its span) and its findings given to each build, with the
+    // build's own note: the access is line 6 of the file, the builds' calls lines 9 and 10.
+    let tmp = tempfile::tempdir().unwrap();
+    let src = "from torch.utils.cpp_extension import load_inline\n\nSRC = \"\"\"\n__global__ void k(float* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  x[i] = 0.f;\n}\n\"\"\"\na = load_inline('a', cpp_sources='', cuda_sources=SRC)\nb = load_inline('b', cpp_sources='', cuda_sources=[SRC])\n";
+    std::fs::write(tmp.path().join("ops.py"), src).unwrap();
+    let v = json_in(tmp.path(), &["ops.py"], &["--select", "CU001"]);
+    assert_eq!(v.len(), 2, "{v:#?}");
+    let built: Vec<Vec<String>> = v.iter().map(notes).collect();
+    for (f, build) in v
+        .iter()
+        .zip(["load_inline \"a\" (line 9)", "load_inline \"b\" (line 10)"])
+    {
+        assert_eq!(f["line"], 6, "{v:#?}");
+        let want = format!("in the C++/CUDA source passed to {build}");
+        assert!(
+            built.iter().any(|n| n.contains(&want)),
+            "{want}: {built:#?}"
+        );
+    }
+}
+
+#[test]
 fn op_builder_subclasses_are_entries_of_their_own() {
     let v = json(&["op_builder/builder.py"]);
     let cu = findings(&v, "ops_csrc/scale/scale_kernel.cu", "CU001");

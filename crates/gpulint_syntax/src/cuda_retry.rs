@@ -36,6 +36,12 @@ use tree_sitter::Tree;
 /// Parses `text` again with macro-shaped constructs rewritten if `first` (its tree) has errors;
 /// returns whichever tree has fewer error bytes.
 pub fn reparse(text: &str, first: Tree) -> Tree {
+    reparse_in(text, None, first)
+}
+
+/// [`reparse`] for a tree that [`crate::parse_range`] parsed from the byte range `range` of
+/// `text` (`None`: all of it); the second parse covers the same range.
+pub fn reparse_in(text: &str, range: Option<(usize, usize)>, first: Tree) -> Tree {
     if !first.root_node().has_error() {
         return first;
     }
@@ -50,7 +56,7 @@ pub fn reparse(text: &str, first: Tree) -> Tree {
     // The last tree parsed and its text: the next parse reuses what the rewrites left alone.
     let mut last: Option<Tree> = None;
     if changed {
-        if let Some(tree) = parse_bytes(&bytes, text.as_bytes(), &best) {
+        if let Some(tree) = parse_bytes(&bytes, text.as_bytes(), &best, range) {
             let score = error_score(&tree);
             last = Some(tree.clone());
             if score < best_score {
@@ -63,8 +69,8 @@ pub fn reparse(text: &str, first: Tree) -> Tree {
         let before = bytes.clone();
         if keep_first_if_branch(&mut bytes) {
             let tree = match &last {
-                Some(last) => parse_bytes(&bytes, &before, last),
-                None => parse_bytes(&bytes, text.as_bytes(), &best),
+                Some(last) => parse_bytes(&bytes, &before, last, range),
+                None => parse_bytes(&bytes, text.as_bytes(), &best, range),
             };
             if let Some(tree) = tree {
                 if error_score(&tree) < best_score {
@@ -77,10 +83,15 @@ pub fn reparse(text: &str, first: Tree) -> Tree {
 }
 
 /// Parses the rewritten `bytes`, reusing `old`, the tree of `old_bytes`.
-fn parse_bytes(bytes: &[u8], old_bytes: &[u8], old: &Tree) -> Option<Tree> {
+fn parse_bytes(
+    bytes: &[u8],
+    old_bytes: &[u8],
+    old: &Tree,
+    range: Option<(usize, usize)>,
+) -> Option<Tree> {
     // Every rewrite writes ASCII over whole characters, so the text stays UTF-8.
     let text = std::str::from_utf8(bytes).ok()?;
-    crate::parse_rewritten(Lang::Cuda, old_bytes, old, text)
+    crate::parse_rewritten_in(Lang::Cuda, old_bytes, old, text, range)
 }
 
 /// Bytes inside ERROR nodes plus one per MISSING node: lower is better, 0 is a clean parse.

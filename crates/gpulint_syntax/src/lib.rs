@@ -173,6 +173,18 @@ fn parse_bounded_from(
 /// keep every byte where it was (the same length, each line where it was), reusing the parts
 /// of `old` the rewrites leave alone. The parse is bounded as [`parse`]'s.
 pub fn parse_rewritten(lang: Lang, old_text: &[u8], old: &Tree, text: &str) -> Option<Tree> {
+    parse_rewritten_in(lang, old_text, old, text, None)
+}
+
+/// [`parse_rewritten`] for a tree that [`parse_range`] parsed from the byte range `range` of
+/// `old_text` (`None`: all of it); the new tree covers the same range of `text`.
+pub fn parse_rewritten_in(
+    lang: Lang,
+    old_text: &[u8],
+    old: &Tree,
+    text: &str,
+    range: Option<(usize, usize)>,
+) -> Option<Tree> {
     let cell = match lang {
         Lang::Python => &PYTHON_PARSER,
         Lang::Cuda => &CUDA_PARSER,
@@ -180,7 +192,10 @@ pub fn parse_rewritten(lang: Lang, old_text: &[u8], old: &Tree, text: &str) -> O
     };
     let new = text.as_bytes();
     if old_text.len() != new.len() {
-        return parse(lang, text);
+        return match range {
+            Some((start, end)) => parse_range(lang, text, start, end),
+            None => parse(lang, text),
+        };
     }
     let mut edited = old.clone();
     let (mut old_lines, mut new_lines) = (LineIndex::default(), LineIndex::default());
@@ -200,7 +215,15 @@ pub fn parse_rewritten(lang: Lang, old_text: &[u8], old: &Tree, text: &str) -> O
     cell.with(|p| {
         let mut parser = p.borrow_mut();
         parser.reset();
-        parse_bounded_from(&mut parser, text, text.len(), Some(&edited))
+        let Some((start, end)) = range else {
+            return parse_bounded_from(&mut parser, text, text.len(), Some(&edited));
+        };
+        parser
+            .set_included_ranges(&[included_range(text, start, end)])
+            .ok()?;
+        let tree = parse_bounded_from(&mut parser, text, end.saturating_sub(start), Some(&edited));
+        let _ = parser.set_included_ranges(&[]);
+        tree
     })
 }
 
@@ -261,6 +284,20 @@ pub fn parse_range(lang: Lang, text: &str, start: usize, end: usize) -> Option<T
         Lang::Cuda => &CUDA_PARSER,
         Lang::Manifest => return None,
     };
+    let range = included_range(text, start, end);
+    cell.with(|p| {
+        let mut parser = p.borrow_mut();
+        parser.reset();
+        parser.set_included_ranges(&[range]).ok()?;
+        let tree = parse_bounded(&mut parser, text, end.saturating_sub(start));
+        let _ = parser.set_included_ranges(&[]);
+        tree
+    })
+}
+
+/// The byte range `start..end` of `text` as tree-sitter's included range, with its rows and
+/// columns.
+fn included_range(text: &str, start: usize, end: usize) -> tree_sitter::Range {
     let point = |byte: usize| {
         let before = &text.as_bytes()[..byte];
         let row = memchr::memchr_iter(b'\n', before).count();
@@ -272,20 +309,12 @@ pub fn parse_range(lang: Lang, text: &str, start: usize, end: usize) -> Option<T
                 .unwrap_or(0);
         tree_sitter::Point { row, column: col }
     };
-    let range = tree_sitter::Range {
+    tree_sitter::Range {
         start_byte: start,
         end_byte: end,
         start_point: point(start),
         end_point: point(end),
-    };
-    cell.with(|p| {
-        let mut parser = p.borrow_mut();
-        parser.reset();
-        parser.set_included_ranges(&[range]).ok()?;
-        let tree = parse_bounded(&mut parser, text, end.saturating_sub(start));
-        let _ = parser.set_included_ranges(&[]);
-        tree
-    })
+    }
 }
 
 /// Is this a Jupyter notebook?

@@ -21,6 +21,10 @@ impl Engine {
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Vec<crate::link::Link> {
         let mut links = Vec::new();
+        // The findings in each inline string, by its span: several builds that pass one string
+        // (`cpp_sources=CPP_DECL` in each `load_inline`) have it checked once.
+        let mut inline_found: std::collections::HashMap<gpulint_source::Span, Vec<Diagnostic>> =
+            std::collections::HashMap::new();
         for b in builds {
             // A subclass's method that gives the sources (in this file) is the entry.
             let at = b
@@ -56,7 +60,15 @@ impl Engine {
                 );
             }
             for inline in &b.inline {
-                diagnostics.extend(self.check_inline(file, &inline.text, &what, line));
+                let found = inline_found
+                    .entry(inline.span)
+                    .or_insert_with(|| self.check_inline(file, inline));
+                diagnostics.extend(found.iter().cloned().map(|mut d| {
+                    d.notes.push(format!(
+                        "in the C++/CUDA source passed to {what} (line {line})"
+                    ));
+                    d
+                }));
             }
             let sources: Vec<_> = b
                 .sources
@@ -83,25 +95,31 @@ impl Engine {
         links
     }
 
-    /// Runs the CUDA rules over C++/CUDA source text held in a Python string (`text` is laid
+    /// Runs the CUDA rules over C++/CUDA source text held in a Python string (its text is laid
     /// out at the string's offsets in `file`), honouring `// NOLINT`-style suppressions in it.
+    /// Only the string's range is parsed: the rest of the text is blank, and a file with many
+    /// such strings would otherwise be parsed whole once per string.
     fn check_inline(
         &self,
         file: &SourceFile,
-        text: &str,
-        what: &str,
-        line: usize,
+        source: &gpulint_semantic::python::extensions::Inline,
     ) -> Vec<Diagnostic> {
+        let text = &source.text;
         if !self.cuda.may_match(text) {
             return Vec::new();
         }
         let mut path = file.path.clone().into_os_string();
         path.push(".inline.cu");
         let inline = SourceFile::new(path.into(), file.display_path.clone(), text.to_string());
-        let Some(tree) = lang::parse(Lang::Cuda, &inline.text) else {
+        let range = (source.span.start, source.span.end.min(text.len()));
+        let Some(tree) = lang::parse_range(Lang::Cuda, &inline.text, range.0, range.1) else {
             return Vec::new();
         };
-        let trees = [lang::cuda_retry::reparse(&inline.text, tree)];
+        let trees = [lang::cuda_retry::reparse_in(
+            &inline.text,
+            Some(range),
+            tree,
+        )];
         let (mut found, info) = checker::check_tree(
             &inline,
             &trees,
@@ -112,11 +130,6 @@ impl Engine {
         );
         let mut suppressions = suppress::collect(&trees, &inline, Lang::Cuda, &info.comments);
         suppress::apply(&mut found, &mut suppressions, &inline);
-        for d in &mut found {
-            d.notes.push(format!(
-                "in the C++/CUDA source passed to {what} (line {line})"
-            ));
-        }
         found
     }
 }
