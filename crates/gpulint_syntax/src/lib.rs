@@ -3,16 +3,17 @@
 //!
 //! Knows nothing of rules, diagnostics, configuration or what the code means.
 
+mod allocations;
 pub mod cuda_retry;
 pub mod kind;
 mod parents;
 mod tree;
 pub mod unclosed;
 
+pub use allocations::allocations;
 pub use parents::Parents;
 pub use tree::*;
 
-use std::cell::RefCell;
 use std::path::Path;
 use tree_sitter::{Language, Parser, Tree};
 
@@ -68,34 +69,24 @@ impl Lang {
     }
 }
 
-thread_local! {
-    static PYTHON_PARSER: RefCell<Parser> = RefCell::new(new_parser(Lang::Python));
-    static CUDA_PARSER: RefCell<Parser> = RefCell::new(new_parser(Lang::Cuda));
-}
-
-fn new_parser(lang: Lang) -> Parser {
+/// Runs `f` with a parser for `lang` (`None` for manifests, which have no tree-sitter grammar)
+/// made for this parse. tree-sitter's parser keeps freed nodes for reuse from one parse to
+/// the next; a parser of its own makes the allocation count of a parse (one of the bounds of
+/// [`parse_bounded`]) depend on the text alone, not on which files the thread parsed before.
+fn with_parser<R>(lang: Lang, f: impl FnOnce(&mut Parser) -> Option<R>) -> Option<R> {
+    let grammar = lang.grammar()?;
+    allocations::install();
     let mut parser = Parser::new();
-    if let Some(grammar) = lang.grammar() {
-        parser
-            .set_language(&grammar)
-            .expect("grammar version is compatible with the tree-sitter runtime");
-    }
     parser
+        .set_language(&grammar)
+        .expect("grammar version is compatible with the tree-sitter runtime");
+    f(&mut parser)
 }
 
-/// Parses `text` with this thread's parser for `lang`; `None` for manifests, which have no
+/// Parses `text` with a parser for `lang` of its own; `None` for manifests, which have no
 /// tree-sitter grammar.
 pub fn parse(lang: Lang, text: &str) -> Option<Tree> {
-    let cell = match lang {
-        Lang::Python => &PYTHON_PARSER,
-        Lang::Cuda => &CUDA_PARSER,
-        Lang::Manifest => return None,
-    };
-    cell.with(|p| {
-        let mut parser = p.borrow_mut();
-        parser.reset();
-        parse_bounded(&mut parser, text, text.len())
-    })
+    with_parser(lang, |parser| parse_bounded(parser, text, text.len()))
 }
 
 /// [`parse`], then the second parses for a tree with errors: for CUDA the line-preserving one
@@ -127,6 +118,15 @@ pub fn parse_range_recovering(
     Some(unclosed::reparse(lang, text, start, end, first))
 }
 
+/// tree-sitter allocations allowed per byte of the text parsed (plus
+/// [`PARSE_MIN_ALLOCATIONS`]). Real files ask for at most 1.3 per byte (the corpus's 5,214
+/// files); error recovery gone wild asks for 29 to 76 per byte, where the operation count is
+/// still within its bound (7 s for a 131 KB mutant of the fuzz run).
+pub const PARSE_ALLOCATIONS_PER_BYTE: u64 = 8;
+
+/// The tree-sitter allocations allowed on a small text.
+pub const PARSE_MIN_ALLOCATIONS: u64 = 100_000;
+
 /// Parser operations allowed per byte of the text parsed (plus [`PARSE_MIN_OPERATIONS`]).
 /// tree-sitter needs 1 to 10 per byte on real files and on thousands of mutated ones; only
 /// error recovery gone wild on hostile input needs more (105 per byte, 20 s for 139 KB, on a
@@ -137,9 +137,10 @@ pub const PARSE_OPERATIONS_PER_BYTE: u64 = 20;
 pub const PARSE_MIN_OPERATIONS: u64 = 2_000_000;
 
 /// Parses `text` (of which `len` bytes are to be parsed) with a bounded number of parser
-/// operations: `None` when the parser runs out of them (the file is then reported as not
-/// parsed, GL002). The bound counts the parser's own operations (its progress callback runs
-/// every 100), not time, so a file parses or gives up the same way on every machine.
+/// operations and of allocations: `None` when the parser runs out of either (the file is then
+/// reported as not parsed, GL002). The bounds count the parser's own operations (its progress
+/// callback runs every 100) and allocations, not time, so a file parses or gives up the same
+/// way on every machine.
 fn parse_bounded(parser: &mut Parser, text: &str, len: usize) -> Option<Tree> {
     parse_bounded_from(parser, text, len, None)
 }
@@ -152,10 +153,13 @@ fn parse_bounded_from(
     old: Option<&Tree>,
 ) -> Option<Tree> {
     let allowed = PARSE_MIN_OPERATIONS.saturating_add(PARSE_OPERATIONS_PER_BYTE * len as u64) / 100;
+    let allowed_allocations =
+        PARSE_MIN_ALLOCATIONS.saturating_add(PARSE_ALLOCATIONS_PER_BYTE.saturating_mul(len as u64));
+    let first_allocation = allocations();
     let mut checks: u64 = 0;
     let mut progress = |_: &tree_sitter::ParseState| {
         checks += 1;
-        if checks > allowed {
+        if checks > allowed || allocations() - first_allocation > allowed_allocations {
             std::ops::ControlFlow::Break(())
         } else {
             std::ops::ControlFlow::Continue(())
@@ -185,11 +189,6 @@ pub fn parse_rewritten_in(
     text: &str,
     range: Option<(usize, usize)>,
 ) -> Option<Tree> {
-    let cell = match lang {
-        Lang::Python => &PYTHON_PARSER,
-        Lang::Cuda => &CUDA_PARSER,
-        Lang::Manifest => return None,
-    };
     let new = text.as_bytes();
     if old_text.len() != new.len() {
         return match range {
@@ -212,18 +211,14 @@ pub fn parse_rewritten_in(
             new_end_position: new_lines.point(new, end),
         });
     }
-    cell.with(|p| {
-        let mut parser = p.borrow_mut();
-        parser.reset();
+    with_parser(lang, |parser| {
         let Some((start, end)) = range else {
-            return parse_bounded_from(&mut parser, text, text.len(), Some(&edited));
+            return parse_bounded_from(parser, text, text.len(), Some(&edited));
         };
         parser
             .set_included_ranges(&[included_range(text, start, end)])
             .ok()?;
-        let tree = parse_bounded_from(&mut parser, text, end.saturating_sub(start), Some(&edited));
-        let _ = parser.set_included_ranges(&[]);
-        tree
+        parse_bounded_from(parser, text, end.saturating_sub(start), Some(&edited))
     })
 }
 
@@ -279,19 +274,10 @@ impl LineIndex {
 /// joined source): node offsets are positions in `text`, so trees of several ranges share one
 /// source string.
 pub fn parse_range(lang: Lang, text: &str, start: usize, end: usize) -> Option<Tree> {
-    let cell = match lang {
-        Lang::Python => &PYTHON_PARSER,
-        Lang::Cuda => &CUDA_PARSER,
-        Lang::Manifest => return None,
-    };
     let range = included_range(text, start, end);
-    cell.with(|p| {
-        let mut parser = p.borrow_mut();
-        parser.reset();
+    with_parser(lang, |parser| {
         parser.set_included_ranges(&[range]).ok()?;
-        let tree = parse_bounded(&mut parser, text, end.saturating_sub(start));
-        let _ = parser.set_included_ranges(&[]);
-        tree
+        parse_bounded(parser, text, end.saturating_sub(start))
     })
 }
 
