@@ -6,19 +6,12 @@
 //! allocations the parser asks for bounds it where the operation count does not. tree-sitter
 //! takes its allocator as four C functions; these are libc's, each counting the call first.
 
+use libc::{c_void, calloc, free, malloc, realloc};
 use std::cell::Cell;
-use std::ffi::c_void;
 use std::sync::Once;
 
 thread_local! {
     static COUNT: Cell<u64> = const { Cell::new(0) };
-}
-
-unsafe extern "C" {
-    fn malloc(size: usize) -> *mut c_void;
-    fn calloc(count: usize, size: usize) -> *mut c_void;
-    fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void;
-    fn free(ptr: *mut c_void);
 }
 
 fn counted() {
@@ -77,7 +70,7 @@ pub(crate) fn install() {
 }
 
 /// How many allocations tree-sitter has asked for on this thread so far.
-pub fn allocations() -> u64 {
+pub(crate) fn allocations() -> u64 {
     COUNT.with(Cell::get)
 }
 

@@ -10,7 +10,6 @@ mod parents;
 mod tree;
 pub mod unclosed;
 
-pub use allocations::allocations;
 pub use parents::Parents;
 pub use tree::*;
 
@@ -155,11 +154,11 @@ fn parse_bounded_from(
     let allowed = PARSE_MIN_OPERATIONS.saturating_add(PARSE_OPERATIONS_PER_BYTE * len as u64) / 100;
     let allowed_allocations =
         PARSE_MIN_ALLOCATIONS.saturating_add(PARSE_ALLOCATIONS_PER_BYTE.saturating_mul(len as u64));
-    let first_allocation = allocations();
+    let first_allocation = allocations::allocations();
     let mut checks: u64 = 0;
     let mut progress = |_: &tree_sitter::ParseState| {
         checks += 1;
-        if checks > allowed || allocations() - first_allocation > allowed_allocations {
+        if checks > allowed || allocations::allocations() - first_allocation > allowed_allocations {
             std::ops::ControlFlow::Break(())
         } else {
             std::ops::ControlFlow::Continue(())
