@@ -23,13 +23,30 @@ pub enum Width {
 
 /// The width of a declared type.
 pub fn type_width(ty: &str) -> Width {
+    // Most types are one plain word (`int`, `int64_t`, `scalar_t`): no qualifier to drop and
+    // no space to fold (every qualifier spells a `c` or a `v`).
+    if ty
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && b != b'c' && b != b'v')
+    {
+        return width_of(ty);
+    }
+    width_of(&unqualified(ty))
+}
+
+/// `ty` without `const`, `volatile` and `__restrict__`, its words one space apart.
+fn unqualified(ty: &str) -> String {
     let t = ty
         .replace("const", "")
         .replace("volatile", "")
         .replace("__restrict__", "");
     let t: Vec<&str> = t.split_whitespace().collect();
-    let t = t.join(" ");
-    match t.as_str() {
+    t.join(" ")
+}
+
+/// The width of a type spelled without qualifiers, its words one space apart.
+fn width_of(t: &str) -> Width {
+    match t {
         "int" | "int32_t" | "int32" | "signed" | "signed int" | "short" | "int16_t" | "int8_t"
         | "char" | "signed char" => Width::W32 { signed: true },
         "unsigned" | "unsigned int" | "uint32_t" | "uint32" | "uint" | "unsigned short"
@@ -202,5 +219,42 @@ impl<'t> CudaModel<'t> {
             }
         }
         w.unwrap_or(Width::Unknown)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-word shortcut answers as the spelled-out reading does.
+    #[test]
+    fn plain_words_read_as_qualified_types_do() {
+        for ty in [
+            "int",
+            "int64_t",
+            "uint32_t",
+            "size_t",
+            "std::size_t",
+            "long",
+            "float",
+            "scalar_t",
+            "char",
+            "const int",
+            "int const",
+            "const\tint",
+            "volatile unsigned",
+            "constexpr",
+            "int*",
+            "long  long",
+            "__restrict__",
+            "unsigned\u{b}int",
+            "index_t_64",
+            "",
+        ] {
+            assert_eq!(type_width(ty), width_of(&unqualified(ty)), "{ty:?}");
+        }
+        assert_eq!(type_width("int"), Width::W32 { signed: true });
+        assert_eq!(type_width("const  std::size_t"), Width::W64);
+        assert_eq!(type_width("scalar_t"), Width::Unknown);
     }
 }
