@@ -5,6 +5,7 @@
 //! changes nothing the second time (the findings are then suppressed).
 
 use gpulint_diagnostics::FileReport;
+use gpulint_syntax::NodeExt;
 use gpulint_syntax::{self as lang, Lang};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -303,13 +304,13 @@ fn comment_safe(
         for n in leaf.into_iter().chain(up.into_iter().rev()) {
             let multi_line = n.end_byte() > line_end;
             let stringy = matches!(
-                n.kind(),
+                n.kind_name(),
                 "string"
                     | "string_content"
                     | "concatenated_string"
                     | "raw_string_literal"
                     | "string_literal"
-            ) || (n.kind() == "comment" && lang == Lang::Cuda);
+            ) || (n.kind_name() == "comment" && lang == Lang::Cuda);
             if stringy && multi_line && n.start_byte() < end {
                 return false;
             }

@@ -190,7 +190,8 @@ fn coverage(tree: &Tree, file: &SourceFile, line: usize) -> (usize, usize) {
         if n.start_byte() < b {
             break;
         }
-        if n.start_byte() == b && !CONTAINERS.contains(&n.kind()) && n.kind() != "comment" {
+        if n.start_byte() == b && !CONTAINERS.contains(&n.kind_name()) && n.kind_name() != "comment"
+        {
             best = Some(n);
         }
     }

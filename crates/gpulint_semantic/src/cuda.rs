@@ -240,7 +240,7 @@ pub fn exec_space(func: Node<'_>, source: &str) -> ExecSpace {
         .prev_sibling()
         .filter(|p| {
             func.field("type").is_none()
-                && matches!(p.kind(), "field_declaration" | "declaration")
+                && matches!(p.kind_name(), "field_declaration" | "declaration")
                 && p.has_error()
                 && source
                     .get(p.end_byte()..func.start_byte())
@@ -248,7 +248,7 @@ pub fn exec_space(func: Node<'_>, source: &str) -> ExecSpace {
         })
         .into_iter();
     for c in split.chain(func.children(&mut cursor)) {
-        if c.kind() == "function_declarator" || c.kind() == "compound_statement" {
+        if c.kind_name() == "function_declarator" || c.kind_name() == "compound_statement" {
             break;
         }
         // A specifier macro rewritten for the second parse (`CUTLASS_DEVICE` read as
@@ -284,14 +284,14 @@ pub fn function_name<'s>(func: Node<'_>, source: &'s str) -> Option<&'s str> {
     let mut decl = func.field("declarator")?;
     // Peel pointer/reference declarators down to the function declarator.
     for _ in 0..8 {
-        if decl.kind() == "function_declarator" {
+        if decl.kind_name() == "function_declarator" {
             break;
         }
         decl = decl.field("declarator").or_else(|| decl.named_child(0))?;
     }
     let mut name = decl.field("declarator")?;
     for _ in 0..8 {
-        match name.kind() {
+        match name.kind_name() {
             "qualified_identifier" => name = name.field("name")?,
             "template_function" => name = name.field("name")?,
             _ => break,
@@ -472,7 +472,7 @@ impl<'t> CudaModel<'t> {
         };
         let name_of = |e: Node<'t>| {
             let e = kernel::peel(e);
-            match e.kind() {
+            match e.kind_name() {
                 "identifier" => Some(self.text(e)),
                 "field_expression" => e.field("argument").map(|a| self.text(a)),
                 _ => None,

@@ -193,7 +193,7 @@ fn enclosing_function_name(
     let mut names = Vec::new();
     loop {
         let n = cursor.node();
-        if n.kind() == "function_definition" {
+        if n.kind_name() == "function_definition" {
             let name = match lang {
                 Lang::Python => n
                     .field("name")

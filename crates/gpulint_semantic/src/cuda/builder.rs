@@ -336,7 +336,7 @@ mod tests {
                     m.parent(n).map(|p| p.id()),
                     walked.parent(n).map(|p| p.id()),
                     "{} at {}",
-                    n.kind(),
+                    n.kind_name(),
                     n.start_byte()
                 );
                 checked += 1;

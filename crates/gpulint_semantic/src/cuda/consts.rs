@@ -25,7 +25,7 @@ pub(super) fn record_enumerators<'t>(
     constants: &mut HashMap<&'t str, ConstDef<'t>>,
 ) {
     let mut next: Option<i128> = Some(0);
-    for e in gpulint_syntax::named_children(list).filter(|c| c.kind() == "enumerator") {
+    for e in gpulint_syntax::named_children(list).filter(|c| c.kind_name() == "enumerator") {
         let Some(name) = e.field("name") else {
             continue;
         };
@@ -97,7 +97,7 @@ impl<'t> CudaModel<'t> {
         }
         let d = depth + 1;
         let field = |f: &str| expr.field(f);
-        match expr.kind() {
+        match expr.kind_name() {
             "number_literal" => parse_c_int(text(expr, source)),
             "identifier" => self.constant_depth(text(expr, source), d),
             "parenthesized_expression" => self.eval_in(expr.named_child(0)?, source, d),
@@ -154,7 +154,7 @@ impl<'t> CudaModel<'t> {
             return None;
         }
         let value = gpulint_syntax::descendants(root)
-            .find(|n| n.kind() == "init_declarator")?
+            .find(|n| n.kind_name() == "init_declarator")?
             .field("value")?;
         self.eval_in(value, &wrapped, depth)
     }

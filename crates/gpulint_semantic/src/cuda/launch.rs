@@ -60,7 +60,7 @@ impl<'t> CudaModel<'t> {
         });
         let at = launch.node.start_byte();
         let dim3_args = |e: Node<'t>| -> Option<Vec<Node<'t>>> {
-            match e.kind() {
+            match e.kind_name() {
                 "argument_list" | "initializer_list" => Some(named_children(e).collect()),
                 "call_expression"
                     if e.field("function")
@@ -71,7 +71,7 @@ impl<'t> CudaModel<'t> {
                 _ => None,
             }
         };
-        let args = match grid.kind() {
+        let args = match grid.kind_name() {
             "identifier" => {
                 let defs = func.and_then(|f| self.host_defs.get(&(f, text(grid, self.source))));
                 let visible: Vec<_> = defs
@@ -86,7 +86,7 @@ impl<'t> CudaModel<'t> {
                         Some(v) => match dim3_args(super::kernel::peel(v)) {
                             Some(a) => Some(a),
                             // A scalar value, or a call that may return a `dim3`.
-                            None if super::kernel::peel(v).kind() == "call_expression" => {
+                            None if super::kernel::peel(v).kind_name() == "call_expression" => {
                                 return Some([whole; 3])
                             }
                             None => None,
@@ -143,11 +143,11 @@ impl<'t> CudaModel<'t> {
         *budget -= 1;
         let d = depth + 1;
         let field = |f: &str| e.field(f);
-        match e.kind() {
+        match e.kind_name() {
             "number_literal" | "sizeof_expression" | "true" | "false" => GridKind::Plain,
             "identifier" => self.classify_name(text(e, self.source), func, at, depth, budget),
             "field_expression" => match field("argument") {
-                Some(a) if a.kind() == "identifier" => {
+                Some(a) if a.kind_name() == "identifier" => {
                     self.classify_name(text(a, self.source), func, at, depth, budget)
                 }
                 Some(a) => self.classify(a, func, at, d, budget),
@@ -172,7 +172,7 @@ impl<'t> CudaModel<'t> {
                 let Some(f) = field("function") else {
                     return GridKind::Unknown;
                 };
-                if f.kind() == "field_expression" {
+                if f.kind_name() == "field_expression" {
                     // `x.size(0)`, `t.numel()`: sizes.
                     return GridKind::Plain;
                 }
@@ -190,14 +190,15 @@ impl<'t> CudaModel<'t> {
                 }
             }
             "binary_expression" => {
-                let op = field("operator").map(|o| o.kind()).unwrap_or("");
+                let op = field("operator").map(|o| o.kind_name()).unwrap_or("");
                 let (Some(l), Some(r)) = (field("left"), field("right")) else {
                     return GridKind::Unknown;
                 };
                 let has = |n: Node<'_>, ops: &[&str]| {
                     gpulint_syntax::descendants(n).take(256).any(|x| {
-                        x.kind() == "binary_expression"
-                            && x.field("operator").is_some_and(|o| ops.contains(&o.kind()))
+                        x.kind_name() == "binary_expression"
+                            && x.field("operator")
+                                .is_some_and(|o| ops.contains(&o.kind_name()))
                     })
                 };
                 match op {
@@ -293,7 +294,7 @@ impl<'t> CudaModel<'t> {
             Some(out)
         };
         let e = super::kernel::peel(e);
-        match e.kind() {
+        match e.kind_name() {
             "call_expression" => {
                 let f = e.field("function")?;
                 if self.text(f) != "dim3" {
@@ -317,7 +318,7 @@ impl<'t> CudaModel<'t> {
                 if v.start_byte() >= at {
                     return None;
                 }
-                match v.kind() {
+                match v.kind_name() {
                     "argument_list" => dims_of_args(v),
                     "initializer_list" => dims_of_args(v),
                     _ => eval(v).map(|x| [x, 1, 1]),

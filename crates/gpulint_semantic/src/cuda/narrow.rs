@@ -47,12 +47,12 @@ pub fn narrowing_of<'t>(m: &super::CudaModel<'t>, e: Node<'t>) -> Option<(Node<'
     let mut cur = e;
     for _ in 0..16 {
         let p = m.parent(cur)?;
-        match p.kind() {
+        match p.kind_name() {
             "parenthesized_expression" => {}
             "binary_expression" => {
                 if !p
                     .field("operator")
-                    .is_some_and(|o| matches!(o.kind(), "+" | "-" | "*"))
+                    .is_some_and(|o| matches!(o.kind_name(), "+" | "-" | "*"))
                 {
                     return None;
                 }
@@ -61,7 +61,7 @@ pub fn narrowing_of<'t>(m: &super::CudaModel<'t>, e: Node<'t>) -> Option<(Node<'
                 // Only a cast's own argument passes the value through.
                 let call = m.parent(p)?;
                 let f = call.field("function")?;
-                if f.kind() != "template_function"
+                if f.kind_name() != "template_function"
                     || text(f.field("name")?, source) != "static_cast"
                 {
                     return None;
@@ -74,7 +74,7 @@ pub fn narrowing_of<'t>(m: &super::CudaModel<'t>, e: Node<'t>) -> Option<(Node<'
             "call_expression" => {
                 // `static_cast<int>(…)`
                 let f = p.field("function")?;
-                if f.kind() != "template_function"
+                if f.kind_name() != "template_function"
                     || text(f.field("name")?, source) != "static_cast"
                 {
                     return None;
@@ -83,7 +83,7 @@ pub fn narrowing_of<'t>(m: &super::CudaModel<'t>, e: Node<'t>) -> Option<(Node<'
                 return NARROW_TYPES.contains(&ty).then_some((p, ty));
             }
             "init_declarator" => {
-                let decl = m.parent(p).filter(|d| d.kind() == "declaration")?;
+                let decl = m.parent(p).filter(|d| d.kind_name() == "declaration")?;
                 let ty = text(decl.field("type")?, source).trim();
                 return NARROW_TYPES.contains(&ty).then_some((p, ty));
             }
@@ -97,11 +97,11 @@ pub fn narrowing_of<'t>(m: &super::CudaModel<'t>, e: Node<'t>) -> Option<(Node<'
 /// The method a call names (`x.numel()` → `numel`, `t->dim_size(1)` → `dim_size`).
 pub fn method_name<'t>(call: Node<'t>, source: &'t str) -> Option<&'t str> {
     let f = call.field("function")?;
-    if f.kind() != "field_expression" {
+    if f.kind_name() != "field_expression" {
         return None;
     }
     let field = f.field("field")?;
-    let field = match field.kind() {
+    let field = match field.kind_name() {
         "template_method" => field.field("name")?,
         _ => field,
     };
@@ -151,7 +151,7 @@ impl<'t> super::CudaModel<'t> {
                     continue;
                 }
                 let a = super::kernel::peel(*arg);
-                let found = match a.kind() {
+                let found = match a.kind_name() {
                     "identifier" => match self.host_values_at(l, text(a, self.source)).as_slice() {
                         // A 64-bit local: `int64_t n = x.numel();` (a 32-bit one is the
                         // narrowing at its declaration, reported there).
@@ -180,7 +180,7 @@ impl<'t> super::CudaModel<'t> {
 /// Is `value` the initialiser of a declaration of a 32-bit type?
 fn declared_narrow(m: &super::CudaModel<'_>, value: Node<'_>) -> bool {
     m.parent(value)
-        .filter(|p| p.kind() == "init_declarator")
+        .filter(|p| p.kind_name() == "init_declarator")
         .and_then(|p| m.parent(p))
         .and_then(|d| d.field("type"))
         .is_some_and(|t| NARROW_TYPES.contains(&text(t, m.source).trim()))
@@ -190,20 +190,20 @@ fn declared_narrow(m: &super::CudaModel<'_>, value: Node<'_>) -> bool {
 /// (`Some(false)`), not divided down.
 fn count_value(e: Node<'_>, source: &str) -> Option<bool> {
     let e = super::kernel::peel(e);
-    if e.kind() == "call_expression" {
+    if e.kind_name() == "call_expression" {
         return method_name(e, source)
             .filter(|m| COUNT_CALLS.contains(m))
             .map(|_| true);
     }
-    if e.kind() != "binary_expression" || e.field("operator")?.kind() != "*" {
+    if e.kind_name() != "binary_expression" || e.field("operator")?.kind_name() != "*" {
         return None;
     }
     let mut sizes = 0;
     let mut stack = vec![e];
     while let Some(x) = stack.pop() {
         let x = super::kernel::peel(x);
-        match x.kind() {
-            "binary_expression" if x.field("operator").is_some_and(|o| o.kind() == "*") => {
+        match x.kind_name() {
+            "binary_expression" if x.field("operator").is_some_and(|o| o.kind_name() == "*") => {
                 stack.extend(x.field("left"));
                 stack.extend(x.field("right"));
             }
@@ -254,22 +254,22 @@ impl<'t> super::CudaModel<'t> {
             }
             let nodes: Vec<Node<'t>> = gpulint_syntax::descendants(body).take(20_000).collect();
             let mut narrowed: Vec<(&'t str, Node<'t>)> = Vec::new();
-            for d in nodes.iter().filter(|n| n.kind() == "declaration") {
+            for d in nodes.iter().filter(|n| n.kind_name() == "declaration") {
                 let Some(ty) = d.field("type").map(|t| text(t, self.source).trim()) else {
                     continue;
                 };
                 if !NARROW_TYPES.contains(&ty) {
                     continue;
                 }
-                for init in
-                    gpulint_syntax::named_children(*d).filter(|c| c.kind() == "init_declarator")
+                for init in gpulint_syntax::named_children(*d)
+                    .filter(|c| c.kind_name() == "init_declarator")
                 {
                     let (Some(name), Some(v)) = (init.field("declarator"), init.field("value"))
                     else {
                         continue;
                     };
                     let v = super::kernel::peel(v);
-                    if v.kind() == "call_expression"
+                    if v.kind_name() == "call_expression"
                         && matches!(method_name(v, self.source), Some("size" | "dim_size"))
                     {
                         narrowed.push((text(name, self.source), init));
@@ -280,15 +280,15 @@ impl<'t> super::CudaModel<'t> {
                 continue;
             }
             for p in nodes.iter().filter(|n| {
-                n.kind() == "binary_expression"
-                    && n.field("operator").is_some_and(|o| o.kind() == "*")
+                n.kind_name() == "binary_expression"
+                    && n.field("operator").is_some_and(|o| o.kind_name() == "*")
             }) {
                 let (Some(l), Some(r)) = (p.field("left"), p.field("right")) else {
                     continue;
                 };
                 let name_of = |x: Node<'t>| {
                     let x = super::kernel::peel(x);
-                    (x.kind() == "identifier").then(|| text(x, self.source))
+                    (x.kind_name() == "identifier").then(|| text(x, self.source))
                 };
                 let (Some(a), Some(b)) = (name_of(l), name_of(r)) else {
                     continue;
@@ -335,7 +335,8 @@ impl<'t> super::CudaModel<'t> {
             let Some(body) = f.node.field("body") else {
                 continue;
             };
-            for call in gpulint_syntax::descendants(body).filter(|n| n.kind() == "call_expression")
+            for call in
+                gpulint_syntax::descendants(body).filter(|n| n.kind_name() == "call_expression")
             {
                 if !method_name(call, self.source).is_some_and(|m| COUNT_CALLS.contains(&m)) {
                     continue;
@@ -375,7 +376,7 @@ impl<'t> super::CudaModel<'t> {
     /// The declaration of the struct member `name` in this file (the first).
     pub(crate) fn field_declaration(&self, name: &str) -> Option<Node<'t>> {
         gpulint_syntax::descendants(self.root)
-            .filter(|n| n.kind() == "field_declaration")
+            .filter(|n| n.kind_name() == "field_declaration")
             .find(|n| {
                 gpulint_syntax::named_children(*n)
                     .filter_map(member_declarator)
@@ -388,7 +389,7 @@ impl<'t> super::CudaModel<'t> {
 pub fn member_declarator(d: Node<'_>) -> Option<Node<'_>> {
     let mut d = d;
     for _ in 0..4 {
-        match d.kind() {
+        match d.kind_name() {
             "field_identifier" => return Some(d),
             "array_declarator" => d = d.field("declarator")?,
             _ => return None,
@@ -403,13 +404,13 @@ fn count_assignment<'t>(m: &super::CudaModel<'t>, call: Node<'t>) -> Option<Node
     let mut cur = call;
     for _ in 0..8 {
         let p = m.parent(cur)?;
-        match p.kind() {
+        match p.kind_name() {
             "parenthesized_expression" | "cast_expression" => {}
             "binary_expression"
                 if p.field("operator")
-                    .is_some_and(|o| matches!(o.kind(), "+" | "-" | "*")) => {}
+                    .is_some_and(|o| matches!(o.kind_name(), "+" | "-" | "*")) => {}
             "assignment_expression" => {
-                let plain = p.field("operator").is_some_and(|o| o.kind() == "=");
+                let plain = p.field("operator").is_some_and(|o| o.kind_name() == "=");
                 let right = p.field("right").is_some_and(|r| r.id() == cur.id());
                 return (plain && right).then_some(p);
             }
@@ -423,11 +424,12 @@ fn count_assignment<'t>(m: &super::CudaModel<'t>, call: Node<'t>) -> Option<Node
 /// The member a left side writes: `s.n`, `s->n`, `s.sizes[i]`.
 fn member_of(left: Node<'_>) -> Option<Node<'_>> {
     let mut e = left;
-    while e.kind() == "subscript_expression" {
+    while e.kind_name() == "subscript_expression" {
         e = e.field("argument")?;
     }
-    if e.kind() != "field_expression" {
+    if e.kind_name() != "field_expression" {
         return None;
     }
-    e.field("field").filter(|f| f.kind() == "field_identifier")
+    e.field("field")
+        .filter(|f| f.kind_name() == "field_identifier")
 }

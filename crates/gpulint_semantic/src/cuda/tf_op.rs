@@ -107,7 +107,7 @@ pub fn compute_context<'t>(func: &Function<'t>, source: &'t str) -> Option<&'t s
     }
     let decl = descendants(func.node.field("declarator")?)
         .take(64)
-        .find(|n| n.kind() == "function_declarator")?;
+        .find(|n| n.kind_name() == "function_declarator")?;
     let params: Vec<Node<'t>> = named_children(decl.field("parameters")?).collect();
     let [p] = params.as_slice() else {
         return None;
@@ -124,7 +124,7 @@ pub fn compute_context<'t>(func: &Function<'t>, source: &'t str) -> Option<&'t s
 pub fn callee_name<'t>(call: Node<'t>, source: &'t str) -> Option<&'t str> {
     let mut f = call.field("function")?;
     for _ in 0..4 {
-        f = match f.kind() {
+        f = match f.kind_name() {
             "field_expression" => f.field("field")?,
             "template_function" | "template_method" | "qualified_identifier" => f.field("name")?,
             _ => break,
@@ -136,11 +136,11 @@ pub fn callee_name<'t>(call: Node<'t>, source: &'t str) -> Option<&'t str> {
 /// `x.method(…)` / `x->method<T>(…)`: the object's name when it is a plain identifier.
 pub fn method_object<'t>(call: Node<'t>, source: &'t str) -> Option<&'t str> {
     let f = call.field("function")?;
-    if f.kind() != "field_expression" {
+    if f.kind_name() != "field_expression" {
         return None;
     }
     let obj = super::kernel::peel(f.field("argument")?);
-    match obj.kind() {
+    match obj.kind_name() {
         "identifier" => Some(text(obj, source)),
         // `x.shape().dim_size(1)`
         "call_expression" if callee_name(obj, source) == Some("shape") => {
@@ -153,7 +153,7 @@ pub fn method_object<'t>(call: Node<'t>, source: &'t str) -> Option<&'t str> {
 /// The callee of the call passed as the second argument (`OP_REQUIRES_OK(ctx, f(…))` → `f`).
 fn callee_name_of_arg<'t>(call: Node<'t>, source: &'t str) -> Option<&'t str> {
     let arg = call.field("arguments")?.named_child(1)?;
-    (arg.kind() == "call_expression").then_some(())?;
+    (arg.kind_name() == "call_expression").then_some(())?;
     callee_name(arg, source)
 }
 
@@ -209,7 +209,7 @@ impl<'t> CudaModel<'t> {
                     .is_some_and(|a| text(a, src) == ctx)
         };
         for n in descendants(body).take(MAX_NODES) {
-            match n.kind() {
+            match n.kind_name() {
                 "init_declarator" => {
                     let (Some(d), Some(v)) = (n.field("declarator"), n.field("value")) else {
                         continue;
@@ -219,7 +219,7 @@ impl<'t> CudaModel<'t> {
                     };
                     let name = text(name, src);
                     let v = super::kernel::peel(v);
-                    if v.kind() != "call_expression" {
+                    if v.kind_name() != "call_expression" {
                         continue;
                     }
                     if reads_input(v) {
@@ -237,9 +237,10 @@ impl<'t> CudaModel<'t> {
                     if reads_input(n) {
                         let args = n.field("arguments");
                         if let Some(a) = args.and_then(|a| a.named_child(1)) {
-                            if a.kind() == "pointer_expression" {
-                                if let Some(x) =
-                                    a.field("argument").filter(|x| x.kind() == "identifier")
+                            if a.kind_name() == "pointer_expression" {
+                                if let Some(x) = a
+                                    .field("argument")
+                                    .filter(|x| x.kind_name() == "identifier")
                                 {
                                     c.inputs.push((text(x, src), n));
                                 }
@@ -265,7 +266,7 @@ impl<'t> CudaModel<'t> {
                     let returns = n.field("consequence").is_some_and(|b| {
                         descendants(b)
                             .take(256)
-                            .any(|x| x.kind() == "return_statement")
+                            .any(|x| x.kind_name() == "return_statement")
                     });
                     if returns {
                         if let Some(cond) = n.field("condition") {
@@ -283,7 +284,7 @@ impl<'t> CudaModel<'t> {
     /// or a call to a `Launch…` helper.
     fn is_gpu_work(&self, call: Node<'t>) -> bool {
         let src = self.source;
-        if named_children(call).any(|c| c.kind() == "kernel_call_syntax") {
+        if named_children(call).any(|c| c.kind_name() == "kernel_call_syntax") {
             return true;
         }
         let Some(f) = call.field("function") else {
@@ -299,7 +300,7 @@ impl<'t> CudaModel<'t> {
             || args.contains("stream")
             || text(f, src).contains("GPUDevice")
             || text(f, src).contains("Device");
-        if f.kind() == "call_expression" {
+        if f.kind_name() == "call_expression" {
             // `Functor<Device, T>()(d, …)`
             return on_device;
         }

@@ -595,7 +595,7 @@ pub(super) fn identifiers_in_target(target: Node<'_>) -> Vec<Node<'_>> {
 
 #[cfg(test)]
 mod tests {
-    use gpulint_syntax::{descendants, parse_range, Lang, Parents};
+    use gpulint_syntax::{descendants, parse_range, Lang, NodeExt, Parents};
 
     /// Every kind the builder tells apart names a kind of the Python grammar: a misspelt name
     /// would leave its nodes silently unrecorded.
@@ -659,7 +659,7 @@ mod tests {
                                 m.parent(n).map(|p| p.id()),
                                 walked.parent(n).map(|p| p.id()),
                                 "{} at {}",
-                                n.kind(),
+                                n.kind_name(),
                                 n.start_byte()
                             );
                             checked += 1;

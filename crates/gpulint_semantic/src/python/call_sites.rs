@@ -89,9 +89,12 @@ pub fn parameters<'t>(m: &PythonModel<'t>, f: usize) -> Vec<Parameter<'t>> {
     let mut out = Vec::new();
     let mut keyword_only = false;
     for p in named_children(params) {
-        let (name, default) = match p.kind() {
+        let (name, default) = match p.kind_name() {
             "identifier" => (Some(p), None),
-            "typed_parameter" => (named_children(p).find(|c| c.kind() == "identifier"), None),
+            "typed_parameter" => (
+                named_children(p).find(|c| c.kind_name() == "identifier"),
+                None,
+            ),
             "default_parameter" | "typed_default_parameter" => (p.field("name"), p.field("value")),
             "list_splat_pattern" | "keyword_separator" => {
                 keyword_only = true;
@@ -100,13 +103,13 @@ pub fn parameters<'t>(m: &PythonModel<'t>, f: usize) -> Vec<Parameter<'t>> {
             _ => continue,
         };
         // `*args: int` parses as a typed parameter around a list splat.
-        if p.kind() == "typed_parameter"
-            && named_children(p).any(|c| c.kind() == "list_splat_pattern")
+        if p.kind_name() == "typed_parameter"
+            && named_children(p).any(|c| c.kind_name() == "list_splat_pattern")
         {
             keyword_only = true;
             continue;
         }
-        if let Some(n) = name.filter(|n| n.kind() == "identifier") {
+        if let Some(n) = name.filter(|n| n.kind_name() == "identifier") {
             out.push(Parameter {
                 name: m.text(n),
                 default,
@@ -136,7 +139,7 @@ fn values_at<'t>(m: &PythonModel<'t>, f: usize, depth: usize) -> ParameterValues
         let (call, caller) = m.calls[i];
         let bound = method && is_bound_call(m, call);
         let splat = call.field("arguments").is_some_and(|a| {
-            named_children(a).any(|c| matches!(c.kind(), "list_splat" | "dictionary_splat"))
+            named_children(a).any(|c| matches!(c.kind_name(), "list_splat" | "dictionary_splat"))
         });
         let values = params
             .iter()
@@ -197,14 +200,14 @@ fn called_function(m: &PythonModel<'_>, call: Node<'_>) -> Option<usize> {
     }
     let func = call
         .field("function")
-        .filter(|n| n.kind() == "identifier")?;
+        .filter(|n| n.kind_name() == "identifier")?;
     let v = m
         .value_of_name(func, m.text(func))
-        .filter(|v| v.kind() == "call")?;
+        .filter(|v| v.kind_name() == "call")?;
     if !v.field("function").is_some_and(|h| is_tf_function(m, h)) {
         return None;
     }
-    let t = argument(v, 0, "func", m).filter(|t| t.kind() == "identifier")?;
+    let t = argument(v, 0, "func", m).filter(|t| t.kind_name() == "identifier")?;
     match m.functions_named(m.text(t)) {
         [f] => Some(*f),
         _ => None,
@@ -228,7 +231,7 @@ fn argument_values(
     if let Some(v) = m.const_value(arg) {
         return Some(vec![v]);
     }
-    if arg.kind() != "identifier" {
+    if arg.kind_name() != "identifier" {
         return None;
     }
     let c = caller?;
@@ -256,7 +259,7 @@ fn rebinds(m: &PythonModel<'_>, c: usize, name: &str) -> bool {
         return true;
     };
     m.assignments_within(body).any(|a| {
-        a.kind() == "augmented_assignment"
+        a.kind_name() == "augmented_assignment"
             && m.enclosing_function(a) == Some(c)
             && a.field("left").is_some_and(|l| m.text(l) == name)
     }) || {
@@ -269,7 +272,7 @@ fn rebinds(m: &PythonModel<'_>, c: usize, name: &str) -> bool {
             .iter()
             .take_while(|(_, n)| n.start_byte() < end)
             .any(|&(f, n)| {
-                let target = match n.kind() {
+                let target = match n.kind_name() {
                     "for_statement" => n.field("left"),
                     "named_expression" | "function_definition" | "class_definition" => {
                         n.field("name")
@@ -279,9 +282,9 @@ fn rebinds(m: &PythonModel<'_>, c: usize, name: &str) -> bool {
                 };
                 f == c
                     && target.is_some_and(|t| {
-                        t.kind() == "identifier" && m.text(t) == name
+                        t.kind_name() == "identifier" && m.text(t) == name
                             || gpulint_syntax::descendants(t)
-                                .any(|d| d.kind() == "identifier" && m.text(d) == name)
+                                .any(|d| d.kind_name() == "identifier" && m.text(d) == name)
                     })
             })
     }

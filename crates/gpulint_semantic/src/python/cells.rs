@@ -33,7 +33,7 @@ fn backend_magic(m: &PythonModel<'_>, name: &str) -> bool {
         let func = &m.functions[f];
         let registered = func.decorators.iter().any(|d| {
             named_children(*d).any(|e| {
-                let callee = if e.kind() == "call" {
+                let callee = if e.kind_name() == "call" {
                     e.field("function")
                 } else {
                     Some(e)
@@ -43,7 +43,7 @@ fn backend_magic(m: &PythonModel<'_>, name: &str) -> bool {
         });
         registered
             && descendants(func.node).any(|n| {
-                n.kind() == "string"
+                n.kind_name() == "string"
                     && string_literal(n, m.source).as_deref() == Some("KERAS_BACKEND")
             })
     })

@@ -54,7 +54,7 @@ pub(super) fn collect<'t>(m: &PythonModel<'t>) -> Vec<EnvWrite<'t>> {
         let Some(func) = call.field("function") else {
             continue;
         };
-        if func.kind() != "attribute" {
+        if func.kind_name() != "attribute" {
             continue;
         }
         let (Some(object), Some(attr)) = (func.field("object"), func.field("attribute")) else {
@@ -68,7 +68,7 @@ pub(super) fn collect<'t>(m: &PythonModel<'t>) -> Vec<EnvWrite<'t>> {
             continue;
         }
         let positional: Vec<Node<'t>> = named_children(args)
-            .filter(|a| !matches!(a.kind(), "keyword_argument" | "comment"))
+            .filter(|a| !matches!(a.kind_name(), "keyword_argument" | "comment"))
             .collect();
         match name {
             "setdefault" | "__setitem__" if is_environ(m, object) => {
@@ -80,7 +80,7 @@ pub(super) fn collect<'t>(m: &PythonModel<'t>) -> Vec<EnvWrite<'t>> {
             }
             "update" if is_environ(m, object) => {
                 for a in named_children(args) {
-                    match a.kind() {
+                    match a.kind_name() {
                         "keyword_argument" => {
                             if let (Some(k), Some(v)) = (a.field("name"), a.field("value")) {
                                 out.push(EnvWrite {
@@ -92,7 +92,7 @@ pub(super) fn collect<'t>(m: &PythonModel<'t>) -> Vec<EnvWrite<'t>> {
                             }
                         }
                         "dictionary" => {
-                            for pair in named_children(a).filter(|p| p.kind() == "pair") {
+                            for pair in named_children(a).filter(|p| p.kind_name() == "pair") {
                                 let (Some(k), Some(v)) = (pair.field("key"), pair.field("value"))
                                 else {
                                     continue;
@@ -137,7 +137,7 @@ fn key_value_write<'t>(
 
 /// `os.environ` (also through `from os import environ` or an alias).
 fn is_environ(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
-    matches!(expr.kind(), "attribute" | "identifier")
+    matches!(expr.kind_name(), "attribute" | "identifier")
         && m.qualified_name(expr).as_deref() == Some("os.environ")
 }
 

@@ -195,7 +195,7 @@ pub fn collect(m: &PythonModel<'_>, file: &Path) -> Vec<ExtensionBuild> {
             // `extension = CUDAExtension if with_cuda else CppExtension; extension(...)`
             None => call
                 .field("function")
-                .filter(|f| f.kind() == "identifier")
+                .filter(|f| f.kind_name() == "identifier")
                 .and_then(|f| {
                     let name = m.text(f);
                     let scope = scope.filter(|&s| m.function_binds(s, name));
@@ -243,16 +243,16 @@ fn builder_aliases<'t>(
 ) -> std::collections::HashMap<(&'t str, Option<usize>), Option<BuildKind>> {
     let mut out = std::collections::HashMap::new();
     for &a in &m.assignments {
-        let Some(left) = a.field("left").filter(|l| l.kind() == "identifier") else {
+        let Some(left) = a.field("left").filter(|l| l.kind_name() == "identifier") else {
             continue;
         };
         let name = m.text(left);
         let key = (name, m.enclosing_function(a));
-        let right = a.field("right").filter(|_| a.kind() == "assignment");
+        let right = a.field("right").filter(|_| a.kind_name() == "assignment");
         let mut kinds = Vec::new();
         let mut ok = right.is_some();
         if let Some(r) = right {
-            let values: Vec<Node<'_>> = if r.kind() == "conditional_expression" {
+            let values: Vec<Node<'_>> = if r.kind_name() == "conditional_expression" {
                 named_children(r).step_by(2).collect()
             } else {
                 vec![r]
@@ -337,7 +337,7 @@ fn argument<'t>(call: Node<'t>, position: usize, keyword: &str, source: &str) ->
     let args = call.field("arguments")?;
     let mut i = 0;
     for a in named_children(args) {
-        match a.kind() {
+        match a.kind_name() {
             "keyword_argument" => {
                 if a.field("name").and_then(|n| source.get(n.byte_range())) == Some(keyword) {
                     return a.field("value");
@@ -358,7 +358,7 @@ fn argument<'t>(call: Node<'t>, position: usize, keyword: &str, source: &str) ->
 
 fn has_dict_splat(call: Node<'_>) -> bool {
     call.field("arguments")
-        .is_some_and(|a| named_children(a).any(|c| c.kind() == "dictionary_splat"))
+        .is_some_and(|a| named_children(a).any(|c| c.kind_name() == "dictionary_splat"))
 }
 
 fn unresolved(node: Node<'_>, reason: impl Into<String>) -> Unresolved {
@@ -370,7 +370,7 @@ fn unresolved(node: Node<'_>, reason: impl Into<String>) -> Unresolved {
 
 /// Is `n` the name `var` (an identifier)?
 fn is_var(m: &PythonModel<'_>, n: Node<'_>, var: &str) -> bool {
-    n.kind() == "identifier" && m.text(n) == var
+    n.kind_name() == "identifier" && m.text(n) == var
 }
 
 fn push_source(sources: &mut Vec<Source>, s: Source) {

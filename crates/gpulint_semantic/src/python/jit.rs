@@ -33,7 +33,7 @@ impl<'t> StaticJit<'t> {
         let mut out = Vec::new();
         let mut pos = 0;
         for a in named_children(args) {
-            match a.kind() {
+            match a.kind_name() {
                 "keyword_argument" => {
                     let name = a.field("name").map(|n| m.text(n));
                     if name.is_some_and(|n| self.names.iter().any(|s| s == n)) {
@@ -89,10 +89,10 @@ fn params(m: &PythonModel<'_>, def: Node<'_>) -> Vec<String> {
         return Vec::new();
     };
     named_children(ps)
-        .filter_map(|p| match p.kind() {
+        .filter_map(|p| match p.kind_name() {
             "identifier" => Some(m.text(p).to_string()),
             "typed_parameter" => named_children(p)
-                .find(|c| c.kind() == "identifier")
+                .find(|c| c.kind_name() == "identifier")
                 .map(|c| m.text(c).to_string()),
             "default_parameter" | "typed_default_parameter" => {
                 p.field("name").map(|n| m.text(n).to_string())
@@ -140,7 +140,7 @@ pub fn static_jits<'t>(m: &PythonModel<'t>) -> Vec<StaticJit<'t>> {
             let Some(expr) = named_children(d).next() else {
                 continue;
             };
-            if expr.kind() != "call" {
+            if expr.kind_name() != "call" {
                 continue;
             }
             let Some(func) = expr.field("function") else {
@@ -169,7 +169,7 @@ pub fn static_jits<'t>(m: &PythonModel<'t>) -> Vec<StaticJit<'t>> {
         let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
             continue;
         };
-        if left.kind() != "identifier" || right.kind() != "call" {
+        if left.kind_name() != "identifier" || right.kind_name() != "call" {
             continue;
         }
         if !right.field("function").is_some_and(|f| is_jit(m, f)) {
@@ -179,7 +179,7 @@ pub fn static_jits<'t>(m: &PythonModel<'t>) -> Vec<StaticJit<'t>> {
             continue;
         };
         let def = argument(right, 0, "fun", m)
-            .filter(|f| f.kind() == "identifier")
+            .filter(|f| f.kind_name() == "identifier")
             .and_then(|f| m.functions_named(m.text(f)).first().copied())
             .map(|i| m.functions[i].node);
         complete(m, def, &mut spec);

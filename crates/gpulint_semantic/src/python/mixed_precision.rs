@@ -3,6 +3,7 @@
 
 use super::tf::{argument, normalize};
 use super::{string_literal, PythonModel};
+use gpulint_syntax::NodeExt;
 use tree_sitter::Node;
 
 /// The first call that makes `mixed_float16` the global policy (`set_global_policy`,
@@ -27,15 +28,15 @@ pub fn float16_policy_calls<'t>(m: &PythonModel<'t>) -> Vec<Node<'t>> {
         let is_mixed16 = |arg: Option<Node<'_>>| {
             arg.is_some_and(|a| {
                 string_literal(a, m.source).as_deref() == Some("mixed_float16")
-                    || (a.kind() == "call"
+                    || (a.kind_name() == "call"
                         && m.call_name(a).is_some_and(|p| p.ends_with("Policy"))
                         && argument(a, 0, "name", m)
                             .and_then(|s| string_literal(s, m.source))
                             .as_deref()
                             == Some("mixed_float16"))
-                    || (a.kind() == "identifier"
+                    || (a.kind_name() == "identifier"
                         && m.value_of_name(a, m.text(a)).is_some_and(|v| {
-                            v.kind() == "call"
+                            v.kind_name() == "call"
                                 && argument(v, 0, "name", m)
                                     .and_then(|s| string_literal(s, m.source))
                                     .as_deref()

@@ -156,7 +156,7 @@ pub fn has_base_case(m: &PythonModel<'_>, f: usize, call: Node<'_>) -> bool {
     if between
         .iter()
         .skip(1)
-        .any(|n| CONDITIONAL.contains(&n.kind()) || n.kind() == "function_definition")
+        .any(|n| CONDITIONAL.contains(&n.kind_name()) || n.kind_name() == "function_definition")
     {
         return true;
     }
@@ -164,7 +164,7 @@ pub fn has_base_case(m: &PythonModel<'_>, f: usize, call: Node<'_>) -> bool {
         return true;
     };
     for n in own_nodes(body) {
-        match n.kind() {
+        match n.kind_name() {
             "return_statement" | "raise_statement" if n.end_byte() <= call.start_byte() => {
                 return true
             }
@@ -183,7 +183,7 @@ pub(super) fn own_nodes(body: Node<'_>) -> impl Iterator<Item = Node<'_>> {
             return false;
         }
         if matches!(
-            n.kind(),
+            n.kind_name(),
             "function_definition" | "class_definition" | "lambda"
         ) {
             skip_until = n.end_byte();
@@ -199,10 +199,10 @@ pub fn parameters<'t>(m: &PythonModel<'t>, f: usize) -> Vec<(&'t str, Option<Nod
         return Vec::new();
     };
     named_children(params)
-        .filter_map(|p| match p.kind() {
+        .filter_map(|p| match p.kind_name() {
             "identifier" => Some((m.text(p), None)),
             "typed_parameter" => named_children(p)
-                .find(|c| c.kind() == "identifier")
+                .find(|c| c.kind_name() == "identifier")
                 .map(|c| (m.text(c), None)),
             "default_parameter" | "typed_default_parameter" => {
                 Some((m.text(p.field("name")?), p.field("value")))
@@ -224,7 +224,7 @@ pub(super) fn argument_for<'t>(
     let args = call.field("arguments")?;
     let mut pos = usize::from(bound);
     for a in named_children(args) {
-        match a.kind() {
+        match a.kind_name() {
             "keyword_argument" => {
                 if a.field("name").map(|n| m.text(n)) == Some(name) {
                     return a.field("value");
@@ -246,7 +246,7 @@ pub(super) fn argument_for<'t>(
 /// Is `call` a method call through `self.`/`cls.`?
 pub(super) fn is_bound_call(m: &PythonModel<'_>, call: Node<'_>) -> bool {
     call.field("function")
-        .filter(|f| f.kind() == "attribute")
+        .filter(|f| f.kind_name() == "attribute")
         .and_then(|f| f.field("object"))
         .is_some_and(|o| matches!(m.text(o), "self" | "cls"))
 }
@@ -274,7 +274,7 @@ pub fn jit_reachable(m: &PythonModel<'_>) -> Vec<bool> {
         let Some(target) = call
             .field("arguments")
             .and_then(|a| a.named_child(0))
-            .filter(|a| a.kind() == "identifier")
+            .filter(|a| a.kind_name() == "identifier")
         else {
             continue;
         };
@@ -299,7 +299,7 @@ pub fn jit_reachable(m: &PythonModel<'_>) -> Vec<bool> {
 
 /// `tf.function`, `tf.function(...)`, `jax.jit`, `partial(jax.jit, ...)`, `torch.compile(...)`.
 fn is_jit(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
-    let target = if expr.kind() == "call" {
+    let target = if expr.kind_name() == "call" {
         let Some(func) = expr.field("function") else {
             return false;
         };

@@ -34,7 +34,7 @@ pub fn extract(model: &PythonModel<'_>) -> Option<Manifest> {
         let Some(args) = call.field("arguments") else {
             continue;
         };
-        for kw in named_children(args).filter(|n| n.kind() == "keyword_argument") {
+        for kw in named_children(args).filter(|n| n.kind_name() == "keyword_argument") {
             let (Some(key), Some(value)) = (kw.field("name"), kw.field("value")) else {
                 continue;
             };
@@ -44,7 +44,7 @@ pub fn extract(model: &PythonModel<'_>) -> Option<Manifest> {
                     let Some(dict) = resolve(model, value, "dictionary") else {
                         continue;
                     };
-                    for pair in named_children(dict).filter(|n| n.kind() == "pair") {
+                    for pair in named_children(dict).filter(|n| n.kind_name() == "pair") {
                         let (Some(k), Some(v)) = (pair.field("key"), pair.field("value")) else {
                             continue;
                         };
@@ -81,12 +81,12 @@ pub fn extract(model: &PythonModel<'_>) -> Option<Manifest> {
 
 /// `value` itself when it is of `kind`, or the one module-level binding of a name.
 fn resolve<'t>(model: &PythonModel<'t>, value: Node<'t>, kind: &str) -> Option<Node<'t>> {
-    if value.kind() == kind {
+    if value.kind_name() == kind {
         return Some(value);
     }
-    if value.kind() == "identifier" {
+    if value.kind_name() == "identifier" {
         let bound = model.module_value(model.text(value))?;
-        return (bound.kind() == kind).then_some(bound);
+        return (bound.kind_name() == kind).then_some(bound);
     }
     None
 }
@@ -95,7 +95,7 @@ fn resolve<'t>(model: &PythonModel<'t>, value: Node<'t>, kind: &str) -> Option<N
 fn string(model: &PythonModel<'_>, node: Node<'_>) -> Option<(String, Span)> {
     if let Some(s) = string_literal(node, model.source) {
         let content: Vec<Node<'_>> = named_children(node)
-            .filter(|c| c.kind() == "string_content")
+            .filter(|c| c.kind_name() == "string_content")
             .collect();
         let span = match content.as_slice() {
             [c] if model.text(*c) == s => Span::of(c),

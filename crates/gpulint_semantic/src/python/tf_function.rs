@@ -61,7 +61,7 @@ impl<'t> TfFunctions<'t> {
                 let Some(expr) = d.named_child(0) else {
                     continue;
                 };
-                let (head, call) = match expr.kind() {
+                let (head, call) = match expr.kind_name() {
                     "call" => match expr.field("function") {
                         Some(h) => (h, Some(expr)),
                         None => continue,
@@ -89,7 +89,8 @@ impl<'t> TfFunctions<'t> {
                 continue;
             }
             out.creations.push(call);
-            let Some(target) = argument(call, 0, "func", m).filter(|t| t.kind() == "identifier")
+            let Some(target) =
+                argument(call, 0, "func", m).filter(|t| t.kind_name() == "identifier")
             else {
                 continue;
             };
@@ -127,7 +128,7 @@ pub fn enclosing_loop<'t>(m: &PythonModel<'t>, node: Node<'t>) -> Option<Node<'t
     let mut cur = node;
     for _ in 0..256 {
         let p = m.parent(cur)?;
-        match p.kind() {
+        match p.kind_name() {
             "function_definition" | "class_definition" | "lambda" | "module" => return None,
             "for_statement" | "while_statement"
                 if p.field("body").map(|b| b.id()) == Some(cur.id()) =>
@@ -222,7 +223,7 @@ fn is_trial_driver(m: &PythonModel<'_>, call: Node<'_>, objective: &str, max: i1
     let mut positional = None;
     let mut keywords: Vec<(&str, Node<'_>)> = Vec::new();
     for a in gpulint_syntax::named_children(args) {
-        match a.kind() {
+        match a.kind_name() {
             "keyword_argument" => {
                 if let (Some(k), Some(v)) = (a.field("name"), a.field("value")) {
                     keywords.push((m.text(k), v));
@@ -234,7 +235,7 @@ fn is_trial_driver(m: &PythonModel<'_>, call: Node<'_>, objective: &str, max: i1
         }
     }
     let kw = |k: &str| keywords.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
-    let optuna = func.kind() == "attribute"
+    let optuna = func.kind_name() == "attribute"
         && func
             .field("attribute")
             .is_some_and(|a| m.text(a) == "optimize")
@@ -249,7 +250,7 @@ fn is_trial_driver(m: &PythonModel<'_>, call: Node<'_>, objective: &str, max: i1
     } else {
         return false;
     };
-    if passed.is_none_or(|p| p.kind() != "identifier" || m.text(p) != objective) {
+    if passed.is_none_or(|p| p.kind_name() != "identifier" || m.text(p) != objective) {
         return false;
     }
     kw("n_trials")
@@ -261,13 +262,13 @@ fn is_trial_driver(m: &PythonModel<'_>, call: Node<'_>, objective: &str, max: i1
 
 /// Does the loop run only a few times (`range(3)`, a literal list of up to `max` items)?
 pub fn few_iterations(m: &PythonModel<'_>, lp: Node<'_>, max: i128) -> bool {
-    if lp.kind() != "for_statement" {
+    if lp.kind_name() != "for_statement" {
         return false;
     }
     let Some(iter) = lp.field("right") else {
         return false;
     };
-    match iter.kind() {
+    match iter.kind_name() {
         "list" | "tuple" => (iter.named_child_count() as i128) <= max,
         "call" if m.text(iter.field("function").unwrap_or(iter)) == "range" => {
             let args = iter.field("arguments");
@@ -294,7 +295,7 @@ pub fn unconditional_in_function(m: &PythonModel<'_>, node: Node<'_>) -> bool {
     let mut cur = node;
     for _ in 0..256 {
         let Some(p) = m.parent(cur) else { return true };
-        match p.kind() {
+        match p.kind_name() {
             "function_definition" | "module" => return true,
             "if_statement"
             | "elif_clause"
@@ -348,7 +349,7 @@ mod tests {
 
     fn descendants_of_kind<'t>(n: Node<'t>, kind: &str) -> Node<'t> {
         gpulint_syntax::descendants(n)
-            .find(|d| d.kind() == kind)
+            .find(|d| d.kind_name() == kind)
             .unwrap()
     }
 }

@@ -139,7 +139,7 @@ fn torch_cuda_init(m: &PythonModel<'_>, call: Node<'_>) -> bool {
     let Some(func) = call.field("function") else {
         return false;
     };
-    if func.kind() == "attribute" {
+    if func.kind_name() == "attribute" {
         let attr = func.field("attribute").map(|a| m.text(a)).unwrap_or("");
         if attr == "cuda" && m.qualified_name(func).is_none() {
             return true;
@@ -147,9 +147,9 @@ fn torch_cuda_init(m: &PythonModel<'_>, call: Node<'_>) -> bool {
         if attr == "to" {
             let first = call
                 .field("arguments")
-                .and_then(|a| named_children(a).find(|c| c.kind() != "comment"));
+                .and_then(|a| named_children(a).find(|c| c.kind_name() != "comment"));
             let dev = match first {
-                Some(a) if a.kind() == "keyword_argument" => {
+                Some(a) if a.kind_name() == "keyword_argument" => {
                     if a.field("name").map(|n| m.text(n)) == Some("device") {
                         a.field("value")
                     } else {
@@ -172,7 +172,7 @@ fn torch_cuda_init(m: &PythonModel<'_>, call: Node<'_>) -> bool {
     if q.starts_with("torch.") && q != "torch.device" {
         if let Some(args) = call.field("arguments") {
             return named_children(args).any(|a| {
-                a.kind() == "keyword_argument"
+                a.kind_name() == "keyword_argument"
                     && a.field("name").map(|n| m.text(n)) == Some("device")
                     && a.field("value").is_some_and(|v| is_cuda_device(m, v, 0))
             });
@@ -186,7 +186,7 @@ fn is_cuda_device(m: &PythonModel<'_>, expr: Node<'_>, depth: usize) -> bool {
     if depth > 4 {
         return false;
     }
-    match expr.kind() {
+    match expr.kind_name() {
         "string" => string_literal(expr, m.source).is_some_and(|s| s.starts_with("cuda")),
         "call" => {
             let is_device = expr

@@ -383,8 +383,8 @@ fn row_stride(m: &CudaModel<'_>, k: &Kernel<'_>, var: &str) -> Option<String> {
             continue;
         }
         for (t, _) in &terms {
-            if t.kind() != "binary_expression"
-                || t.field("operator").is_none_or(|o| o.kind() != "*")
+            if t.kind_name() != "binary_expression"
+                || t.field("operator").is_none_or(|o| o.kind_name() != "*")
             {
                 continue;
             }

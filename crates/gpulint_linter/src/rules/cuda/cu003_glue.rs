@@ -7,6 +7,7 @@ use gpulint_diagnostics::{Severity, Span};
 use gpulint_semantic::cuda::narrow::{method_name, narrowing_of, COUNT_CALLS, INT32_LIMITS};
 use gpulint_semantic::cuda::CudaModel;
 use gpulint_syntax::descendants;
+use gpulint_syntax::NodeExt;
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
@@ -127,7 +128,7 @@ pub(super) fn check_glue(ctx: &mut Context<'_>) {
         for e in &l.args {
             for id in descendants(*e)
                 .take(256)
-                .filter(|n| n.kind() == "identifier")
+                .filter(|n| n.kind_name() == "identifier")
             {
                 for v in m.host_values_at(l, m.text(id)) {
                     if listed.insert(v.id()) {
@@ -138,7 +139,7 @@ pub(super) fn check_glue(ctx: &mut Context<'_>) {
                     }
                     for id2 in descendants(v)
                         .take(256)
-                        .filter(|n| n.kind() == "identifier")
+                        .filter(|n| n.kind_name() == "identifier")
                     {
                         for v2 in m.host_values_at(l, m.text(id2)) {
                             if listed.insert(v2.id()) {
@@ -199,7 +200,7 @@ fn narrowed_count<'t>(
     let src = m.source;
     let calls: Vec<Node<'t>> = std::iter::once(v)
         .chain(descendants(v).take(256))
-        .filter(|n| n.kind() == "call_expression")
+        .filter(|n| n.kind_name() == "call_expression")
         .collect();
     for c in &calls {
         let Some(name) = method_name(*c, src) else {
@@ -220,7 +221,7 @@ fn narrowed_count<'t>(
         if let Some((n, ty)) = narrowing_of(m, *sizes[0]) {
             // The whole product is narrowed, not one factor used as an argument.
             let product = descendants(n)
-                .filter(|x| x.kind() == "call_expression")
+                .filter(|x| x.kind_name() == "call_expression")
                 .filter(|x| matches!(method_name(*x, src), Some("size" | "dim_size")))
                 .count();
             if product >= 3 {

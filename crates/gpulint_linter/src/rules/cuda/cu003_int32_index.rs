@@ -245,7 +245,7 @@ impl Rule for Int32ThreadIndex {
                 }
                 let mut c = g.cond;
                 for _ in 0..4 {
-                    c = match c.kind() {
+                    c = match c.kind_name() {
                         "condition_clause" | "parenthesized_expression" => {
                             match c.field("value").or_else(|| c.named_child(0)) {
                                 Some(inner) => inner,
@@ -255,10 +255,10 @@ impl Rule for Int32ThreadIndex {
                         _ => break,
                     };
                 }
-                if c.kind() != "binary_expression"
+                if c.kind_name() != "binary_expression"
                     || !c
                         .field("operator")
-                        .is_some_and(|o| matches!(o.kind(), "<" | "<=" | ">=" | ">"))
+                        .is_some_and(|o| matches!(o.kind_name(), "<" | "<=" | ">=" | ">"))
                 {
                     continue;
                 }
@@ -282,7 +282,7 @@ impl Rule for Int32ThreadIndex {
                 // The declaration of the index: a 32-bit type.
                 let Some(decl) = k.defs[li].iter().find_map(|v| {
                     let d = m.parent(m.parent(*v)?)?;
-                    (d.kind() == "declaration").then_some(d)
+                    (d.kind_name() == "declaration").then_some(d)
                 }) else {
                     continue;
                 };

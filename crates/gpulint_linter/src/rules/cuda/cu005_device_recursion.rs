@@ -93,10 +93,9 @@ impl Rule for DeviceRecursion {
             }
             // `sum<N - 1>(x)` recurses at compile time; `::min(a, b)` / `ns::f(x)` names
             // another namespace's function.
-            if c.node
-                .field("function")
-                .is_some_and(|f| matches!(f.kind(), "template_function" | "qualified_identifier"))
-            {
+            if c.node.field("function").is_some_and(|f| {
+                matches!(f.kind_name(), "template_function" | "qualified_identifier")
+            }) {
                 continue;
             }
             // A cast in the arguments forwards to another overload (`__ldg((const __half*)p)`).
@@ -165,11 +164,11 @@ impl Rule for DeviceRecursion {
 fn param_count(m: &CudaModel<'_>, f: usize) -> Option<usize> {
     let mut d = m.functions[f].node.field("declarator")?;
     for _ in 0..8 {
-        if d.kind() == "function_declarator" {
+        if d.kind_name() == "function_declarator" {
             let params = d.field("parameters")?;
             return Some(
                 gpulint_syntax::named_children(params)
-                    .filter(|p| p.kind().contains("parameter_declaration"))
+                    .filter(|p| p.kind_name().contains("parameter_declaration"))
                     .count(),
             );
         }
@@ -184,7 +183,7 @@ fn has_branch(m: &CudaModel<'_>, f: usize) -> bool {
     m.functions[f].node.field("body").is_some_and(|b| {
         gpulint_syntax::descendants(b).any(|n| {
             matches!(
-                n.kind(),
+                n.kind_name(),
                 "if_statement"
                     | "conditional_expression"
                     | "while_statement"

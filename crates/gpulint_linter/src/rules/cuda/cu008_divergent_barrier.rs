@@ -310,7 +310,7 @@ fn missing_barrier(
 /// `for (col = lane; col < Traits::COLS; col += STRIDE)`: a compile-time bound, which kernels
 /// pick as a multiple of the stride, so every thread runs the same number of iterations.
 fn constant_trip_bound<'t>(m: &CudaModel<'t>, k: &Kernel<'t>, g: &Guard<'_>) -> bool {
-    if g.kind != GuardKind::Loop || g.cond.kind() != "binary_expression" {
+    if g.kind != GuardKind::Loop || g.cond.kind_name() != "binary_expression" {
         return false;
     }
     let Some(bound) = g.cond.field("right") else {

@@ -6,6 +6,7 @@ use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::Severity;
 use gpulint_semantic::cuda::glue_project::{describe_callers, Resolver, UncheckedPath};
 use gpulint_syntax::Lang;
+use gpulint_syntax::NodeExt;
 use std::collections::HashMap;
 use tree_sitter::Node;
 
@@ -143,7 +144,10 @@ impl Rule for UncheckedKernelLaunch {
                 path = m.parents().ancestors(l.node).collect();
                 path.reverse();
             }
-            let Some(&stmt) = path.last().filter(|p| p.kind() == "expression_statement") else {
+            let Some(&stmt) = path
+                .last()
+                .filter(|p| p.kind_name() == "expression_statement")
+            else {
                 continue;
             };
             // `cur` is `path[at]`; its parent is `path[at - 1]`.
@@ -155,18 +159,18 @@ impl Rule for UncheckedKernelLaunch {
                 // Skip further launches in a row.
                 let mut next = cur.next_named_sibling();
                 while let Some(n) = next {
-                    if n.kind() == "comment" || (m.text(n).contains("<<<") && !is_check(n)) {
+                    if n.kind_name() == "comment" || (m.text(n).contains("<<<") && !is_check(n)) {
                         next = n.next_named_sibling();
                     } else {
                         break;
                     }
                 }
                 // `case …: launch; break;`: the check may follow the `switch`.
-                if let Some(_n) = next.filter(|n| n.kind() == "break_statement") {
+                if let Some(_n) = next.filter(|n| n.kind_name() == "break_statement") {
                     // The break is `cur`'s sibling: its ancestors are `cur`'s.
                     match (0..at)
                         .rev()
-                        .find(|&i| path[i].kind() == "switch_statement")
+                        .find(|&i| path[i].kind_name() == "switch_statement")
                     {
                         Some(i) => {
                             at = i;
@@ -186,10 +190,12 @@ impl Rule for UncheckedKernelLaunch {
                 let mut up = None;
                 for i in (0..at).rev() {
                     let u = path[i];
-                    if u.kind() == "function_definition" {
+                    if u.kind_name() == "function_definition" {
                         break;
                     }
-                    if u.kind().ends_with("_statement") && u.kind() != "compound_statement" {
+                    if u.kind_name().ends_with("_statement")
+                        && u.kind_name() != "compound_statement"
+                    {
                         up = Some(i);
                         break;
                     }

@@ -121,7 +121,7 @@ impl Rule for UncheckedRuntimeCall {
     fn check(&self, node: Node<'_>, ctx: &mut Context<'_>) {
         let Some(call) = node
             .named_child(0)
-            .filter(|c| c.kind() == "call_expression")
+            .filter(|c| c.kind_name() == "call_expression")
         else {
             return;
         };
@@ -186,10 +186,10 @@ fn followed_by_error_check(ctx: &Context<'_>, stmt: Node<'_>) -> bool {
     let mut next = stmt.next_named_sibling();
     let mut seen = 0;
     while let Some(n) = next {
-        if n.kind() != "comment" {
+        if n.kind_name() != "comment" {
             if seen == CHECK_WITHIN
                 || matches!(
-                    n.kind(),
+                    n.kind_name(),
                     "return_statement"
                         | "break_statement"
                         | "continue_statement"

@@ -120,7 +120,7 @@ impl Rule for ArrayIndexOutOfExtent {
             // `a[i][j]`: the dimension is the number of subscripts below this one.
             let mut dim = 0;
             let mut innermost = sub;
-            while base.kind() == "subscript_expression" && dim < 8 {
+            while base.kind_name() == "subscript_expression" && dim < 8 {
                 let Some(inner) = base.field("argument") else {
                     break;
                 };
@@ -128,7 +128,7 @@ impl Rule for ArrayIndexOutOfExtent {
                 base = inner;
                 dim += 1;
             }
-            if base.kind() != "identifier" {
+            if base.kind_name() != "identifier" {
                 continue;
             }
             let name = m.text(base);

@@ -8,7 +8,7 @@ use crate::rule::{OptionKind, Rule, RuleLang, RuleMeta, RuleOption};
 use gpulint_diagnostics::{Severity, Span};
 use gpulint_semantic::cuda::glue::{GlueFn, Origin, PtrUse, DTYPE};
 use gpulint_semantic::cuda::CudaModel;
-use gpulint_syntax::Lang;
+use gpulint_syntax::{Lang, NodeExt};
 
 declare_rule! {
     /// ## What it does
@@ -189,10 +189,10 @@ fn in_dtype_branch(m: &CudaModel<'_>, node: tree_sitter::Node<'_>) -> bool {
         let Some(p) = m.parent(cur) else {
             return false;
         };
-        match p.kind() {
+        match p.kind_name() {
             "function_definition" => return false,
             "if_statement" | "switch_statement" | "conditional_expression" => {
-                if let Some(c) = gpulint_syntax::NodeExt::field(&p, "condition") {
+                if let Some(c) = p.field("condition") {
                     let t = m.text(c);
                     if DTYPE_WORDS.iter().any(|w| t.contains(w)) {
                         return true;

@@ -11,6 +11,7 @@ use gpulint_semantic::cuda::narrow::{narrowing_of, INT32_LIMITS};
 use gpulint_semantic::cuda::tf_op::{callee_name, method_object, TfCompute};
 use gpulint_semantic::cuda::CudaModel;
 use gpulint_syntax::Lang;
+use gpulint_syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -215,7 +216,7 @@ fn check_allocations<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, c: &TfCompute
         };
         let bare = m
             .parent(*call)
-            .is_some_and(|p| p.kind() == "expression_statement");
+            .is_some_and(|p| p.kind_name() == "expression_statement");
         if !bare || !ALLOCATIONS.contains(&name) {
             continue;
         }

@@ -89,7 +89,7 @@ fn loaded_data<'t>(m: &PythonModel<'t>, value: Node<'t>, depth: u8) -> bool {
     if depth > 3 {
         return false;
     }
-    match value.kind() {
+    match value.kind_name() {
         "call" => {
             let Some(q) = m.call_name(value) else {
                 return false;
@@ -107,7 +107,7 @@ fn loaded_data<'t>(m: &PythonModel<'t>, value: Node<'t>, depth: u8) -> bool {
             matches!(attr, "values" | "to_numpy")
                 && value
                     .field("object")
-                    .filter(|o| o.kind() == "call")
+                    .filter(|o| o.kind_name() == "call")
                     .and_then(|o| m.call_name(o))
                     .is_some_and(|q| q.starts_with("pandas.read_"))
         }
@@ -116,7 +116,7 @@ fn loaded_data<'t>(m: &PythonModel<'t>, value: Node<'t>, depth: u8) -> bool {
 }
 
 fn resolve<'t>(m: &PythonModel<'t>, x: Node<'t>) -> Node<'t> {
-    if x.kind() == "identifier" {
+    if x.kind_name() == "identifier" {
         m.value_of_name(x, m.text(x)).unwrap_or(x)
     } else {
         x
@@ -143,7 +143,7 @@ impl Rule for DatasetOnDevice {
                 Some("jax.numpy.asarray" | "jax.numpy.array" | "jax.device_put") => {
                     argument(call, 0, "x", m)
                 }
-                None if func.kind() == "attribute" => {
+                None if func.kind_name() == "attribute" => {
                     let method = func.field("attribute").map(|a| m.text(a));
                     let to_gpu = match method {
                         Some("cuda") => true,
@@ -195,7 +195,7 @@ enum Source<'t> {
 fn array_source<'t>(m: &PythonModel<'t>, expr: Node<'t>, at: Node<'t>) -> Option<Source<'t>> {
     let (mut cur, mut at) = (expr, at);
     for _ in 0..8 {
-        match cur.kind() {
+        match cur.kind_name() {
             "parenthesized_expression" => cur = cur.named_child(0)?,
             "binary_operator" => cur = cur.field("left")?,
             "identifier" => {
@@ -221,7 +221,7 @@ fn array_source<'t>(m: &PythonModel<'t>, expr: Node<'t>, at: Node<'t>) -> Option
                 }
                 let func = cur.field("function")?;
                 let method = func.field("attribute").map(|a| m.text(a));
-                if func.kind() == "attribute"
+                if func.kind_name() == "attribute"
                     && matches!(method, Some("astype" | "reshape" | "copy" | "squeeze"))
                 {
                     cur = func.field("object")?;

@@ -167,7 +167,7 @@ fn targets_tpu(m: &PythonModel<'_>) -> bool {
     let tpu_arg = |call: Node<'_>| {
         call.field("arguments").is_some_and(|a| {
             named_children(a).any(|x| {
-                let v = if x.kind() == "keyword_argument" {
+                let v = if x.kind_name() == "keyword_argument" {
                     x.field("value")
                 } else {
                     Some(x)
@@ -201,11 +201,11 @@ fn header_says_tpu(m: &PythonModel<'_>) -> bool {
     let mut header = String::new();
     let mut docstring = false;
     for c in named_children(*root) {
-        match c.kind() {
+        match c.kind_name() {
             "comment" => header.push_str(m.text(c)),
             "expression_statement" if !docstring => {
                 docstring = true;
-                match c.named_child(0).filter(|s| s.kind() == "string") {
+                match c.named_child(0).filter(|s| s.kind_name() == "string") {
                     Some(s) => header.push_str(m.text(s)),
                     None => break,
                 }

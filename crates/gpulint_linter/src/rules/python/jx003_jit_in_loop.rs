@@ -153,7 +153,7 @@ impl Rule for JitInLoop {
             // with the loop, so every iteration needs its own compilation anyway.
             let varying = loop_varying(m, lp);
             let options_vary = named_children(call.field("arguments").unwrap_or(call))
-                .filter(|a| a.kind() == "keyword_argument")
+                .filter(|a| a.kind_name() == "keyword_argument")
                 .any(|a| varying.iter().any(|v| mentions(m, a, v)));
             if options_vary {
                 continue;
@@ -176,7 +176,7 @@ impl JitInLoop {
     fn check_per_call(&self, ctx: &mut Context<'_>, call: Node<'_>) {
         let m = ctx.python();
         let invoked = m.parent(call).is_some_and(|p| {
-            p.kind() == "call" && p.field("function").is_some_and(|f| f.id() == call.id())
+            p.kind_name() == "call" && p.field("function").is_some_and(|f| f.id() == call.id())
         });
         if !invoked {
             return;
@@ -203,8 +203,8 @@ impl JitInLoop {
         // is a lambda, the usual spelling of such one-offs.
         let options = call
             .field("arguments")
-            .is_some_and(|a| named_children(a).any(|x| x.kind() == "keyword_argument"));
-        if options || fun.kind() != "identifier" {
+            .is_some_and(|a| named_children(a).any(|x| x.kind_name() == "keyword_argument"));
+        if options || fun.kind_name() != "identifier" {
             return;
         }
         let name = m.text(fun);
@@ -253,7 +253,7 @@ impl JitInLoop {
             let Some(f) = call.field("function") else {
                 continue;
             };
-            if f.kind() != "identifier" {
+            if f.kind_name() != "identifier" {
                 continue;
             }
             let Some(sj) = reaching(m, &bound, m.text(f), scope, call) else {
@@ -319,7 +319,7 @@ fn reaching<'a, 't>(
 /// array; a name bound to one.
 fn unhashable(m: &PythonModel<'_>, arg: Node<'_>, at: Node<'_>) -> Option<&'static str> {
     let direct = |n: Node<'_>| -> Option<&'static str> {
-        match n.kind() {
+        match n.kind_name() {
             "list" | "list_comprehension" => Some("a list"),
             "dictionary" | "dictionary_comprehension" => Some("a dict"),
             "set" | "set_comprehension" => Some("a set"),
@@ -343,7 +343,7 @@ fn unhashable(m: &PythonModel<'_>, arg: Node<'_>, at: Node<'_>) -> Option<&'stat
             _ => None,
         }
     };
-    if arg.kind() == "identifier" {
+    if arg.kind_name() == "identifier" {
         return direct(m.value_of_name(at, m.text(arg))?);
     }
     direct(arg)
@@ -356,12 +356,12 @@ fn loop_varying<'t>(m: &PythonModel<'t>, lp: &Loop<'t>) -> Vec<&'t str> {
     if let Some(left) = lp.node.field("left") {
         out.extend(
             gpulint_syntax::descendants(left)
-                .filter(|n| n.kind() == "identifier")
+                .filter(|n| n.kind_name() == "identifier")
                 .map(|n| m.text(n)),
         );
     }
     for (_, left, right) in body_assignments(m, lp) {
-        if left.kind() == "identifier" && m.const_value(right).is_none() {
+        if left.kind_name() == "identifier" && m.const_value(right).is_none() {
             out.push(m.text(left));
         }
     }
@@ -390,12 +390,12 @@ fn body_assignments<'a, 't>(
 /// Does `expr` read the variable `name` (not an attribute or keyword of that name)?
 fn reads(m: &PythonModel<'_>, expr: Node<'_>, name: &str) -> bool {
     gpulint_syntax::descendants(expr).any(|n| {
-        n.kind() == "identifier"
+        n.kind_name() == "identifier"
             && m.text(n) == name
             && m.parent(n).is_none_or(|p| {
                 let field_of = |f: &str| p.field(f).is_some_and(|c| c.id() == n.id());
-                !(p.kind() == "attribute" && field_of("attribute")
-                    || p.kind() == "keyword_argument" && field_of("name"))
+                !(p.kind_name() == "attribute" && field_of("attribute")
+                    || p.kind_name() == "keyword_argument" && field_of("name"))
             })
     })
 }
@@ -407,7 +407,7 @@ fn reads(m: &PythonModel<'_>, expr: Node<'_>, name: &str) -> bool {
 fn stepped_names<'t>(m: &PythonModel<'t>, lp: &Loop<'t>) -> Vec<&'t str> {
     let mut out: Vec<&'t str> = Vec::new();
     if let (Some(left), Some(right)) = (lp.node.field("left"), lp.node.field("right")) {
-        let counter = right.kind() == "call"
+        let counter = right.kind_name() == "call"
             && right
                 .field("function")
                 .is_some_and(|f| matches!(m.text(f), "range" | "enumerate"));
@@ -419,17 +419,17 @@ fn stepped_names<'t>(m: &PythonModel<'t>, lp: &Loop<'t>) -> Vec<&'t str> {
             };
             out.extend(
                 first
-                    .filter(|n| n.kind() == "identifier")
+                    .filter(|n| n.kind_name() == "identifier")
                     .map(|n| m.text(n)),
             );
         }
     }
     for (a, left, right) in body_assignments(m, lp) {
-        if left.kind() != "identifier" {
+        if left.kind_name() != "identifier" {
             continue;
         }
         let name = m.text(left);
-        if a.kind() == "augmented_assignment" || reads(m, right, name) {
+        if a.kind_name() == "augmented_assignment" || reads(m, right, name) {
             out.push(name);
         }
     }
@@ -443,14 +443,14 @@ fn changes_per_iteration<'t>(m: &PythonModel<'t>, arg: Node<'_>, lp: &Loop<'t>) 
     if few_values(m, arg) {
         return None;
     }
-    if arg.kind() == "call" {
+    if arg.kind_name() == "call" {
         let f = arg.field("function")?;
-        if f.kind() == "identifier" {
+        if f.kind_name() == "identifier" {
             let c = m.local_class(arg, m.text(f))?;
             let class = m.classes[c].node;
             let decorated = m
                 .parent(class)
-                .is_some_and(|p| p.kind() == "decorated_definition");
+                .is_some_and(|p| p.kind_name() == "decorated_definition");
             let hashes_by_value = ["__hash__", "__eq__"]
                 .iter()
                 .any(|h| m.method_of(c, h).is_some());
@@ -466,7 +466,7 @@ fn changes_per_iteration<'t>(m: &PythonModel<'t>, arg: Node<'_>, lp: &Loop<'t>) 
     let varying = stepped_names(m, lp);
     let name = varying.iter().find(|v| reads(m, arg, v))?;
     // `is_last = step == n - 1` in the body, passed by name: still few values.
-    if arg.kind() == "identifier" {
+    if arg.kind_name() == "identifier" {
         if let Some(v) = m.last_assigned_before(name, arg) {
             let inside =
                 lp.node.start_byte() <= v.start_byte() && v.end_byte() <= lp.node.end_byte();
@@ -482,7 +482,7 @@ fn changes_per_iteration<'t>(m: &PythonModel<'t>, arg: Node<'_>, lp: &Loop<'t>) 
 
 /// An expression with only a few possible values.
 fn few_values(m: &PythonModel<'_>, e: Node<'_>) -> bool {
-    match e.kind() {
+    match e.kind_name() {
         "comparison_operator"
         | "boolean_operator"
         | "not_operator"
@@ -521,7 +521,7 @@ fn fresh_depth(
     if depth > 4 {
         return None;
     }
-    match fun.kind() {
+    match fun.kind_name() {
         "lambda" => Some("a lambda"),
         "call" => {
             let q = fun.field("function").and_then(|f| m.qualified_name(f))?;
@@ -560,7 +560,7 @@ fn few_iterations(m: &PythonModel<'_>, lp: Node<'_>) -> bool {
     if STRUCTURE_WORDS.iter().any(|w| text.contains(w)) {
         return true;
     }
-    match iter.kind() {
+    match iter.kind_name() {
         "list" | "tuple" => true,
         "call" => {
             let is_range = iter.field("function").is_some_and(|f| m.text(f) == "range");

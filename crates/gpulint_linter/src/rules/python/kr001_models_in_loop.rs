@@ -171,12 +171,12 @@ impl Rule for ModelsInLoop {
             // An ensemble keeps every model on purpose: `models.append(model)`.
             let kept = m
                 .parent(call)
-                .filter(|p| p.kind() == "assignment")
+                .filter(|p| p.kind_name() == "assignment")
                 .and_then(|a| a.field("left"))
                 .map(|l| m.text(l))
                 .or_else(|| {
                     via.and_then(|c| m.parent(c))
-                        .filter(|p| p.kind() == "assignment")
+                        .filter(|p| p.kind_name() == "assignment")
                         .and_then(|a| a.field("left"))
                         .map(|l| m.text(l))
                 });
@@ -222,7 +222,7 @@ impl Rule for ModelsInLoop {
                 ctx.report(d);
                 continue;
             }
-            let head = if lp.kind() == "for_statement" {
+            let head = if lp.kind_name() == "for_statement" {
                 "for"
             } else {
                 "while"

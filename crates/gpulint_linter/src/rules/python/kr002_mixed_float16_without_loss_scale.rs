@@ -98,7 +98,7 @@ impl Rule for MixedFloat16WithoutLossScale {
         let Some((apply, _)) = m.calls.iter().find(|(c, _)| {
             policy_applies_to(m, policy, *c)
                 && c.field("function").is_some_and(|f| {
-                    f.kind() == "attribute"
+                    f.kind_name() == "attribute"
                         && f.field("attribute")
                             .is_some_and(|a| m.text(a) == "apply_gradients")
                 })

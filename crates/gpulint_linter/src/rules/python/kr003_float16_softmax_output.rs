@@ -122,7 +122,9 @@ impl<'t> Builds<'t> {
             let Some(f) = c.field("function") else {
                 continue;
             };
-            if f.kind() == "attribute" && f.field("attribute").map(|a| m.text(a)) == Some("add") {
+            if f.kind_name() == "attribute"
+                && f.field("attribute").map(|a| m.text(a)) == Some("add")
+            {
                 if let Some(o) = f.field("object") {
                     b.adds
                         .entry((s, m.text(o)))
@@ -143,7 +145,7 @@ impl<'t> Builds<'t> {
             }
         }
         for &a in &m.assignments {
-            if let Some(l) = a.field("left").filter(|l| l.kind() == "identifier") {
+            if let Some(l) = a.field("left").filter(|l| l.kind_name() == "identifier") {
                 b.binds
                     .entry((m.enclosing_function(a), m.text(l)))
                     .or_default()
@@ -168,22 +170,27 @@ fn is_output<'t>(m: &PythonModel<'t>, builds: &OnceCell<Builds<'t>>, layer: Node
         return false;
     };
     // Last element of `Sequential([...])`.
-    if p.kind() == "list" {
-        let last = named_children(p).filter(|c| c.kind() != "comment").last();
+    if p.kind_name() == "list" {
+        let last = named_children(p)
+            .filter(|c| c.kind_name() != "comment")
+            .last();
         let seq = m
             .parent(p)
             .and_then(|a| m.parent(a))
-            .filter(|c| c.kind() == "call")
+            .filter(|c| c.kind_name() == "call")
             .and_then(|c| m.call_name(c))
             .is_some_and(|q| normalize(&q).ends_with("Sequential"));
         return seq && last.map(|l| l.id()) == Some(layer.id());
     }
     // The last `model.add(layer)`.
-    if p.kind() == "argument_list" {
-        let Some(add) = m.parent(p).filter(|c| c.kind() == "call") else {
+    if p.kind_name() == "argument_list" {
+        let Some(add) = m.parent(p).filter(|c| c.kind_name() == "call") else {
             return false;
         };
-        let Some(func) = add.field("function").filter(|f| f.kind() == "attribute") else {
+        let Some(func) = add
+            .field("function")
+            .filter(|f| f.kind_name() == "attribute")
+        else {
             return false;
         };
         if func.field("attribute").map(|a| m.text(a)) != Some("add") {
@@ -201,12 +208,12 @@ fn is_output<'t>(m: &PythonModel<'t>, builds: &OnceCell<Builds<'t>>, layer: Node
             .is_none_or(|&last| last <= add.end_byte());
     }
     // `outputs = Dense(..., activation="softmax")(x)` then `Model(inputs, outputs)`.
-    if p.kind() == "call" && p.field("function").map(|f| f.id()) == Some(layer.id()) {
+    if p.kind_name() == "call" && p.field("function").map(|f| f.id()) == Some(layer.id()) {
         let Some(name) = m
             .parent(p)
-            .filter(|a| a.kind() == "assignment")
+            .filter(|a| a.kind_name() == "assignment")
             .and_then(|a| a.field("left"))
-            .filter(|l| l.kind() == "identifier")
+            .filter(|l| l.kind_name() == "identifier")
             .map(|l| m.text(l))
         else {
             return false;

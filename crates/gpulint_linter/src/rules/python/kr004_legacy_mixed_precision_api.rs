@@ -117,7 +117,7 @@ fn version_handled(m: &PythonModel<'_>, call: Node<'_>) -> bool {
     let mut cur = call;
     for _ in 0..64 {
         let Some(p) = m.parent(cur) else { return false };
-        match p.kind() {
+        match p.kind_name() {
             "if_statement" | "elif_clause" | "conditional_expression" => {
                 let cond = p
                     .field("condition")
@@ -130,7 +130,7 @@ fn version_handled(m: &PythonModel<'_>, call: Node<'_>) -> bool {
             }
             "try_statement" => {
                 let fallback = named_children(p)
-                    .filter(|c| c.kind() == "except_clause")
+                    .filter(|c| c.kind_name() == "except_clause")
                     .any(|h| {
                         let t = m.text(h);
                         let head = t.split(':').next().unwrap_or("");

@@ -71,7 +71,7 @@ pub struct PredictInLoop;
 
 /// Is `x` one item of the data, in the loop with variables `vars`?
 fn single_item(m: &PythonModel<'_>, x: Node<'_>, vars: &[&str]) -> bool {
-    match x.kind() {
+    match x.kind_name() {
         "subscript" => {
             let Some(index) = x.field("subscript") else {
                 return false;
@@ -82,7 +82,7 @@ fn single_item(m: &PythonModel<'_>, x: Node<'_>, vars: &[&str]) -> bool {
                 return true;
             }
             // `x[i]`, `x[i:i + 1]`.
-            match index.kind() {
+            match index.kind_name() {
                 "identifier" => vars.contains(&t),
                 "slice" => {
                     let parts: Vec<&str> = t.split(':').map(str::trim).collect();
@@ -101,7 +101,7 @@ fn single_item(m: &PythonModel<'_>, x: Node<'_>, vars: &[&str]) -> bool {
             if name.ends_with(".expand_dims") {
                 return true;
             }
-            if func.kind() == "attribute"
+            if func.kind_name() == "attribute"
                 && func.field("attribute").map(|a| m.text(a)) == Some("reshape")
             {
                 return argument(x, 0, "shape", m).is_some_and(|a| {
@@ -110,7 +110,7 @@ fn single_item(m: &PythonModel<'_>, x: Node<'_>, vars: &[&str]) -> bool {
             }
             if matches!(name.as_str(), "numpy.array" | "numpy.asarray") {
                 return argument(x, 0, "object", m)
-                    .is_some_and(|a| a.kind() == "list" && a.named_child_count() == 1);
+                    .is_some_and(|a| a.kind_name() == "list" && a.named_child_count() == 1);
             }
             false
         }
@@ -140,7 +140,7 @@ impl Rule for PredictInLoop {
         for &(call, _) in &m.calls {
             let Some(attr) = call
                 .field("function")
-                .filter(|f| f.kind() == "attribute")
+                .filter(|f| f.kind_name() == "attribute")
                 .and_then(|f| f.field("attribute"))
             else {
                 continue;
@@ -151,12 +151,12 @@ impl Rule for PredictInLoop {
             let Some(lp) = enclosing_loop(m, call) else {
                 continue;
             };
-            let vars: Vec<&str> = match lp.kind() {
+            let vars: Vec<&str> = match lp.kind_name() {
                 "for_statement" => lp
                     .field("left")
                     .map(|l| {
                         gpulint_syntax::descendants(l)
-                            .filter(|n| n.kind() == "identifier")
+                            .filter(|n| n.kind_name() == "identifier")
                             .map(|n| m.text(n))
                             .collect()
                     })
@@ -174,7 +174,7 @@ impl Rule for PredictInLoop {
                 .and_then(|f| f.field("object"))
                 .map(|o| ctx.text(o))
                 .unwrap_or("model");
-            let head = if lp.kind() == "for_statement" {
+            let head = if lp.kind_name() == "for_statement" {
                 "for"
             } else {
                 "while"
@@ -194,7 +194,7 @@ impl Rule for PredictInLoop {
 /// target), then `predict(batch)` or `predict(batch[0])`: one item or batch per iteration,
 /// followed through the name's single binding in the function.
 fn loop_indexed(m: &PythonModel<'_>, x: Node<'_>, lp: Node<'_>, vars: &[&str]) -> bool {
-    let name = match x.kind() {
+    let name = match x.kind_name() {
         "identifier" => x,
         // `batch[0]`: the inputs of an `(x, y)` batch.
         "subscript"
@@ -202,7 +202,7 @@ fn loop_indexed(m: &PythonModel<'_>, x: Node<'_>, lp: Node<'_>, vars: &[&str]) -
                 .is_some_and(|i| m.const_value(i).and_then(|c| c.as_int()).is_some()) =>
         {
             match x.field("value") {
-                Some(v) if v.kind() == "identifier" => v,
+                Some(v) if v.kind_name() == "identifier" => v,
                 _ => return false,
             }
         }
@@ -214,17 +214,17 @@ fn loop_indexed(m: &PythonModel<'_>, x: Node<'_>, lp: Node<'_>, vars: &[&str]) -
     if value.start_byte() < lp.start_byte() || value.end_byte() > lp.end_byte() {
         return false;
     }
-    let index = match value.kind() {
+    let index = match value.kind_name() {
         "subscript" => value.field("subscript"),
         "call" => value
             .field("function")
             .filter(|f| {
-                f.kind() == "attribute"
+                f.kind_name() == "attribute"
                     && f.field("attribute").map(|a| m.text(a)) == Some("__getitem__")
             })
             .and_then(|_| value.field("arguments"))
             .and_then(|a| named_children(a).next()),
         _ => None,
     };
-    index.is_some_and(|i| i.kind() == "identifier" && vars.contains(&m.text(i)))
+    index.is_some_and(|i| i.kind_name() == "identifier" && vars.contains(&m.text(i)))
 }

@@ -88,13 +88,13 @@ pub struct HugeTensorAllocation;
 fn always_skipped(m: &PythonModel<'_>, node: Node<'_>) -> bool {
     m.ancestors(node)
         .into_iter()
-        .filter(|a| a.kind() == "decorated_definition")
-        .flat_map(|d| named_children(d).filter(|c| c.kind() == "decorator"))
+        .filter(|a| a.kind_name() == "decorated_definition")
+        .flat_map(|d| named_children(d).filter(|c| c.kind_name() == "decorator"))
         .any(|d| {
             let Some(e) = d.named_child(0) else {
                 return false;
             };
-            let (callee, call) = if e.kind() == "call" {
+            let (callee, call) = if e.kind_name() == "call" {
                 (e.field("function"), Some(e))
             } else {
                 (Some(e), None)
@@ -122,9 +122,9 @@ fn unread_reservation(m: &PythonModel<'_>, call: Node<'_>) -> bool {
         .is_some_and(|q| q.rsplit('.').next() == Some("empty"));
     let Some(target) = m
         .parent(call)
-        .filter(|p| p.kind() == "assignment")
+        .filter(|p| p.kind_name() == "assignment")
         .and_then(|a| a.field("left"))
-        .filter(|l| l.kind() == "identifier")
+        .filter(|l| l.kind_name() == "identifier")
     else {
         return false;
     };
@@ -138,7 +138,7 @@ fn unread_reservation(m: &PythonModel<'_>, call: Node<'_>) -> bool {
     };
     !scope.iter().any(|s| {
         gpulint_syntax::descendants(*s)
-            .any(|n| n.kind() == "identifier" && n.id() != target.id() && m.text(n) == name)
+            .any(|n| n.kind_name() == "identifier" && n.id() != target.id() && m.text(n) == name)
     })
 }
 

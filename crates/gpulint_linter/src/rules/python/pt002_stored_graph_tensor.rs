@@ -130,9 +130,9 @@ impl Rule for StoredGraphTensor {
             // training loop or a per-step method.
             let Some(recv) = call
                 .field("function")
-                .filter(|f| f.kind() == "attribute")
+                .filter(|f| f.kind_name() == "attribute")
                 .and_then(|f| f.field("object"))
-                .filter(|o| matches!(o.kind(), "identifier" | "attribute"))
+                .filter(|o| matches!(o.kind_name(), "identifier" | "attribute"))
             else {
                 continue;
             };
@@ -148,13 +148,13 @@ impl Rule for StoredGraphTensor {
             }
         }
         for &a in &m.assignments {
-            if a.kind() != "assignment" {
+            if a.kind_name() != "assignment" {
                 continue;
             }
             let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
                 continue;
             };
-            if left.kind() == "subscript" {
+            if left.kind_name() == "subscript" {
                 if let Some(c) = left.field("value") {
                     stores.push((a, c, right));
                 }
@@ -181,7 +181,7 @@ impl Rule for StoredGraphTensor {
         }
         stores.sort_by_key(|s| s.0.start_byte());
         for (at, container, value) in stores {
-            if !matches!(container.kind(), "identifier" | "attribute") {
+            if !matches!(container.kind_name(), "identifier" | "attribute") {
                 continue;
             }
             let Some(lp) = t.loop_of(m, at) else {
@@ -277,7 +277,7 @@ fn step_method_store<'a>(
     if !name.starts_with("self.") || t.grad_free(at).is_some() {
         return None;
     }
-    if at.kind() == "assignment"
+    if at.kind_name() == "assignment"
         && at
             .field("left")
             .and_then(|l| l.field("subscript"))
@@ -298,7 +298,7 @@ fn step_method_store<'a>(
     });
     let cleared = m.calls_in(f).any(|&(c, _)| {
         c.field("function").is_some_and(|func| {
-            func.kind() == "attribute"
+            func.kind_name() == "attribute"
                 && func
                     .field("attribute")
                     .is_some_and(|a| matches!(m.text(a), "clear" | "reset"))
@@ -360,7 +360,7 @@ fn stored_finding<'a>(
 /// How the store at `at` keeps its value in `container`: "is stored in `losses`", or "is
 /// accumulated by `meter.update(...)`" for a method that accumulates its argument.
 fn stored_how<'t>(m: &PythonModel<'t>, at: Node<'t>, container: &str) -> String {
-    if at.kind() == "call" && append(m, at).is_none() {
+    if at.kind_name() == "call" && append(m, at).is_none() {
         let callee = at.field("function").map_or("", |c| m.text(c));
         format!("is accumulated by `{callee}(...)`")
     } else {
@@ -370,7 +370,7 @@ fn stored_how<'t>(m: &PythonModel<'t>, at: Node<'t>, container: &str) -> String 
 
 /// `container[k]` with a constant integer index (`losses[-1]`): one item of the container.
 fn single_item_of(m: &PythonModel<'_>, expr: Node<'_>, container: &str) -> bool {
-    expr.kind() == "subscript"
+    expr.kind_name() == "subscript"
         && expr.field("value").is_some_and(|v| m.text(v) == container)
         && expr
             .field("subscript")
@@ -380,19 +380,19 @@ fn single_item_of(m: &PythonModel<'_>, expr: Node<'_>, container: &str) -> bool 
 /// `c.append(v)` / `c.insert(i, v)`: the container and the stored value.
 fn append<'t>(m: &PythonModel<'t>, call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
     let func = call.field("function")?;
-    if func.kind() != "attribute" {
+    if func.kind_name() != "attribute" {
         return None;
     }
     let attr = m.text(func.field("attribute")?);
     let args: Vec<Node<'t>> = named_children(call.field("arguments")?)
-        .filter(|a| a.kind() != "comment")
+        .filter(|a| a.kind_name() != "comment")
         .collect();
     let value = match (attr, args.as_slice()) {
         ("append", [v]) => *v,
         ("insert", [_, v]) => *v,
         _ => return None,
     };
-    if value.kind() == "keyword_argument" {
+    if value.kind_name() == "keyword_argument" {
         return None;
     }
     Some((func.field("object")?, value))

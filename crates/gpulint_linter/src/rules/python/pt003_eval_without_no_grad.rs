@@ -131,7 +131,7 @@ impl Rule for EvalWithoutNoGrad {
                     && (c.field("function").is_some_and(|callee| {
                         let text = m.text(callee);
                         eval_calls.iter().any(|(_, r)| *r == text)
-                            || (matches!(callee.kind(), "identifier" | "attribute")
+                            || (matches!(callee.kind_name(), "identifier" | "attribute")
                                 && is_model_name(text.rsplit('.').next().unwrap_or(""))
                                 && !text
                                     .rsplit('.')
@@ -305,7 +305,7 @@ fn eval_receivers<'t>(m: &PythonModel<'t>, f: Option<usize>) -> Vec<(Node<'t>, &
     calls
         .filter_map(|&(c, _)| {
             let func = c.field("function")?;
-            if func.kind() != "attribute" || m.text(func.field("attribute")?) != "eval" {
+            if func.kind_name() != "attribute" || m.text(func.field("attribute")?) != "eval" {
                 return None;
             }
             let args = c.field("arguments")?;
@@ -313,7 +313,7 @@ fn eval_receivers<'t>(m: &PythonModel<'t>, f: Option<usize>) -> Vec<(Node<'t>, &
                 return None;
             }
             let recv = func.field("object")?;
-            if !matches!(recv.kind(), "identifier" | "attribute")
+            if !matches!(recv.kind_name(), "identifier" | "attribute")
                 || m.qualified_name(recv).is_some()
             {
                 return None;
@@ -325,7 +325,7 @@ fn eval_receivers<'t>(m: &PythonModel<'t>, f: Option<usize>) -> Vec<(Node<'t>, &
 
 /// Does the body compute gradients on purpose?
 fn wants_grad(m: &PythonModel<'_>, body: Node<'_>) -> bool {
-    descendants(body).any(|n| match n.kind() {
+    descendants(body).any(|n| match n.kind_name() {
         "attribute" => n
             .field("attribute")
             .is_some_and(|a| GRAD_USES.contains(&m.text(a)) || m.text(a) == "requires_grad"),

@@ -104,14 +104,17 @@ impl Rule for OomRetryInExcept {
         if !m.imports_torch() {
             return;
         }
-        let Some(try_stmt) = m.parent(handler).filter(|p| p.kind() == "try_statement") else {
+        let Some(try_stmt) = m
+            .parent(handler)
+            .filter(|p| p.kind_name() == "try_statement")
+        else {
             return;
         };
         let Some(body) = try_stmt.field("body") else {
             return;
         };
         let Some(block) = named_children(handler)
-            .filter(|c| c.kind() == "block")
+            .filter(|c| c.kind_name() == "block")
             .last()
         else {
             return;
@@ -143,11 +146,11 @@ impl Rule for OomRetryInExcept {
 /// Does the handler catch a CUDA out-of-memory error?
 fn handles_oom(m: &PythonModel<'_>, handler: Node<'_>, block: Node<'_>) -> bool {
     let types: Vec<Node<'_>> = named_children(handler)
-        .filter(|c| c.kind() != "block" && c.kind() != "comment")
+        .filter(|c| c.kind_name() != "block" && c.kind_name() != "comment")
         .collect();
     let mut broad = types.is_empty();
     for t in &types {
-        for n in descendants(*t).filter(|n| matches!(n.kind(), "identifier" | "attribute")) {
+        for n in descendants(*t).filter(|n| matches!(n.kind_name(), "identifier" | "attribute")) {
             let q = m.qualified_name(n).unwrap_or_else(|| m.text(n).to_string());
             if q.ends_with("OutOfMemoryError") && q.starts_with("torch") {
                 return true;
@@ -159,7 +162,8 @@ fn handles_oom(m: &PythonModel<'_>, handler: Node<'_>, block: Node<'_>) -> bool 
     }
     broad
         && descendants(block).any(|n| {
-            n.kind() == "string_content" && m.text(n).to_ascii_lowercase().contains("out of memory")
+            n.kind_name() == "string_content"
+                && m.text(n).to_ascii_lowercase().contains("out of memory")
         })
 }
 
@@ -173,12 +177,12 @@ fn is_harmless(callee: &str) -> bool {
 /// the depth).
 fn calls_in(node: Node<'_>) -> impl Iterator<Item = Node<'_>> {
     let mut out = Vec::new();
-    let nested = |n: Node<'_>| matches!(n.kind(), "function_definition" | "lambda");
+    let nested = |n: Node<'_>| matches!(n.kind_name(), "function_definition" | "lambda");
     if !nested(node) {
         let mut cursor = node.walk();
         'walk: loop {
             let n = cursor.node();
-            if n.kind() == "call" {
+            if n.kind_name() == "call" {
                 out.push(n);
             }
             if !nested(n) && cursor.goto_first_child() {

@@ -123,13 +123,13 @@ fn periodic_or_after_del(
         if p.id() == lp.id() {
             break;
         }
-        let periodic = matches!(p.kind(), "if_statement" | "elif_clause")
+        let periodic = matches!(p.kind_name(), "if_statement" | "elif_clause")
             && p.field("condition")
                 .is_some_and(|c| m.text(c).contains('%'));
-        let after_del = p.kind() == "block"
+        let after_del = p.kind_name() == "block"
             && gpulint_syntax::named_children(p)
-                .any(|s| s.kind() == "delete_statement" && s.start_byte() < call.start_byte());
-        if periodic || after_del || p.kind() == "except_clause" {
+                .any(|s| s.kind_name() == "delete_statement" && s.start_byte() < call.start_byte());
+        if periodic || after_del || p.kind_name() == "except_clause" {
             return true;
         }
         cur = m.statement_of(p);

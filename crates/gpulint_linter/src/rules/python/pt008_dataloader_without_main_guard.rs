@@ -12,6 +12,7 @@ use gpulint_semantic::python::training::{
 };
 use gpulint_semantic::python::PythonModel;
 use gpulint_syntax::Lang;
+use gpulint_syntax::NodeExt;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -129,7 +130,7 @@ impl Rule for DataloaderWithoutMainGuard {
             }
         };
         for ev in order.module() {
-            if ev.node.kind() != "call" || !is_dataloader(m, ev.node) {
+            if ev.node.kind_name() != "call" || !is_dataloader(m, ev.node) {
                 continue;
             }
             let Some(workers) = worker_count(m, ev.node) else {
@@ -183,7 +184,7 @@ impl Rule for DataloaderWithoutMainGuard {
 
 /// Why a function argument cannot be pickled by reference, if it cannot.
 fn unpicklable(m: &PythonModel<'_>, f: Node<'_>) -> Option<&'static str> {
-    match f.kind() {
+    match f.kind_name() {
         "lambda" => Some("a lambda"),
         "identifier" => {
             let scope = m.enclosing_function(f)?;

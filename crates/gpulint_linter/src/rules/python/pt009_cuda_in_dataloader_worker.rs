@@ -136,7 +136,7 @@ impl Rule for CudaInDataloaderWorker {
                 let Some(arg) = argument(loader, usize::MAX, key, m) else {
                     continue;
                 };
-                if arg.kind() != "identifier" {
+                if arg.kind_name() != "identifier" {
                     continue;
                 }
                 if let Some(&f) = m.functions_named(m.text(arg)).first() {

@@ -131,7 +131,7 @@ fn variable_shape_sign<'t>(m: &PythonModel<'t>) -> Option<(Node<'t>, &'static st
         let Some(args) = call.field("arguments") else {
             continue;
         };
-        for a in named_children(args).filter(|a| a.kind() == "keyword_argument") {
+        for a in named_children(args).filter(|a| a.kind_name() == "keyword_argument") {
             let key = a.field("name").map(|n| m.text(n));
             let Some(value) = a.field("value") else {
                 continue;
@@ -146,7 +146,7 @@ fn variable_shape_sign<'t>(m: &PythonModel<'t>) -> Option<(Node<'t>, &'static st
 
 fn is_random(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
     descendants(expr).any(|n| {
-        n.kind() == "call"
+        n.kind_name() == "call"
             && n.field("function")
                 .and_then(|f| m.qualified_name(f))
                 .is_some_and(|q| {

@@ -99,7 +99,7 @@ impl Rule for Fp16AutocastWithoutScaler {
             c.field("function").is_some_and(|f| {
                 m.qualified_name(f)
                     .is_some_and(|q| q.ends_with("GradScaler"))
-                    || (f.kind() == "attribute"
+                    || (f.kind_name() == "attribute"
                         && f.field("attribute").is_some_and(|a| m.text(a) == "scale"))
             })
         });
@@ -108,7 +108,9 @@ impl Rule for Fp16AutocastWithoutScaler {
         }
         let t = m.training();
         for &(call, _) in &m.calls {
-            if !fp16_autocast(m, call) || m.parent(call).is_none_or(|p| p.kind() != "with_item") {
+            if !fp16_autocast(m, call)
+                || m.parent(call).is_none_or(|p| p.kind_name() != "with_item")
+            {
                 continue;
             }
             let Some(lp) = t

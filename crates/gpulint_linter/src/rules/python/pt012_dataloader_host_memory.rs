@@ -265,11 +265,11 @@ fn a_text<'t>(m: &PythonModel<'t>, assign: Node<'t>) -> &'t str {
 fn large_python_object(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
     let lists = |e: Node<'_>| {
         descendants(e).any(|n| {
-            n.kind() == "call"
+            n.kind_name() == "call"
                 && n.field("function").is_some_and(|f| {
                     m.qualified_name(f)
                         .is_some_and(|q| LISTING.contains(&q.as_str()))
-                        || (f.kind() == "attribute"
+                        || (f.kind_name() == "attribute"
                             && f.field("attribute")
                                 .is_some_and(|a| matches!(m.text(a), "glob" | "rglob" | "iterdir")))
                 })
@@ -277,15 +277,15 @@ fn large_python_object(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
     };
     // A comprehension whose items are containers (a record per file).
     let records = |c: Node<'_>| {
-        c.kind() == "dictionary_comprehension"
+        c.kind_name() == "dictionary_comprehension"
             || c.field("body").is_some_and(|body| {
                 matches!(
-                    body.kind(),
+                    body.kind_name(),
                     "dictionary" | "tuple" | "list" | "set" | "dictionary_comprehension"
                 )
             })
     };
-    match expr.kind() {
+    match expr.kind_name() {
         "list_comprehension" | "dictionary_comprehension" => records(expr) && lists(expr),
         "call" => {
             let q = expr
@@ -300,7 +300,7 @@ fn large_python_object(m: &PythonModel<'_>, expr: Node<'_>) -> bool {
                         .and_then(|a| named_children(a).next())
                         .is_some_and(|a| {
                             matches!(
-                                a.kind(),
+                                a.kind_name(),
                                 "list_comprehension"
                                     | "dictionary_comprehension"
                                     | "generator_expression"

@@ -89,7 +89,10 @@ fn limit(m: &PythonModel<'_>, arg: Node<'_>) -> Option<i128> {
 
 /// `x.start()` where `x` is bound to `threading.Thread(...)` in the same scope.
 fn starts_thread(m: &PythonModel<'_>, call: Node<'_>) -> bool {
-    let Some(func) = call.field("function").filter(|f| f.kind() == "attribute") else {
+    let Some(func) = call
+        .field("function")
+        .filter(|f| f.kind_name() == "attribute")
+    else {
         return false;
     };
     if func.field("attribute").map(|a| m.text(a)) != Some("start") {
@@ -98,13 +101,13 @@ fn starts_thread(m: &PythonModel<'_>, call: Node<'_>) -> bool {
     let Some(obj) = func.field("object") else {
         return false;
     };
-    let value = match obj.kind() {
+    let value = match obj.kind_name() {
         "identifier" => m.value_of_name(obj, m.text(obj)),
         "call" => Some(obj),
         _ => None,
     };
     value.is_some_and(|v| {
-        v.kind() == "call" && m.call_name(v).as_deref() == Some("threading.Thread")
+        v.kind_name() == "call" && m.call_name(v).as_deref() == Some("threading.Thread")
     })
 }
 

@@ -213,11 +213,11 @@ fn swallowing_handler<'t>(m: &PythonModel<'t>, call: Node<'t>) -> Option<Node<'t
     let mut i = 0;
     let try_stmt = loop {
         let parent = *up.get(i)?;
-        match parent.kind() {
+        match parent.kind_name() {
             "function_definition" | "class_definition" | "lambda" => return None,
             // Inside a handler, not the protected body.
             "except_clause" | "finally_clause" | "else_clause"
-                if up.get(i + 1)?.kind() == "try_statement" =>
+                if up.get(i + 1)?.kind_name() == "try_statement" =>
             {
                 i += 2;
                 continue;
@@ -227,7 +227,7 @@ fn swallowing_handler<'t>(m: &PythonModel<'t>, call: Node<'t>) -> Option<Node<'t
         }
     };
     let handlers: Vec<Node<'t>> = named_children(try_stmt)
-        .filter(|c| matches!(c.kind(), "except_clause" | "except_group_clause"))
+        .filter(|c| matches!(c.kind_name(), "except_clause" | "except_group_clause"))
         .collect();
     if handlers.is_empty() {
         return None;
@@ -241,14 +241,14 @@ fn swallowing_handler<'t>(m: &PythonModel<'t>, call: Node<'t>) -> Option<Node<'t
 /// Does the handler only `pass`, print or log?
 fn swallows(m: &PythonModel<'_>, handler: Node<'_>) -> bool {
     let Some(block) = named_children(handler)
-        .filter(|c| c.kind() == "block")
+        .filter(|c| c.kind_name() == "block")
         .last()
     else {
         return false;
     };
-    named_children(block).all(|stmt| match stmt.kind() {
+    named_children(block).all(|stmt| match stmt.kind_name() {
         "pass_statement" | "comment" => true,
-        "expression_statement" => named_children(stmt).all(|e| match e.kind() {
+        "expression_statement" => named_children(stmt).all(|e| match e.kind_name() {
             "string" | "ellipsis" => true,
             "call" => e.field("function").is_some_and(|f| {
                 let text = m.text(f);

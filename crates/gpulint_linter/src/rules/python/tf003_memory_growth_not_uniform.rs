@@ -79,7 +79,7 @@ fn pick<'t>(m: &PythonModel<'t>, call: Node<'t>) -> Pick<'t> {
     let Some(dev) = argument(call, 0, "device", m) else {
         return Pick::All;
     };
-    if dev.kind() == "subscript" {
+    if dev.kind_name() == "subscript" {
         let index = dev
             .field("subscript")
             .and_then(|i| m.const_value(i))
@@ -89,22 +89,24 @@ fn pick<'t>(m: &PythonModel<'t>, call: Node<'t>) -> Pick<'t> {
             None => Pick::All,
         };
     }
-    if dev.kind() != "identifier" {
+    if dev.kind_name() != "identifier" {
         return Pick::All;
     }
     // `for gpu in gpus[1:]:` around the call.
     let mut cur = call;
     for _ in 0..24 {
         let Some(p) = m.parent(cur) else { break };
-        match p.kind() {
+        match p.kind_name() {
             "function_definition" | "class_definition" | "module" => break,
             "for_statement" => {
                 let var = p.field("left").map(|l| m.text(l));
                 let iter = p.field("right");
                 if var == Some(m.text(dev)) {
                     if let Some(it) = iter.filter(|it| {
-                        it.kind() == "subscript"
-                            && it.field("subscript").is_some_and(|s| s.kind() == "slice")
+                        it.kind_name() == "subscript"
+                            && it
+                                .field("subscript")
+                                .is_some_and(|s| s.kind_name() == "slice")
                     }) {
                         return Pick::Slice(it);
                     }

@@ -142,19 +142,19 @@ impl Device {
 /// The device a call configures.
 fn device(m: &PythonModel<'_>, call: Node<'_>) -> Option<Device> {
     let dev = argument(call, 0, "device", m)?;
-    match dev.kind() {
+    match dev.kind_name() {
         "identifier" => {
             let name = m.text(dev);
             let mut cur = call;
             for _ in 0..64 {
                 let Some(p) = m.parent(cur) else { break };
-                match p.kind() {
+                match p.kind_name() {
                     "function_definition" | "class_definition" | "lambda" => break,
                     "for_statement" => {
                         let left = p.field("left");
                         let right = p.field("right");
                         if let (Some(l), Some(r)) = (left, right) {
-                            if l.kind() == "identifier" && m.text(l) == name {
+                            if l.kind_name() == "identifier" && m.text(l) == name {
                                 return Some(Device::Each {
                                     var: name.to_string(),
                                     list: m.text(r).to_string(),
@@ -225,7 +225,7 @@ impl Rule for MemoryGrowthWithVirtualDevices {
                 // `set_logical_device_configuration(gpu, None)` clears the configuration.
                 ConfigFn::LogicalDevices => argument(call, 1, "logical_devices", m)
                     .or_else(|| argument(call, 1, "virtual_devices", m))
-                    .is_some_and(|c| c.kind() != "none"),
+                    .is_some_and(|c| c.kind_name() != "none"),
                 ConfigFn::VisibleDevices => false,
             };
             let Some(device) = device(m, call).filter(|_| wanted) else {

@@ -129,7 +129,7 @@ impl Rule for UnknownOptimizerOption {
             // `set_experimental_options(enable_mixed_precision_training=True)`: the function
             // takes one dict, `options`; any other keyword raises a TypeError.
             let keywords = call.field("arguments").into_iter().flat_map(named_children);
-            for kw in keywords.filter(|a| a.kind() == "keyword_argument") {
+            for kw in keywords.filter(|a| a.kind_name() == "keyword_argument") {
                 let Some(name) = kw.field("name").map(|n| ctx.text(n)) else {
                     continue;
                 };
@@ -150,17 +150,17 @@ impl Rule for UnknownOptimizerOption {
             let Some(arg) = argument(call, 0, "options", m) else {
                 continue;
             };
-            let dict = match arg.kind() {
+            let dict = match arg.kind_name() {
                 "dictionary" => Some(arg),
                 "identifier" => m
                     .value_of_name(arg, m.text(arg))
-                    .filter(|v| v.kind() == "dictionary"),
+                    .filter(|v| v.kind_name() == "dictionary"),
                 _ => None,
             };
             let Some(dict) = dict else {
                 continue;
             };
-            for pair in named_children(dict).filter(|p| p.kind() == "pair") {
+            for pair in named_children(dict).filter(|p| p.kind_name() == "pair") {
                 let Some(k) = pair.field("key") else {
                     continue;
                 };

@@ -131,12 +131,12 @@ fn in_eager_callback(
                     continue;
                 };
                 for x in gpulint_syntax::named_children(a) {
-                    let x = if x.kind() == "keyword_argument" {
+                    let x = if x.kind_name() == "keyword_argument" {
                         x.field("value")
                     } else {
                         Some(x)
                     };
-                    if let Some(x) = x.filter(|x| x.kind() == "identifier") {
+                    if let Some(x) = x.filter(|x| x.kind_name() == "identifier") {
                         names.insert(m.text(x).to_string());
                     }
                 }
@@ -155,8 +155,8 @@ fn in_eager_callback(
         if p.id() == def.id() {
             break;
         }
-        in_lambda |= p.kind() == "lambda";
-        if in_lambda && p.kind() == "call" && is_eager_wrapper(p) {
+        in_lambda |= p.kind_name() == "lambda";
+        if in_lambda && p.kind_name() == "call" && is_eager_wrapper(p) {
             return true;
         }
     }
@@ -211,12 +211,12 @@ impl Rule for NumpyInTfFunction {
             // marked when their parent is visited, which the walk does first.
             let mut field_names: HashSet<usize> = HashSet::new();
             for n in descendants(body) {
-                match n.kind() {
+                match n.kind_name() {
                     "attribute" => field_names.extend(n.field("attribute").map(|a| a.id())),
                     "keyword_argument" => field_names.extend(n.field("name").map(|a| a.id())),
                     _ => {}
                 }
-                if n.kind() == "call" && tensor_numpy(m, n, f) && !runs_eagerly() {
+                if n.kind_name() == "call" && tensor_numpy(m, n, f) && !runs_eagerly() {
                     ctx.report(
                         ctx.diagnostic(n, format!("`.numpy()` inside `tf.function` `{name}`: while tracing, tensors are symbolic and have no value"))
                             .severity(Severity::Error)
@@ -227,7 +227,7 @@ impl Rule for NumpyInTfFunction {
                     );
                     continue;
                 }
-                let (node, why) = match n.kind() {
+                let (node, why) = match n.kind_name() {
                     "call" => {
                         let callee = ctx.text(n.field("function").unwrap_or(n));
                         let why = match numpy_data(m, n, min) {
@@ -246,10 +246,9 @@ impl Rule for NumpyInTfFunction {
                         if field_names.contains(&n.id()) {
                             continue;
                         }
-                        let Some(v) = m
-                            .value_of_name(n, m.text(n))
-                            .filter(|v| v.kind() == "call" && m.enclosing_function(*v).is_none())
-                        else {
+                        let Some(v) = m.value_of_name(n, m.text(n)).filter(|v| {
+                            v.kind_name() == "call" && m.enclosing_function(*v).is_none()
+                        }) else {
                             continue;
                         };
                         let Some(w) = numpy_data(m, v, min) else {
@@ -269,7 +268,7 @@ impl Rule for NumpyInTfFunction {
                     }
                     "for_statement" => {
                         let Some(it) = n.field("right").filter(|it| {
-                            it.kind() == "call"
+                            it.kind_name() == "call"
                                 && it.field("function").map(|f| m.text(f)) == Some("range")
                         }) else {
                             continue;
@@ -306,7 +305,7 @@ fn tensor_numpy(m: &PythonModel<'_>, call: Node<'_>, f: usize) -> bool {
     let Some(func) = call.field("function") else {
         return false;
     };
-    if func.kind() != "attribute"
+    if func.kind_name() != "attribute"
         || func.field("attribute").map(|a| m.text(a)) != Some("numpy")
         || call
             .field("arguments")
@@ -322,7 +321,7 @@ fn tensor_numpy(m: &PythonModel<'_>, call: Node<'_>, f: usize) -> bool {
         if p.id() == def.id() {
             return true;
         }
-        if p.kind() == "lambda" {
+        if p.kind_name() == "lambda" {
             return false;
         }
     }

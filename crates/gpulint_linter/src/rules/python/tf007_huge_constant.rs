@@ -98,16 +98,16 @@ fn itemsize(m: &PythonModel<'_>, call: Node<'_>) -> i128 {
 
 /// `(evidence, description, proven_over_limit)` for the array expression.
 fn describe<'t>(m: &PythonModel<'t>, x: Node<'t>) -> Option<(Node<'t>, String, bool)> {
-    let value = match x.kind() {
+    let value = match x.kind_name() {
         "identifier" => m.value_of_name(x, m.text(x))?,
         "call" | "attribute" => x,
         _ => return None,
     };
     // `pd.read_csv(...).values`
-    if value.kind() == "attribute" {
+    if value.kind_name() == "attribute" {
         let obj = value.field("object")?;
         let attr = m.text(value.field("attribute")?);
-        if obj.kind() == "call"
+        if obj.kind_name() == "call"
             && matches!(attr, "values" | "to_numpy")
             && m.call_name(obj)
                 .is_some_and(|q| q.starts_with("pandas.read_"))
@@ -116,7 +116,7 @@ fn describe<'t>(m: &PythonModel<'t>, x: Node<'t>) -> Option<(Node<'t>, String, b
         }
         return None;
     }
-    if value.kind() != "call" {
+    if value.kind_name() != "call" {
         return None;
     }
     let q = m.call_name(value)?;
@@ -185,7 +185,7 @@ impl Rule for HugeConstantFromNumpy {
             else {
                 continue;
             };
-            let parts: Vec<Node<'_>> = match arg.kind() {
+            let parts: Vec<Node<'_>> = match arg.kind_name() {
                 "tuple" | "list" if q.contains("Dataset") => named_children(arg).collect(),
                 _ => vec![arg],
             };

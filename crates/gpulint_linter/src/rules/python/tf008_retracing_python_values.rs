@@ -73,19 +73,19 @@ pub struct RetracingPythonValues;
 
 /// The integer loop variable of `for i in range(...)` / `for i, x in enumerate(...)`.
 fn int_loop_var<'t>(m: &PythonModel<'t>, lp: Node<'t>) -> Option<&'t str> {
-    if lp.kind() != "for_statement" {
+    if lp.kind_name() != "for_statement" {
         return None;
     }
     let left = lp.field("left")?;
     let right = lp.field("right")?;
-    if right.kind() != "call" {
+    if right.kind_name() != "call" {
         return None;
     }
     match m.text(right.field("function")?) {
-        "range" if left.kind() == "identifier" => Some(m.text(left)),
-        "enumerate" if matches!(left.kind(), "pattern_list" | "tuple_pattern") => {
+        "range" if left.kind_name() == "identifier" => Some(m.text(left)),
+        "enumerate" if matches!(left.kind_name(), "pattern_list" | "tuple_pattern") => {
             let first = left.named_child(0)?;
-            (first.kind() == "identifier").then(|| m.text(first))
+            (first.kind_name() == "identifier").then(|| m.text(first))
         }
         _ => None,
     }
@@ -130,11 +130,11 @@ impl Rule for RetracingPythonValues {
                 continue;
             };
             let Some(arg) = named_children(args).find(|a| {
-                let v = match a.kind() {
+                let v = match a.kind_name() {
                     "keyword_argument" => a.field("value"),
                     _ => Some(*a),
                 };
-                v.is_some_and(|v| v.kind() == "identifier" && m.text(v) == var)
+                v.is_some_and(|v| v.kind_name() == "identifier" && m.text(v) == var)
             }) else {
                 continue;
             };

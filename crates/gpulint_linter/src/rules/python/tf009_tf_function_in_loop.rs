@@ -110,7 +110,7 @@ impl Rule for TfFunctionInLoop {
             {
                 continue;
             }
-            let head = match lp.kind() {
+            let head = match lp.kind_name() {
                 "for_statement" => "for",
                 _ => "while",
             };

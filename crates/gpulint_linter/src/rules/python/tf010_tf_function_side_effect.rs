@@ -101,13 +101,13 @@ impl Rule for TfFunctionSideEffect {
                 if m.enclosing_function(n) != Some(f) {
                     continue;
                 }
-                let finding = match n.kind() {
+                let finding = match n.kind_name() {
                     "global_statement" | "nonlocal_statement" => {
                         // `global g` + `if g is None: g = ...`: create-once, the documented
                         // way to make a generator or variable on the first trace.
                         let fn_text = m.text(func.node);
                         let lazy = gpulint_syntax::named_children(n)
-                            .filter(|c| c.kind() == "identifier")
+                            .filter(|c| c.kind_name() == "identifier")
                             .any(|c| fn_text.contains(&format!("{} is None", m.text(c))));
                         (!lazy).then(|| {
                             (
@@ -118,14 +118,14 @@ impl Rule for TfFunctionSideEffect {
                     }
                     "call" => {
                         let Some(func_node) =
-                            n.field("function").filter(|f| f.kind() == "attribute")
+                            n.field("function").filter(|f| f.kind_name() == "attribute")
                         else {
                             continue;
                         };
                         let method = func_node.field("attribute").map(|a| m.text(a));
                         let Some(obj) = func_node
                             .field("object")
-                            .filter(|o| o.kind() == "identifier")
+                            .filter(|o| o.kind_name() == "identifier")
                         else {
                             continue;
                         };
@@ -143,10 +143,11 @@ impl Rule for TfFunctionSideEffect {
                         let Some(left) = n.field("left") else {
                             continue;
                         };
-                        match left.kind() {
+                        match left.kind_name() {
                             "subscript" => {
-                                let Some(obj) =
-                                    left.field("value").filter(|o| o.kind() == "identifier")
+                                let Some(obj) = left
+                                    .field("value")
+                                    .filter(|o| o.kind_name() == "identifier")
                                 else {
                                     continue;
                                 };
@@ -169,8 +170,8 @@ impl Rule for TfFunctionSideEffect {
                                 // documented way to create variables in a tf.function.
                                 let right = n.field("right");
                                 let lazy_build = right.is_some_and(|r| {
-                                    matches!(r.kind(), "true" | "false" | "none" | "integer")
-                                        || (r.kind() == "call"
+                                    matches!(r.kind_name(), "true" | "false" | "none" | "integer")
+                                        || (r.kind_name() == "call"
                                             && m.call_name(r).is_some_and(|q| {
                                                 q.ends_with(".Variable")
                                                     || q.ends_with("Generator.from_seed")
@@ -215,7 +216,7 @@ fn attributes_read(m: &gpulint_semantic::python::PythonModel<'_>) -> HashSet<Str
     let targets: HashSet<usize> = m
         .assignments
         .iter()
-        .filter(|a| a.kind() == "assignment")
+        .filter(|a| a.kind_name() == "assignment")
         .filter_map(|a| a.field("left").map(|l| l.id()))
         .collect();
     let mut read: HashSet<String> = m
@@ -251,9 +252,9 @@ fn obj_is_container(
     let at = m.functions[f].node;
     m.value_of_name(at, m.text(obj)).is_some_and(|v| {
         matches!(
-            v.kind(),
+            v.kind_name(),
             "list" | "dictionary" | "set" | "list_comprehension" | "dictionary_comprehension"
-        ) || (v.kind() == "call"
+        ) || (v.kind_name() == "call"
             && v.field("function").is_some_and(|c| {
                 matches!(
                     m.text(c),

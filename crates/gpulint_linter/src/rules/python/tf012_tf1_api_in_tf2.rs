@@ -89,10 +89,10 @@ fn in_explicit_graph(m: &PythonModel<'_>, node: Node<'_>) -> bool {
     let mut cur = node;
     for _ in 0..64 {
         let Some(p) = m.parent(cur) else { return false };
-        match p.kind() {
+        match p.kind_name() {
             "with_statement"
                 if named_children(p)
-                    .filter(|c| c.kind() == "with_clause")
+                    .filter(|c| c.kind_name() == "with_clause")
                     .any(|c| m.text(c).contains("as_default()")) =>
             {
                 return true;
@@ -248,10 +248,13 @@ impl Rule for Tf1ApiInTf2 {
             ) {
                 continue;
             }
-            let Some(assign) = m.parent(*call).filter(|p| p.kind() == "assignment") else {
+            let Some(assign) = m.parent(*call).filter(|p| p.kind_name() == "assignment") else {
                 continue;
             };
-            let Some(left) = assign.field("left").filter(|l| l.kind() == "identifier") else {
+            let Some(left) = assign
+                .field("left")
+                .filter(|l| l.kind_name() == "identifier")
+            else {
                 continue;
             };
             if assign.field("right").map(|r| r.id()) != Some(call.id()) {
@@ -264,7 +267,7 @@ impl Rule for Tf1ApiInTf2 {
             };
             let memory_kw = call.field("arguments").is_some_and(|a| {
                 named_children(a).any(|k| {
-                    k.kind() == "keyword_argument"
+                    k.kind_name() == "keyword_argument"
                         && k.field("name").is_some_and(|n| {
                             matches!(
                                 m.text(n),

@@ -196,7 +196,7 @@ impl Rule for GpuEnvAfterInit {
                     return Vec::new();
                 }
                 (0..events.len())
-                    .filter(|&j| events[j].node.kind() == "call" && pred(events[j].node))
+                    .filter(|&j| events[j].node.kind_name() == "call" && pred(events[j].node))
                     .collect()
             };
             let listing = calls_where(&|n| lists_gpus(m, n));
@@ -209,7 +209,7 @@ impl Rule for GpuEnvAfterInit {
             };
             let last_spawn = events
                 .iter()
-                .rposition(|e| e.node.kind() == "call" && spawns(m, e.node));
+                .rposition(|e| e.node.kind_name() == "call" && spawns(m, e.node));
             for &(i, key) in &here {
                 let ev = &events[i];
                 if reported.contains(&ev.node.id()) {

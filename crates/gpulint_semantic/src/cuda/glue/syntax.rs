@@ -14,7 +14,7 @@ fn is_tensor_type(t: &str) -> bool {
 /// The name a declarator declares (`x`, `&x`, `*x`, `x[4]`).
 pub(super) fn declarator_name<'t>(mut d: Node<'t>, source: &'t str) -> Option<&'t str> {
     for _ in 0..6 {
-        match d.kind() {
+        match d.kind_name() {
             "identifier" | "field_identifier" => return Some(text(d, source)),
             "init_declarator"
             | "pointer_declarator"
@@ -32,12 +32,12 @@ pub(super) fn method_call<'t>(
     source: &'t str,
 ) -> Option<(Node<'t>, &'t str, Option<&'t str>)> {
     let f = call.field("function")?;
-    if f.kind() != "field_expression" {
+    if f.kind_name() != "field_expression" {
         return None;
     }
     let recv = f.field("argument")?;
     let field = f.field("field")?;
-    match field.kind() {
+    match field.kind_name() {
         "template_method" => {
             let name = text(field.field("name")?, source);
             let targ = field.field("arguments").map(|a| {
@@ -55,7 +55,7 @@ pub(super) fn method_call<'t>(
 /// The callee's name of a plain call (`foo(…)`, `ns::foo<T>(…)`); `None` for a method call.
 pub(super) fn callee<'t>(call: Node<'t>, source: &'t str) -> Option<&'t str> {
     let f = call.field("function")?;
-    let f = match f.kind() {
+    let f = match f.kind_name() {
         "template_function" => f.field("name")?,
         "identifier" | "qualified_identifier" => f,
         _ => return None,
@@ -65,7 +65,7 @@ pub(super) fn callee<'t>(call: Node<'t>, source: &'t str) -> Option<&'t str> {
 
 pub(super) fn peel(mut n: Node<'_>) -> Node<'_> {
     for _ in 0..8 {
-        match n.kind() {
+        match n.kind_name() {
             "parenthesized_expression" | "pointer_expression" => match n.named_child(0) {
                 Some(c) => n = c,
                 None => break,
@@ -81,7 +81,7 @@ pub(super) fn peel(mut n: Node<'_>) -> Node<'_> {
 pub(super) fn bound_name<'t>(a: Node<'t>, source: &'t str) -> Option<&'t str> {
     let mut a = peel(a);
     for _ in 0..3 {
-        match a.kind() {
+        match a.kind_name() {
             "identifier" | "qualified_identifier" => return Some(last_name(text(a, source))),
             // `&foo<float>`: the template's name.
             "template_function" => return a.field("name").map(|n| last_name(text(n, source))),
@@ -105,7 +105,7 @@ pub(super) fn parameters<'t>(func: Node<'t>, source: &'t str) -> Vec<(&'t str, b
     let mut decl = func.field("declarator");
     for _ in 0..8 {
         match decl {
-            Some(d) if d.kind() == "function_declarator" => break,
+            Some(d) if d.kind_name() == "function_declarator" => break,
             Some(d) => decl = d.field("declarator").or_else(|| d.named_child(0)),
             None => break,
         }
@@ -114,7 +114,7 @@ pub(super) fn parameters<'t>(func: Node<'t>, source: &'t str) -> Vec<(&'t str, b
         return Vec::new();
     };
     named_children(list)
-        .filter(|p| p.kind().ends_with("parameter_declaration"))
+        .filter(|p| p.kind_name().ends_with("parameter_declaration"))
         .map(|p| {
             let ty = p.field("type").map_or("", |t| text(t, source));
             let name = p

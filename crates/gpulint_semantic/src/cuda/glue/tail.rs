@@ -3,6 +3,7 @@
 //! function launches last are retrieved by someone.
 
 use crate::cuda::CudaModel;
+use gpulint_syntax::NodeExt;
 use tree_sitter::Node;
 
 /// Calls that retrieve launch errors (or check them through a well-known macro).
@@ -96,21 +97,21 @@ pub fn call_tail<'t>(model: &CudaModel<'t>, call: Node<'t>, helpers: &[&str]) ->
     // The statement that holds the call: a check around the call checks it.
     let mut node = call;
     let mut hops = 0;
-    while !statement_like(node.kind()) {
+    while !statement_like(node.kind_name()) {
         hops += 1;
         if hops > MAX_DEPTH {
             // Nested too deep to tell: no question is asked through this call.
             return CallTail::Checked;
         }
         match parents.parent(node) {
-            Some(p) if p.kind() != "function_definition" => node = p,
+            Some(p) if p.kind_name() != "function_definition" => node = p,
             _ => return CallTail::End,
         }
     }
     // `CUDA_CHECK(launch_foo(…));`, `auto e = launch_foo(…);` (a statement that holds a
     // block is not read whole).
     if matches!(
-        node.kind(),
+        node.kind_name(),
         "expression_statement" | "declaration" | "return_statement"
     ) && names_check(model.text(node), helpers)
     {
@@ -120,14 +121,14 @@ pub fn call_tail<'t>(model: &CudaModel<'t>, call: Node<'t>, helpers: &[&str]) ->
         let Some(parent) = parents.parent(node) else {
             return CallTail::End;
         };
-        if parent.kind() == "function_definition" {
+        if parent.kind_name() == "function_definition" {
             return CallTail::End;
         }
-        if statement_like(node.kind())
-            && matches!(parent.kind(), "compound_statement" | "case_statement")
+        if statement_like(node.kind_name())
+            && matches!(parent.kind_name(), "compound_statement" | "case_statement")
         {
             let mut next = node.next_named_sibling();
-            while let Some(n) = next.filter(|n| n.kind() == "comment") {
+            while let Some(n) = next.filter(|n| n.kind_name() == "comment") {
                 next = n.next_named_sibling();
             }
             if let Some(n) = next {
@@ -135,15 +136,15 @@ pub fn call_tail<'t>(model: &CudaModel<'t>, call: Node<'t>, helpers: &[&str]) ->
                 if names_check(t, helpers) {
                     return CallTail::Checked;
                 }
-                match n.kind() {
+                match n.kind_name() {
                     "return_statement" => return CallTail::End,
                     // `case …: foo(); break;`: what follows the `switch`.
                     "break_statement" => {
                         let switch = parents
                             .ancestors(n)
                             .take(MAX_DEPTH)
-                            .take_while(|a| a.kind() != "function_definition")
-                            .find(|a| a.kind() == "switch_statement");
+                            .take_while(|a| a.kind_name() != "function_definition")
+                            .find(|a| a.kind_name() == "switch_statement");
                         match switch {
                             Some(s) => {
                                 node = s;

@@ -151,7 +151,7 @@ fn read_stores(f: &Path) -> Option<FileStores> {
     // The ranks of the tensors of the last function asked about.
     let mut known: Option<(usize, HashMap<&str, i64>)> = None;
     for n in gpulint_syntax::descendants(tree.root_node()) {
-        match n.kind() {
+        match n.kind_name() {
             "field_declaration" => {
                 for d in gpulint_syntax::named_children(n)
                     .filter_map(crate::cuda::narrow::member_declarator)
@@ -197,7 +197,7 @@ fn host_function<'t>(
     let cur = *ancestors
         .iter()
         .rev()
-        .find(|a| a.kind() == "function_definition")?;
+        .find(|a| a.kind_name() == "function_definition")?;
     let head_end = cur.field("body").map_or(cur.end_byte(), |b| b.start_byte());
     let head = &source[cur.start_byte()..head_end];
     let device =

@@ -318,7 +318,7 @@ fn is_constant_name(name: &str) -> bool {
 /// The value of the declaration of `id`'s name in an enclosing block, before `id` and not
 /// assigned again between the two; `None` when there is none or it may have changed.
 fn block_decl_value<'t>(model: &CudaModel<'t>, id: Node<'_>) -> Option<Node<'t>> {
-    if id.kind() != "identifier" {
+    if id.kind_name() != "identifier" {
         return None;
     }
     let source = model.source;
@@ -326,21 +326,21 @@ fn block_decl_value<'t>(model: &CudaModel<'t>, id: Node<'_>) -> Option<Node<'t>>
     let mut child_start = id.start_byte();
     for cur in model.parents().ancestors(id).take(64) {
         let child = std::mem::replace(&mut child_start, cur.start_byte());
-        if cur.kind() == "function_definition" {
+        if cur.kind_name() == "function_definition" {
             return None;
         }
-        if cur.kind() != "compound_statement" {
+        if cur.kind_name() != "compound_statement" {
             continue;
         }
         let before: Vec<Node<'t>> = named_children(cur)
             .take_while(|s| s.start_byte() <= child)
             .collect();
         for (at, stmt) in before.iter().enumerate().rev().take(256) {
-            if stmt.kind() != "declaration" {
+            if stmt.kind_name() != "declaration" {
                 continue;
             }
             let Some(value) = named_children(*stmt)
-                .filter(|d| d.kind() == "init_declarator")
+                .filter(|d| d.kind_name() == "init_declarator")
                 .find(|d| {
                     d.field("declarator")
                         .is_some_and(|v| text(v, source) == name)
@@ -358,7 +358,7 @@ fn block_decl_value<'t>(model: &CudaModel<'t>, id: Node<'_>) -> Option<Node<'t>>
                         .take(4096)
                         .take_while(|n| n.start_byte() < id.start_byte())
                         .any(|n| {
-                            let target = match n.kind() {
+                            let target = match n.kind_name() {
                                 "assignment_expression" => n.field("left"),
                                 "update_expression" => n.field("argument"),
                                 _ => None,

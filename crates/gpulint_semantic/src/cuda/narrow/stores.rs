@@ -48,14 +48,14 @@ pub struct NarrowedStrideMembers<'t> {
 
 /// The tensor whose outermost stride `e` is (`x.stride(0)`, `x.strides()[0]`).
 fn outer_stride<'t>(e: Node<'t>, source: &'t str) -> Option<&'t str> {
-    let (call, index) = match e.kind() {
+    let (call, index) = match e.kind_name() {
         "call_expression" if method_name(e, source) == Some("stride") => {
             (e, e.field("arguments")?.named_child(0)?)
         }
         "subscript_expression" => {
             let call = e
                 .field("argument")
-                .filter(|a| a.kind() == "call_expression")?;
+                .filter(|a| a.kind_name() == "call_expression")?;
             if method_name(call, source) != Some("strides") {
                 return None;
             }
@@ -82,7 +82,7 @@ fn carried_stride<'t>(e: Node<'t>, source: &'t str) -> Option<&'t str> {
         if let Some(t) = outer_stride(x, source) {
             return Some(t);
         }
-        match x.kind() {
+        match x.kind_name() {
             "parenthesized_expression" => stack.extend(x.named_child(0)),
             "cast_expression" => stack.extend(x.field("value")),
             "conditional_expression" => {
@@ -91,7 +91,7 @@ fn carried_stride<'t>(e: Node<'t>, source: &'t str) -> Option<&'t str> {
             }
             "binary_expression"
                 if x.field("operator")
-                    .is_some_and(|o| matches!(o.kind(), "+" | "-" | "*")) =>
+                    .is_some_and(|o| matches!(o.kind_name(), "+" | "-" | "*")) =>
             {
                 stack.extend(x.field("left"));
                 stack.extend(x.field("right"));
@@ -99,7 +99,7 @@ fn carried_stride<'t>(e: Node<'t>, source: &'t str) -> Option<&'t str> {
             "call_expression" => {
                 // `static_cast<int>(x.stride(0))`
                 let cast = x.field("function").is_some_and(|f| {
-                    f.kind() == "template_function"
+                    f.kind_name() == "template_function"
                         && f.field("name")
                             .is_some_and(|n| text(n, source) == "static_cast")
                 });
@@ -124,7 +124,7 @@ pub(crate) fn ranks<'t>(func: Node<'t>, source: &'t str) -> HashMap<&'t str, i64
             .map(|r| text(r, source).trim())
     };
     for n in gpulint_syntax::descendants(func).take(100_000) {
-        let (call, index) = match n.kind() {
+        let (call, index) = match n.kind_name() {
             "call_expression" if matches!(method_name(n, source), Some("size" | "stride")) => (
                 n,
                 n.field("arguments")
@@ -133,7 +133,7 @@ pub(crate) fn ranks<'t>(func: Node<'t>, source: &'t str) -> HashMap<&'t str, i64
             ),
             "subscript_expression" => match n.field("argument") {
                 Some(c)
-                    if c.kind() == "call_expression"
+                    if c.kind_name() == "call_expression"
                         && matches!(method_name(c, source), Some("sizes" | "strides")) =>
                 {
                     (
@@ -145,16 +145,16 @@ pub(crate) fn ranks<'t>(func: Node<'t>, source: &'t str) -> HashMap<&'t str, i64
                 }
                 _ => continue,
             },
-            "binary_expression" if n.field("operator").is_some_and(|o| o.kind() == "==") => {
+            "binary_expression" if n.field("operator").is_some_and(|o| o.kind_name() == "==") => {
                 let (Some(l), Some(r)) = (n.field("left"), n.field("right")) else {
                     continue;
                 };
-                let (c, v) = if l.kind() == "call_expression" {
+                let (c, v) = if l.kind_name() == "call_expression" {
                     (l, r)
                 } else {
                     (r, l)
                 };
-                if c.kind() != "call_expression"
+                if c.kind_name() != "call_expression"
                     || !matches!(method_name(c, source), Some("dim" | "ndimension"))
                 {
                     continue;
@@ -189,8 +189,10 @@ pub(crate) fn stride_store<'t>(
     source: &'t str,
     ranks: &mut dyn FnMut() -> HashMap<&'t str, i64>,
 ) -> Option<&'t str> {
-    if assign.kind() != "assignment_expression"
-        || assign.field("operator").is_none_or(|o| o.kind() != "=")
+    if assign.kind_name() != "assignment_expression"
+        || assign
+            .field("operator")
+            .is_none_or(|o| o.kind_name() != "=")
     {
         return None;
     }
@@ -260,7 +262,7 @@ impl<'t> crate::cuda::CudaModel<'t> {
             };
             let assigns = gpulint_syntax::descendants(body)
                 .take(50_000)
-                .filter(|n| n.kind() == "assignment_expression");
+                .filter(|n| n.kind_name() == "assignment_expression");
             let mut known: Option<HashMap<&'t str, i64>> = None;
             let (func, source) = (f.node, self.source);
             let mut ranks_here = || known.get_or_insert_with(|| ranks(func, source)).clone();
@@ -298,7 +300,7 @@ impl<'t> crate::cuda::CudaModel<'t> {
         let mut out: Vec<(usize, NarrowedStrideMembers<'t>)> = Vec::new();
         let mut aliases: Vec<(&'t str, Option<Node<'t>>)> = Vec::new();
         let decls =
-            gpulint_syntax::descendants(self.root).filter(|n| n.kind() == "field_declaration");
+            gpulint_syntax::descendants(self.root).filter(|n| n.kind_name() == "field_declaration");
         for decl in decls {
             let Some(ty_node) = decl.field("type") else {
                 continue;
@@ -368,12 +370,12 @@ impl<'t> crate::cuda::CudaModel<'t> {
         {
             return None;
         }
-        gpulint_syntax::descendants(self.root).find(|n| match n.kind() {
+        gpulint_syntax::descendants(self.root).find(|n| match n.kind_name() {
             "alias_declaration" => n
                 .field("name")
                 .is_some_and(|x| text(x, self.source) == name),
             "type_definition" => gpulint_syntax::named_children(*n)
-                .any(|d| d.kind() == "type_identifier" && text(d, self.source) == name),
+                .any(|d| d.kind_name() == "type_identifier" && text(d, self.source) == name),
             _ => false,
         })
     }
@@ -383,10 +385,10 @@ impl<'t> crate::cuda::CudaModel<'t> {
 fn struct_of<'t>(m: &crate::cuda::CudaModel<'t>, decl: Node<'t>) -> Option<Node<'t>> {
     let list = m
         .parent(decl)
-        .filter(|l| l.kind() == "field_declaration_list")?;
+        .filter(|l| l.kind_name() == "field_declaration_list")?;
     m.parent(list).filter(|s| {
         matches!(
-            s.kind(),
+            s.kind_name(),
             "struct_specifier" | "class_specifier" | "union_specifier"
         )
     })

@@ -106,7 +106,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
     fn storage_into(&self, v: Node<'t>) -> Option<Buf> {
         let v = peel_pointer(v, self.f.m.source);
         let v = match v.kind_name() {
-            "pointer_expression" if v.child(0).is_some_and(|o| o.kind() == "*") => {
+            "pointer_expression" if v.child(0).is_some_and(|o| o.kind_name() == "*") => {
                 v.field("argument")?
             }
             _ => v,
@@ -129,7 +129,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                 (!b.scalar).then(|| b.clone())
             }
             "binary_expression" => {
-                let op = v.field("operator").map(|o| o.kind()).unwrap_or("");
+                let op = v.field("operator").map(|o| o.kind_name()).unwrap_or("");
                 let (l, r) = (v.field("left")?, v.field("right")?);
                 if op != "+" {
                     return None;
@@ -144,7 +144,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                 b.warp_private |= self.f.warp_only(r) == Some(true);
                 Some(b)
             }
-            "pointer_expression" if v.child(0).is_some_and(|o| o.kind() == "&") => {
+            "pointer_expression" if v.child(0).is_some_and(|o| o.kind_name() == "&") => {
                 let arg = peel(v.field("argument")?);
                 if arg.kind_name() != "subscript_expression" {
                     return None;

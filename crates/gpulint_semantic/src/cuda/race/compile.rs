@@ -21,7 +21,7 @@ impl<'t> Walker<'_, '_, 't> {
     /// template parameters, named constants, literals and `sizeof`?
     pub(super) fn compile_time(&self, s: Node<'t>, cond: Node<'t>) -> bool {
         let constexpr =
-            (0..s.child_count()).any(|i| s.child(i).is_some_and(|c| c.kind() == "constexpr"));
+            (0..s.child_count()).any(|i| s.child(i).is_some_and(|c| c.kind_name() == "constexpr"));
         if constexpr {
             return true;
         }

@@ -51,7 +51,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                 let (Some(l), Some(r)) = (e.field("left"), e.field("right")) else {
                     return self.children(e);
                 };
-                let compound = e.field("operator").is_some_and(|o| o.kind() != "=");
+                let compound = e.field("operator").is_some_and(|o| o.kind_name() != "=");
                 let rs = self.expr(r);
                 let (ls, target) = self.lvalue(l);
                 let mut out = self.seq(rs, ls);
@@ -90,7 +90,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                 let Some(arg) = e.field("argument") else {
                     return Sum::empty();
                 };
-                if e.child(0).is_some_and(|o| o.kind() == "&") {
+                if e.child(0).is_some_and(|o| o.kind_name() == "&") {
                     // An address, not an access: only the index expressions are read.
                     let (out, _) = self.lvalue(arg);
                     return out;
@@ -121,7 +121,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
             }
             "binary_expression"
                 if e.field("operator")
-                    .is_some_and(|o| matches!(o.kind(), "&&" | "||")) =>
+                    .is_some_and(|o| matches!(o.kind_name(), "&&" | "||")) =>
             {
                 let l = e
                     .field("left")
@@ -216,7 +216,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
                 }
                 None => (Sum::empty(), None),
             },
-            "pointer_expression" if e.child(0).is_some_and(|o| o.kind() == "*") => {
+            "pointer_expression" if e.child(0).is_some_and(|o| o.kind_name() == "*") => {
                 let Some(arg) = e.field("argument") else {
                     return (Sum::empty(), None);
                 };

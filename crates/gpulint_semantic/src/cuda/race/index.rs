@@ -363,7 +363,7 @@ fn conjuncts<'t>(cond: Node<'t>, negated: bool) -> Vec<(Node<'t>, &'static str, 
         let (Some(l), Some(r)) = (c.field("left"), c.field("right")) else {
             continue;
         };
-        let op = c.field("operator").map(|o| o.kind()).unwrap_or("");
+        let op = c.field("operator").map(|o| o.kind_name()).unwrap_or("");
         let joined = if negated { "||" } else { "&&" };
         if op == joined {
             stack.push(l);

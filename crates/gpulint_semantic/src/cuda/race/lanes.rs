@@ -34,7 +34,7 @@ impl<'t> Forms<'_, 't> {
             }
             "binary_expression" => {
                 let (l, r) = (e.field("left")?, e.field("right")?);
-                let op = e.field("operator").map(|o| o.kind()).unwrap_or("");
+                let op = e.field("operator").map(|o| o.kind_name()).unwrap_or("");
                 match op {
                     "/" | ">>" if self.is_thread_offset(peel(l)) => {
                         let base = self.form(peel(l))?.constant_term();
@@ -104,7 +104,7 @@ impl<'t> Forms<'_, 't> {
     pub fn lane_partner(&self, e: Node<'t>) -> Option<crate::cuda::interval::Poly> {
         let e = peel(e);
         if e.kind_name() != "binary_expression"
-            || e.field("operator").map(|o| o.kind()) != Some("^")
+            || e.field("operator").map(|o| o.kind_name()) != Some("^")
         {
             return None;
         }
@@ -154,7 +154,7 @@ impl<'t> super::walk::Walker<'_, '_, 't> {
         let (Some(l), Some(r)) = (cond.field("left"), cond.field("right")) else {
             return false;
         };
-        let op = cond.field("operator").map(|o| o.kind()).unwrap_or("");
+        let op = cond.field("operator").map(|o| o.kind_name()).unwrap_or("");
         let (l, r) = (peel(l), peel(r));
         let is_counter = |n: Node<'t>| n.kind_name() == "identifier" && m.text(n) == counter;
         let past_first = match (op, m.eval(l), m.eval(r)) {
@@ -218,7 +218,7 @@ pub(super) fn loop_counter_step<'t>(
             (update.field("argument")?, 1)
         }
         "assignment_expression" => {
-            let op = update.field("operator").map(|o| o.kind())?;
+            let op = update.field("operator").map(|o| o.kind_name())?;
             let k = m.eval(peel(update.field("right")?))?;
             if op != "+=" || k <= 0 {
                 return None;

@@ -191,7 +191,7 @@ impl<'m, 't> Walk<'m, 't> {
             match n.kind_name() {
                 "assignment_expression" | "update_expression" => pending.push(n),
                 // `&x` handed to anything may change it.
-                "pointer_expression" if n.child(0).is_some_and(|o| o.kind() == "&") => {
+                "pointer_expression" if n.child(0).is_some_and(|o| o.kind_name() == "&") => {
                     pending.push(n)
                 }
                 _ => {}

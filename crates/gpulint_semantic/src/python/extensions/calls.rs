@@ -24,7 +24,7 @@ pub(super) fn bases<'t>(m: &PythonModel<'t>, class: Node<'t>) -> Vec<&'t str> {
         return Vec::new();
     };
     named_children(args)
-        .filter_map(|b| match b.kind() {
+        .filter_map(|b| match b.kind_name() {
             "identifier" => Some(m.text(b)),
             "attribute" => b.field("attribute").map(|a| m.text(a)),
             _ => None,
@@ -142,9 +142,9 @@ impl<'m> Folder<'_, 'm> {
         // Positional arguments, folded here.
         let mut args = Vec::new();
         if let Some(list) = call.field("arguments") {
-            for a in named_children(list).filter(|a| a.kind() != "comment") {
+            for a in named_children(list).filter(|a| a.kind_name() != "comment") {
                 if matches!(
-                    a.kind(),
+                    a.kind_name(),
                     "keyword_argument" | "list_splat" | "dictionary_splat"
                 ) {
                     break;
@@ -171,17 +171,17 @@ impl<'m> Folder<'_, 'm> {
                 let v = args.next().flatten().or_else(|| {
                     let d = p
                         .field("value")
-                        .filter(|_| p.kind().ends_with("default_parameter"))?;
+                        .filter(|_| p.kind_name().ends_with("default_parameter"))?;
                     Some(folder.value(d, &[], depth + 1))
                 });
-                let n = match p.kind() {
+                let n = match p.kind_name() {
                     "identifier" => Some(p),
                     "default_parameter" | "typed_parameter" | "typed_default_parameter" => {
                         p.field("name").or_else(|| p.named_child(0))
                     }
                     _ => None,
                 };
-                if let (Some(n), Some(v)) = (n.filter(|n| n.kind() == "identifier"), v) {
+                if let (Some(n), Some(v)) = (n.filter(|n| n.kind_name() == "identifier"), v) {
                     env2.push((sm.text(n), v));
                 }
             }
@@ -250,7 +250,7 @@ impl<'m> Folder<'_, 'm> {
     fn callee(&self, call: Node<'_>, out: &mut Vec<Item>) -> Option<Option<usize>> {
         let func = call.field("function")?;
         let m = self.m;
-        match func.kind() {
+        match func.kind_name() {
             "identifier" => {
                 let name = self.text(func);
                 let scope = m.enclosing_function(call);
@@ -302,10 +302,10 @@ impl<'m> Folder<'_, 'm> {
             return Vec::new();
         };
         descendants(body)
-            .filter(|r| r.kind() == "return_statement")
+            .filter(|r| r.kind_name() == "return_statement")
             .filter(|r| self.m.enclosing_function(*r) == Some(f))
             .filter_map(|r| r.named_child(0))
-            .filter(|v| v.kind() != "none")
+            .filter(|v| v.kind_name() != "none")
             .take(MAX_RETURNS)
             .collect()
     }
@@ -317,10 +317,10 @@ impl<'m> Folder<'_, 'm> {
         let mut cur = self.m.parent(n);
         for _ in 0..64 {
             let Some(p) = cur else { return true };
-            if p.kind() == "function_definition" {
+            if p.kind_name() == "function_definition" {
                 return true;
             }
-            let branch = match p.kind() {
+            let branch = match p.kind_name() {
                 "if_statement" if p.field("consequence").is_some_and(|c| c.id() == child.id()) => {
                     Some((p, true))
                 }
@@ -343,10 +343,10 @@ impl<'m> Folder<'_, 'm> {
 
     /// `os.path.isabs(p)` / `not os.path.isabs(p)` with `p` folding to a string.
     fn isabs(&self, cond: Node<'_>, env: &Env<'_>, depth: usize) -> Option<bool> {
-        if cond.kind() == "not_operator" {
+        if cond.kind_name() == "not_operator" {
             return self.isabs(cond.field("argument")?, env, depth).map(|b| !b);
         }
-        if cond.kind() != "call"
+        if cond.kind_name() != "call"
             || self.m.qualified_name(cond.field("function")?).as_deref() != Some("os.path.isabs")
         {
             return None;
@@ -369,11 +369,11 @@ impl<'m> Folder<'_, 'm> {
         };
         let skip = usize::from(self.m.functions[f].class.is_some());
         for (i, p) in named_children(params).skip(skip).enumerate() {
-            let name = match p.kind() {
+            let name = match p.kind_name() {
                 "identifier" => p,
                 "default_parameter" | "typed_parameter" | "typed_default_parameter" => {
                     match p.field("name").or_else(|| p.named_child(0)) {
-                        Some(n) if n.kind() == "identifier" => n,
+                        Some(n) if n.kind_name() == "identifier" => n,
                         _ => continue,
                     }
                 }

@@ -21,23 +21,23 @@ impl Folder<'_, '_> {
     ) -> bool {
         let clauses: Vec<Node<'_>> = named_children(expr)
             .skip(1)
-            .filter(|c| c.kind() != "comment")
+            .filter(|c| c.kind_name() != "comment")
             .collect();
         let (Some(body), Some(clause)) = (expr.field("body"), clauses.first()) else {
             return false;
         };
         let filter = match clauses.as_slice() {
             [_] => None,
-            [_, f] if f.kind() == "if_clause" => Some(*f),
+            [_, f] if f.kind_name() == "if_clause" => Some(*f),
             _ => return false,
         };
-        if clause.kind() != "for_in_clause" {
+        if clause.kind_name() != "for_in_clause" {
             return false;
         }
         let (Some(var), Some(iter)) = (clause.field("left"), clause.field("right")) else {
             return false;
         };
-        if var.kind() != "identifier" {
+        if var.kind_name() != "identifier" {
             return false;
         }
         let name = self.text(var);
@@ -80,11 +80,11 @@ impl Folder<'_, '_> {
     /// the value `v` of the variable `var`, None for any other condition.
     fn filter_keeps(&self, cond: Node<'_>, var: &str, v: &str) -> Option<bool> {
         let m = self.m;
-        let cond = match cond.kind() {
+        let cond = match cond.kind_name() {
             "if_clause" => cond.named_child(0)?,
             _ => cond,
         };
-        match cond.kind() {
+        match cond.kind_name() {
             "identifier" if is_var(m, cond, var) => Some(!v.is_empty()),
             "comparison_operator" => {
                 let parts: Vec<Node<'_>> = named_children(cond).collect();
@@ -92,7 +92,7 @@ impl Folder<'_, '_> {
                 let [l, r] = parts.as_slice() else {
                     return None;
                 };
-                let len_of_var = l.kind() == "call"
+                let len_of_var = l.kind_name() == "call"
                     && l.field("function").is_some_and(|f| is_var(m, f, "len"))
                     && argument(*l, 0, "", m.source).is_some_and(|a| is_var(m, a, var));
                 if len_of_var && self.text(*r) == "0" && matches!(op, ">" | "!=") {
@@ -104,14 +104,14 @@ impl Folder<'_, '_> {
             "call" => {
                 let func = cond.field("function")?;
                 let obj = func.field("object")?;
-                if func.kind() != "attribute"
+                if func.kind_name() != "attribute"
                     || !is_var(m, obj, var)
                     || self.text(func.field("attribute")?) != "endswith"
                 {
                     return None;
                 }
                 let arg = argument(cond, 0, "", m.source)?;
-                let suffixes: Vec<String> = match arg.kind() {
+                let suffixes: Vec<String> = match arg.kind_name() {
                     "tuple" => named_children(arg)
                         .map(|s| string_literal(s, m.source))
                         .collect::<Option<_>>()?,
@@ -126,7 +126,7 @@ impl Folder<'_, '_> {
     /// `os.listdir(d)`: the sorted names in folder `d` (bounded), as the loop of a filtered
     /// comprehension gives them. None when `iter` is not such a call or `d` does not fold.
     fn listdir(&self, iter: Node<'_>, env: &Env<'_>, depth: usize) -> Option<Vec<Item>> {
-        if iter.kind() != "call" {
+        if iter.kind_name() != "call" {
             return None;
         }
         let func = iter.field("function")?;

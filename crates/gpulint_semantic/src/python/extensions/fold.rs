@@ -25,10 +25,10 @@ impl<'m> Folder<'_, 'm> {
             return;
         }
         let d = depth + 1;
-        match expr.kind() {
+        match expr.kind_name() {
             "list" | "tuple" | "set" => {
                 for c in named_children(expr) {
-                    if c.kind() != "comment" {
+                    if c.kind_name() != "comment" {
                         self.items(c, env, out, d);
                     }
                 }
@@ -121,7 +121,7 @@ impl<'m> Folder<'_, 'm> {
             if a.end_byte() > limit || self.m.enclosing_function(a) != scope {
                 continue;
             }
-            match a.kind() {
+            match a.kind_name() {
                 "assignment" => out.push(a),
                 _ if a.field("operator").map(|o| self.text(o)) == Some("+=") => out.push(a),
                 _ => return None,
@@ -131,13 +131,16 @@ impl<'m> Folder<'_, 'm> {
             if call.start_byte() >= limit {
                 break;
             }
-            let Some(func) = call.field("function").filter(|f| f.kind() == "attribute") else {
+            let Some(func) = call
+                .field("function")
+                .filter(|f| f.kind_name() == "attribute")
+            else {
                 continue;
             };
             let (Some(obj), Some(attr)) = (func.field("object"), func.field("attribute")) else {
                 continue;
             };
-            if obj.kind() != "identifier"
+            if obj.kind_name() != "identifier"
                 || self.text(obj) != name
                 || call.end_byte() > limit
                 || self.m.enclosing_function(call) != scope
@@ -151,7 +154,7 @@ impl<'m> Folder<'_, 'm> {
             }
         }
         out.sort_by_key(|n| n.start_byte());
-        (out.first()?.kind() == "assignment").then_some(out)
+        (out.first()?.kind_name() == "assignment").then_some(out)
     }
 
     /// What a name holds where `at` uses it, following its bindings in order: a plain
@@ -167,14 +170,14 @@ impl<'m> Folder<'_, 'm> {
         let mut last_plain: Option<Node<'_>> = None;
         for s in self.binders(at, name)? {
             let env: Vec<(&str, Val)> = current.iter().map(|v| (name, v.clone())).collect();
-            match s.kind() {
+            match s.kind_name() {
                 "assignment" => {
                     let rhs = s.field("right")?;
                     let new = self.value(rhs, &env, d);
                     // Under its own condition, and not a rewrite of the old value: the build
                     // may compile either.
-                    let rewrite =
-                        descendants(rhs).any(|n| n.kind() == "identifier" && self.text(n) == name);
+                    let rewrite = descendants(rhs)
+                        .any(|n| n.kind_name() == "identifier" && self.text(n) == name);
                     let alternative =
                         !rewrite && last_plain.is_some_and(|p| conditional(self.m, p, s));
                     current = match current {
@@ -235,7 +238,7 @@ fn conditional(m: &PythonModel<'_>, earlier: Node<'_>, later: Node<'_>) -> bool 
             return guarded;
         }
         guarded |= matches!(
-            p.kind(),
+            p.kind_name(),
             "if_statement"
                 | "elif_clause"
                 | "else_clause"

@@ -36,7 +36,7 @@ impl Folder<'_, '_> {
             }
             return true;
         }
-        if func.kind() == "identifier"
+        if func.kind_name() == "identifier"
             && matches!(self.text(func), "sorted" | "list")
             && q.is_none()
         {
@@ -46,7 +46,7 @@ impl Folder<'_, '_> {
             }
         }
         // `Path(d).glob("*.cu")`, `here.rglob("*.cu")`.
-        if func.kind() == "attribute" {
+        if func.kind_name() == "attribute" {
             let attr = func.field("attribute").map(|a| self.text(a));
             if let (Some(a @ ("glob" | "rglob")), Some(obj)) = (attr, func.field("object")) {
                 let (Some(base), Some(p)) = (

@@ -3,6 +3,7 @@
 
 use super::{unresolved, ExtensionBuild, Folder, Inline, MAX_DEPTH};
 use gpulint_source::Span;
+use gpulint_syntax::NodeExt;
 use gpulint_syntax::{descendants, named_children};
 use tree_sitter::Node;
 
@@ -15,7 +16,7 @@ impl Folder<'_, '_> {
                 b.unresolved.push(unresolved(n, "nested too deeply"));
                 continue;
             }
-            match n.kind() {
+            match n.kind_name() {
                 "string" | "concatenated_string" => match inline_text(n, self.m.source) {
                     Some(text) => b.inline.push(Inline {
                         span: Span::of(&n),
@@ -27,12 +28,12 @@ impl Folder<'_, '_> {
                 },
                 "list" | "tuple" | "parenthesized_expression" => {
                     let children: Vec<_> = named_children(n)
-                        .filter(|c| c.kind() != "comment")
+                        .filter(|c| c.kind_name() != "comment")
                         .collect();
                     stack.extend(children.into_iter().rev().map(|c| (c, depth + 1)));
                 }
                 "identifier" => match self.m.value_of_name(n, self.text(n)) {
-                    Some(v) if v.kind() != "assignment" => stack.push((v, depth + 1)),
+                    Some(v) if v.kind_name() != "assignment" => stack.push((v, depth + 1)),
                     _ => b.unresolved.push(unresolved(
                         n,
                         format!("`{}` is not a constant", self.text(n)),
@@ -56,22 +57,22 @@ pub fn inline_text(node: Node<'_>, source: &str) -> Option<String> {
         .bytes()
         .map(|b| if b == b'\n' || b == b'\r' { b } else { b' ' })
         .collect();
-    let parts: Vec<Node<'_>> = if node.kind() == "concatenated_string" {
+    let parts: Vec<Node<'_>> = if node.kind_name() == "concatenated_string" {
         named_children(node).collect()
     } else {
         vec![node]
     };
     for s in parts {
-        if s.kind() != "string" {
+        if s.kind_name() != "string" {
             return None;
         }
         let raw = s
             .named_child(0)
-            .filter(|c| c.kind() == "string_start")
+            .filter(|c| c.kind_name() == "string_start")
             .and_then(|c| source.get(c.byte_range()))
             .is_some_and(|t| t.contains(['r', 'R']));
         for n in descendants(s) {
-            match n.kind() {
+            match n.kind_name() {
                 "interpolation" => return None,
                 "string_content" => {
                     let r = n.byte_range();
@@ -84,7 +85,7 @@ pub fn inline_text(node: Node<'_>, source: &str) -> Option<String> {
             continue;
         }
         for n in descendants(s) {
-            if n.kind() != "escape_sequence" {
+            if n.kind_name() != "escape_sequence" {
                 continue;
             }
             let r = n.byte_range();

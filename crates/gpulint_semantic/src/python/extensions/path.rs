@@ -19,7 +19,7 @@ impl<'m> Folder<'_, 'm> {
             value,
             anchored: false,
         };
-        match expr.kind() {
+        match expr.kind_name() {
             "string" => self.fstring(expr, env, d),
             "concatenated_string" => {
                 let mut acc = plain(String::new());
@@ -81,7 +81,7 @@ impl<'m> Folder<'_, 'm> {
     fn call_string(&self, call: Node<'_>, env: &Env<'_>, depth: usize) -> Option<Str> {
         let func = call.field("function")?;
         let args: Vec<Node<'_>> = named_children(call.field("arguments")?)
-            .filter(|a| a.kind() != "comment")
+            .filter(|a| a.kind_name() != "comment")
             .collect();
         let first = || args.first().copied();
         if let Some(q) = self.m.qualified_name(func) {
@@ -89,7 +89,7 @@ impl<'m> Folder<'_, 'm> {
                 "os.path.join" | "posixpath.join" => {
                     let mut acc: Option<Str> = None;
                     for a in &args {
-                        if a.kind() == "keyword_argument" {
+                        if a.kind_name() == "keyword_argument" {
                             return None;
                         }
                         let s = self.string(*a, env, depth)?;
@@ -124,7 +124,7 @@ impl<'m> Folder<'_, 'm> {
                 _ => return None,
             }
         }
-        match func.kind() {
+        match func.kind_name() {
             "identifier" if self.text(func) == "str" && args.len() == 1 => {
                 self.string(first()?, env, depth)
             }
@@ -151,7 +151,7 @@ impl<'m> Folder<'_, 'm> {
 
     /// A string literal or an f-string whose interpolations are plain constant expressions.
     fn fstring(&self, node: Node<'_>, env: &Env<'_>, depth: usize) -> Option<Str> {
-        if node.kind() != "string" {
+        if node.kind_name() != "string" {
             return None;
         }
         if let Some(value) = string_literal(node, self.m.source) {
@@ -165,7 +165,7 @@ impl<'m> Folder<'_, 'm> {
             anchored: false,
         };
         for part in named_children(node) {
-            match part.kind() {
+            match part.kind_name() {
                 "interpolation" => {
                     if part.field("format_specifier").is_some()
                         || part.field("type_conversion").is_some()

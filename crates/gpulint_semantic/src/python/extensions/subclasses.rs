@@ -40,9 +40,9 @@ impl Folder<'_, '_> {
         consulted.retain(|c| {
             !name_arg.is_some_and(|a| {
                 descendants(a).any(|n| {
-                    n.kind() == "call"
+                    n.kind_name() == "call"
                         && n.field("function").is_some_and(|f| {
-                            f.kind() == "attribute"
+                            f.kind_name() == "attribute"
                                 && f.field("object").is_some_and(|o| is_var(m, o, "self"))
                                 && f.field("attribute").is_some_and(|x| self.text(x) == c)
                         })

@@ -369,17 +369,19 @@ fn default_evaluated_at_import(m: &PythonModel<'_>, node: tree_sitter::Node<'_>)
     let mut cur = node;
     let mut def_at = None;
     for (i, p) in ancestors.iter().enumerate() {
-        if matches!(p.kind(), "default_parameter" | "typed_default_parameter")
-            && p.field("value").is_some_and(|v| v.id() == cur.id())
+        if matches!(
+            p.kind_name(),
+            "default_parameter" | "typed_default_parameter"
+        ) && p.field("value").is_some_and(|v| v.id() == cur.id())
             && ancestors
                 .get(i + 1)
-                .is_some_and(|ps| ps.kind() == "parameters")
+                .is_some_and(|ps| ps.kind_name() == "parameters")
         {
             def_at = Some(i + 2);
             break;
         }
         if matches!(
-            p.kind(),
+            p.kind_name(),
             "function_definition" | "lambda" | "class_definition"
         ) {
             return false;
@@ -389,11 +391,11 @@ fn default_evaluated_at_import(m: &PythonModel<'_>, node: tree_sitter::Node<'_>)
     let Some(def_at) = def_at.filter(|&d| {
         ancestors
             .get(d)
-            .is_some_and(|d| d.kind() == "function_definition")
+            .is_some_and(|d| d.kind_name() == "function_definition")
     }) else {
         return false;
     };
-    !ancestors[def_at + 1..].iter().any(|p| match p.kind() {
+    !ancestors[def_at + 1..].iter().any(|p| match p.kind_name() {
         "function_definition" | "lambda" => true,
         "if_statement" => p
             .field("condition")
@@ -540,7 +542,7 @@ pub fn self_calls_in_loops_of(file: &Path, root: &Path, qualified: &str) -> Vec<
 fn under_main_guard(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
     // The ancestors found once (climbing with `Node::parent` is quadratic in the depth).
     m.ancestors(node).into_iter().any(|p| {
-        p.kind() == "if_statement"
+        p.kind_name() == "if_statement"
             && p.field("condition")
                 .is_some_and(|c| crate::python::order::is_main_guard(c, m))
     })

@@ -58,13 +58,13 @@ pub fn counter<'t>(
 
 /// `p - k` / `p + k` with `p` a parameter and `k` a positive folded integer → `-k` / `k`.
 fn step_of(m: &PythonModel<'_>, arg: Node<'_>, params: &[&str]) -> Option<i128> {
-    if arg.kind() != "binary_operator" {
+    if arg.kind_name() != "binary_operator" {
         return None;
     }
     let left = arg.field("left")?;
     let right = arg.field("right")?;
     let op = m.text(arg.field("operator")?);
-    if left.kind() != "identifier" || !params.contains(&m.text(left)) {
+    if left.kind_name() != "identifier" || !params.contains(&m.text(left)) {
         return None;
     }
     let k = m.const_value(right)?.as_int().filter(|k| *k > 0)?;
@@ -124,7 +124,7 @@ fn start_value<'t>(
 fn upper_bound<'t>(m: &PythonModel<'t>, f: usize, name: &str) -> Option<(i128, Node<'t>)> {
     let body = m.functions[f].node.field("body")?;
     for n in own_nodes(body) {
-        if n.kind() != "comparison_operator" {
+        if n.kind_name() != "comparison_operator" {
             continue;
         }
         let parts: Vec<Node<'t>> = named_children(n).collect();
@@ -136,9 +136,9 @@ fn upper_bound<'t>(m: &PythonModel<'t>, f: usize, name: &str) -> Option<(i128, N
             .get(parts[0].end_byte() - n.start_byte()..parts[1].start_byte() - n.start_byte())?
             .trim();
         // The parameter on either side: `level >= MAX` or `MAX <= level`.
-        let bound = if parts[0].kind() == "identifier" && m.text(parts[0]) == name {
+        let bound = if parts[0].kind_name() == "identifier" && m.text(parts[0]) == name {
             parts[1]
-        } else if parts[1].kind() == "identifier" && m.text(parts[1]) == name {
+        } else if parts[1].kind_name() == "identifier" && m.text(parts[1]) == name {
             parts[0]
         } else {
             continue;

@@ -40,7 +40,7 @@ fn module_tree_attribute(m: &PythonModel<'_>, attr: Node<'_>) -> bool {
         return false;
     };
     let called = m.parent(attr).is_some_and(|p| {
-        p.kind() == "call" && p.field("function").is_some_and(|f| f.id() == attr.id())
+        p.kind_name() == "call" && p.field("function").is_some_and(|f| f.id() == attr.id())
     });
     MODULE_TREE_ATTRS.contains(&name) || (called && MODULE_TREE_CALLS.contains(&name))
 }
@@ -59,7 +59,7 @@ pub fn descent<'t>(m: &PythonModel<'t>, f: usize, call: Node<'t>) -> Option<(Des
     let args = call.field("arguments")?;
     let mut best: Option<(Descent, Node<'t>)> = None;
     for a in named_children(args) {
-        let expr = if a.kind() == "keyword_argument" {
+        let expr = if a.kind_name() == "keyword_argument" {
             a.field("value")?
         } else {
             a
@@ -87,7 +87,7 @@ fn rank(d: Descent) -> u8 {
 fn rooted_at<'t>(m: &PythonModel<'t>, expr: Node<'t>, params: &[&str]) -> Option<&'t str> {
     let mut cur = expr;
     for _ in 0..16 {
-        match cur.kind() {
+        match cur.kind_name() {
             "identifier" => {
                 let name = m.text(cur);
                 return params.contains(&name).then_some(name);
@@ -109,7 +109,7 @@ fn descent_of<'t>(
     expr: Node<'t>,
     params: &[&str],
 ) -> Option<(Descent, Node<'t>)> {
-    match expr.kind() {
+    match expr.kind_name() {
         "attribute" | "subscript" => {
             rooted_at(m, expr, params)?;
             Some((classify_part(m, f, expr), expr))
@@ -123,13 +123,13 @@ fn descent_of<'t>(
                 if n.id() == def.id() {
                     break;
                 }
-                let (target, iter) = match n.kind() {
+                let (target, iter) = match n.kind_name() {
                     "for_statement" => (n.field("left"), n.field("right")),
                     "list_comprehension"
                     | "generator_expression"
                     | "set_comprehension"
                     | "dictionary_comprehension" => {
-                        let clause = named_children(n).find(|c| c.kind() == "for_in_clause");
+                        let clause = named_children(n).find(|c| c.kind_name() == "for_in_clause");
                         (
                             clause.and_then(|c| c.field("left")),
                             clause.and_then(|c| c.field("right")),
@@ -139,7 +139,7 @@ fn descent_of<'t>(
                 };
                 if let (Some(t), Some(it)) = (target, iter) {
                     let binds =
-                        descendants(t).any(|i| i.kind() == "identifier" && m.text(i) == name);
+                        descendants(t).any(|i| i.kind_name() == "identifier" && m.text(i) == name);
                     if binds {
                         let root = iterable_root(it);
                         if rooted_at(m, root, params).is_some() || graph_lookup(m, root, params) {
@@ -155,12 +155,12 @@ fn descent_of<'t>(
                 if n.start_byte() >= call.start_byte() {
                     break;
                 }
-                if n.kind() == "assignment"
+                if n.kind_name() == "assignment"
                     && n.field("left")
-                        .is_some_and(|l| l.kind() == "identifier" && m.text(l) == name)
+                        .is_some_and(|l| l.kind_name() == "identifier" && m.text(l) == name)
                 {
                     let right = n.field("right")?;
-                    if matches!(right.kind(), "attribute" | "subscript")
+                    if matches!(right.kind_name(), "attribute" | "subscript")
                         && rooted_at(m, right, params).is_some()
                     {
                         return Some((classify_part(m, f, right), right));
@@ -177,12 +177,12 @@ fn descent_of<'t>(
 fn iterable_root(it: Node<'_>) -> Node<'_> {
     let mut cur = it;
     for _ in 0..4 {
-        if cur.kind() != "call" {
+        if cur.kind_name() != "call" {
             break;
         }
         let is_wrapper = cur
             .field("function")
-            .is_some_and(|f| f.kind() == "identifier");
+            .is_some_and(|f| f.kind_name() == "identifier");
         if !is_wrapper {
             break;
         }
@@ -197,19 +197,19 @@ fn iterable_root(it: Node<'_>) -> Node<'_> {
 /// `graph[node]`, `adj.get(node)`, `g.successors(node)`: neighbours of a parameter looked up in
 /// a map or graph.
 fn graph_lookup(m: &PythonModel<'_>, expr: Node<'_>, params: &[&str]) -> bool {
-    let key = match expr.kind() {
+    let key = match expr.kind_name() {
         "subscript" => expr.field("subscript"),
         "call" => expr
             .field("function")
             .filter(|f| {
-                f.kind() == "attribute"
+                f.kind_name() == "attribute"
                     && f.field("attribute")
                         .is_some_and(|a| m.text(a) == "get" || GRAPH_ATTRS.contains(&m.text(a)))
             })
             .and_then(|_| expr.field("arguments")?.named_child(0)),
         _ => None,
     };
-    key.is_some_and(|k| k.kind() == "identifier" && params.contains(&m.text(k)))
+    key.is_some_and(|k| k.kind_name() == "identifier" && params.contains(&m.text(k)))
 }
 
 /// Fields that link one node of a linked structure or tree to the next.
@@ -256,14 +256,14 @@ fn attribute_name<'t>(m: &PythonModel<'t>, attr: Node<'_>) -> &'t str {
 
 /// The kind of a part selected directly: `node.left`, `xs[1:]`, `node.children[0]`.
 fn classify_part(m: &PythonModel<'_>, f: usize, expr: Node<'_>) -> Descent {
-    if descendants(expr).any(|n| n.kind() == "attribute" && module_tree_attribute(m, n))
+    if descendants(expr).any(|n| n.kind_name() == "attribute" && module_tree_attribute(m, n))
         || in_module_method(m, f)
     {
         return Descent::ModuleTree;
     }
-    match expr.kind() {
+    match expr.kind_name() {
         "subscript" => {
-            if let Some(slice) = expr.field("subscript").filter(|s| s.kind() == "slice") {
+            if let Some(slice) = expr.field("subscript").filter(|s| s.kind_name() == "slice") {
                 return if drops_constant(m, slice) && takes_head(m, f, expr) {
                     Descent::Rest
                 } else {
@@ -271,7 +271,7 @@ fn classify_part(m: &PythonModel<'_>, f: usize, expr: Node<'_>) -> Descent {
                 };
             }
             // `node.children[0]` is a link; `d[k]`, `x[0]` are items of a container.
-            match expr.field("value").filter(|v| v.kind() == "attribute") {
+            match expr.field("value").filter(|v| v.kind_name() == "attribute") {
                 Some(v) if GRAPH_ATTRS.contains(&attribute_name(m, v)) => Descent::Linked,
                 _ => Descent::Container,
             }
@@ -316,7 +316,7 @@ fn takes_head(m: &PythonModel<'_>, f: usize, rest: Node<'_>) -> bool {
         return false;
     };
     own_nodes(body).any(|n| {
-        n.kind() == "subscript"
+        n.kind_name() == "subscript"
             && n.field("value").is_some_and(|v| m.text(v) == seq)
             && n.field("subscript")
                 .is_some_and(|i| m.const_value(i).and_then(|v| v.as_int()).is_some())
@@ -327,7 +327,7 @@ fn takes_head(m: &PythonModel<'_>, f: usize, rest: Node<'_>) -> bool {
 /// `d.items()`.
 fn classify_iter(m: &PythonModel<'_>, f: usize, it: Node<'_>, params: &[&str]) -> Descent {
     let root = iterable_root(it);
-    if descendants(root).any(|n| n.kind() == "attribute" && module_tree_attribute(m, n))
+    if descendants(root).any(|n| n.kind_name() == "attribute" && module_tree_attribute(m, n))
         || in_module_method(m, f)
     {
         return Descent::ModuleTree;

@@ -26,9 +26,9 @@ pub(super) fn fixed_on_purpose(m: &PythonModel<'_>, call: Node<'_>) -> bool {
     let up = m.ancestors(call);
     let Some(&wrapper) = up
         .first()
-        .filter(|p| p.kind() == "argument_list")
+        .filter(|p| p.kind_name() == "argument_list")
         .and(up.get(1))
-        .filter(|c| c.kind() == "call")
+        .filter(|c| c.kind_name() == "call")
     else {
         return false;
     };
@@ -208,11 +208,11 @@ pub(super) fn shape_parameters<'t>(
     if depth > 16 {
         return None;
     }
-    match e.kind() {
+    match e.kind_name() {
         "integer" => Some(()),
         "parenthesized_expression" | "tuple" | "list" => {
             for c in gpulint_syntax::named_children(e) {
-                if c.kind() != "comment" {
+                if c.kind_name() != "comment" {
                     shape_parameters(m, c, f, out, depth + 1)?;
                 }
             }
@@ -265,7 +265,7 @@ pub(super) fn shape_elements(v: &Value) -> Option<i128> {
 
 /// Bytes per element of a NumPy dtype argument (`np.float32`, `"float16"`, `float`).
 pub(super) fn dtype_bytes(m: &PythonModel<'_>, d: Node<'_>) -> Option<i128> {
-    let q = match d.kind() {
+    let q = match d.kind_name() {
         "string" => gpulint_semantic::python::string_literal(d, m.source)?,
         _ => m.qualified_name(d).unwrap_or_else(|| m.text(d).to_string()),
     };
