@@ -30,12 +30,12 @@ pub use kernel::{Access, Flags, Kernel, Param};
 pub use launch::GridKind;
 pub use rounded::RoundedOverread;
 
+use crate::hash::HashMap;
 use consts::ConstDef;
 use gpulint_source::Span;
 use gpulint_syntax::text;
 use gpulint_syntax::NodeExt;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use tree_sitter::Node;
 
 /// Where a function runs.
@@ -161,7 +161,7 @@ pub struct CudaModel<'t> {
     launch_spans: std::cell::OnceCell<Vec<(usize, usize, usize)>>,
     /// Function-like macros of this file whose body retrieves the last error (built on first
     /// use).
-    error_macros: std::cell::OnceCell<std::collections::HashSet<String>>,
+    error_macros: std::cell::OnceCell<crate::hash::HashSet<String>>,
     /// The parent of each node of the tree (filled by the builder's walk).
     parents: std::cell::OnceCell<gpulint_syntax::Parents<'t>>,
     /// The statement-by-statement walks of device functions (see [`steps`]), done on demand.

@@ -8,6 +8,7 @@
 
 pub mod alloc_conf;
 pub mod cuda;
+pub mod hash;
 pub mod python;
 
 use gpulint_syntax::Lang;

@@ -12,12 +12,12 @@ use super::guards::{self, Guard, GuardKind};
 use super::kernel;
 use super::LOOP_MACROS;
 use super::{CudaModel, Function, HostDef, Launch};
+use crate::hash::HashMap;
 use crate::Options;
 use frames::{Frame, FrameKind};
 use gpulint_source::Span;
 use gpulint_syntax::NodeExt;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use tree_sitter::{Node, Tree};
 
 /// Calls that stop the kernel or the op when their condition is false.
@@ -83,9 +83,9 @@ impl<'t> CudaBuilder<'t> {
         CudaBuilder {
             source,
             functions: Vec::new(),
-            constants: HashMap::new(),
-            aliases: HashMap::new(),
-            fields: HashMap::new(),
+            constants: HashMap::default(),
+            aliases: HashMap::default(),
+            fields: HashMap::default(),
             loop_macros,
             frames: Vec::new(),
             guards: Vec::new(),
@@ -95,7 +95,7 @@ impl<'t> CudaBuilder<'t> {
             launchable: 0,
             current_function: None,
             function_depth: 0,
-            host_defs: HashMap::new(),
+            host_defs: HashMap::default(),
             launches: Vec::new(),
             divisibility_checks: Vec::new(),
             allocations: Vec::new(),
@@ -272,7 +272,7 @@ impl<'t> CudaBuilder<'t> {
             constants: self.constants,
             aliases: self.aliases,
             fields: self.fields,
-            constant_cache: RefCell::new(HashMap::new()),
+            constant_cache: RefCell::new(HashMap::default()),
             loop_macros: self.loop_macros,
             host_defs: self.host_defs,
             glue: Default::default(),
@@ -280,9 +280,9 @@ impl<'t> CudaBuilder<'t> {
             header_path: None,
             function_order,
             function_parent,
-            launches_by_kernel: HashMap::new(),
-            kernel_by_name: HashMap::new(),
-            kernel_by_node: HashMap::new(),
+            launches_by_kernel: HashMap::default(),
+            kernel_by_name: HashMap::default(),
+            kernel_by_node: HashMap::default(),
             guard_order: Vec::new(),
             allocation_order: Vec::new(),
             evidence: Default::default(),

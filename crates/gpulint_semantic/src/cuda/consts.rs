@@ -2,9 +2,9 @@
 //! arguments known from the launches in the same file, `sizeof` of scalar types, arithmetic.
 
 use super::{CudaModel, Function};
+use crate::hash::HashMap;
 use gpulint_syntax::text;
 use gpulint_syntax::NodeExt;
-use std::collections::HashMap;
 use tree_sitter::Node;
 
 /// How a named integer constant is defined.

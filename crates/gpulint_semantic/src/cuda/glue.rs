@@ -18,13 +18,13 @@ mod syntax;
 mod tail;
 
 use super::{CudaModel, Launch};
+use crate::hash::{HashMap, HashSet};
 pub use build::build;
 pub use checks::{classify, is_dispatch, Props, ALL, CONTIG, DEVICE, DTYPE, SHAPE};
 use checks::{is_ident, occurrences};
 use gpulint_syntax::NodeExt;
 use origin::{reassigned_param, Ctx};
 pub use sites::{LaunchSite, VacuousCheck, Via};
-use std::collections::{HashMap, HashSet};
 pub use tail::{call_tail, names_check, CallTail, LAUNCH_CHECKS};
 use tree_sitter::Node;
 

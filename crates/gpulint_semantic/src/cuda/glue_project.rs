@@ -10,9 +10,9 @@ use super::glue::{FileFacts, ALL};
 use super::glue_python::{PythonCallers, Seen};
 use super::CudaBuilder;
 use super::GridKind;
+use crate::hash::{HashMap, HashSet};
 use crate::Options;
 use gpulint_syntax::{parse, Lang};
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -245,7 +245,7 @@ fn launch_grids(path: &Path, options: &Options) -> Arc<LaunchGrids> {
         }
         let tree = gpulint_syntax::cuda_retry::reparse(&text, parse(Lang::Cuda, &text)?);
         let model = CudaBuilder::model_of(&text, &tree, options);
-        let mut grids = LaunchGrids::new();
+        let mut grids = LaunchGrids::default();
         for l in &model.launches {
             let kind = model.grid_kind(l).unwrap_or(GridKind::Unknown);
             let e = grids.entry(l.kernel.to_string()).or_insert(kind);

@@ -11,9 +11,9 @@
 //! `TORCH_LIBRARY(ns, m)`, whose callers (`torch.ops.ns.fn(…)`) are not matched.
 
 use super::glue::{Binding, Props, CONTIG, DEVICE, DTYPE};
+use crate::hash::HashMap;
 use crate::python::ext_calls;
 use crate::python::ext_calls::ExtCall;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, RwLock};
 
@@ -84,7 +84,7 @@ impl PythonCallers {
         calls: impl IntoIterator<Item = (String, Vec<ExtCall>)>,
     ) -> PythonCallers {
         let mut out = PythonCallers::default();
-        let mut names = std::collections::HashSet::new();
+        let mut names = crate::hash::HashSet::default();
         for (module, sources) in builds {
             for s in sources {
                 let list = out.modules.entry(canonical(&s)).or_default();

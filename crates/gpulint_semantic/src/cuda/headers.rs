@@ -20,10 +20,10 @@ mod kernels;
 mod model;
 
 use super::CudaModel;
+use crate::hash::HashMap;
 use gpulint_syntax::{parse, text, Lang, NodeExt};
 pub use kernels::{HeaderKernel, HeaderParam, SeenKernel};
 use std::cell::OnceCell;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 

@@ -12,9 +12,9 @@ pub use flags::Flags;
 pub use syntax::{declarator_name, may_name_alias, peel, peel_pointer};
 
 use super::CudaModel;
+use crate::hash::HashMap;
 use gpulint_syntax::text;
 use gpulint_syntax::NodeExt;
-use std::collections::HashMap;
 use tree_sitter::Node;
 
 /// ERROR/MISSING nodes tolerated in a kernel by [`Kernel::parse_damaged`].

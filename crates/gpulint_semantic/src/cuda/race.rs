@@ -21,10 +21,10 @@ mod walk;
 
 use super::{CudaModel, Kernel};
 use crate::cuda::interval::Poly;
+use crate::hash::{HashMap, HashSet};
 use conflict::{may_conflict, Side};
 use gpulint_syntax::NodeExt;
 use index::{AtomFacts, Forms, Index, Threads};
-use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 use walk::{Buf, Sum, Walker};
 
@@ -333,7 +333,7 @@ fn analyze<'a, 't>(
     if through_calls && !ctx.synchronises_through_calls(k.function) {
         return None;
     }
-    let mut bufs = HashMap::new();
+    let mut bufs = HashMap::default();
     let mut params = Vec::new();
     if helper && !through_calls {
         for (pos, p) in k.params.iter().enumerate() {
@@ -360,7 +360,7 @@ fn analyze<'a, 't>(
             }
         }
     }
-    let mut guard_ids = HashMap::new();
+    let mut guard_ids = HashMap::default();
     for g in m.guards_in(k) {
         let gd = &m.guards[g];
         let slot = match gd.kind {
@@ -427,7 +427,7 @@ fn last_statement(body: Node<'_>) -> Node<'_> {
 impl<'t> CudaModel<'t> {
     /// The missing barriers of every kernel and helper of the file, in the order found.
     pub fn missing_barriers(&self) -> Vec<MissingBarrier<'t>> {
-        let mut helper_by_name = HashMap::new();
+        let mut helper_by_name = HashMap::default();
         for (i, h) in self.helpers.iter().enumerate() {
             let name = super::last_name(&self.functions[h.function].name);
             helper_by_name.entry(name).or_insert(i);
@@ -435,11 +435,11 @@ impl<'t> CudaModel<'t> {
         let mut ctx = Ctx {
             m: self,
             helper_by_name,
-            summaries: HashMap::new(),
+            summaries: HashMap::default(),
             in_progress: Vec::new(),
             found: Vec::new(),
-            seen: HashSet::new(),
-            per_function: HashMap::new(),
+            seen: HashSet::default(),
+            per_function: HashMap::default(),
             atoms: Default::default(),
             syncing: None,
             shared_getters: None,

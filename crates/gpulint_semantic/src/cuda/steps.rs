@@ -15,8 +15,8 @@ mod loops;
 mod stmt;
 
 use super::{CudaModel, Function};
+use crate::hash::HashMap;
 use gpulint_syntax::NodeExt;
-use std::collections::HashMap;
 use std::rc::Rc;
 use tree_sitter::Node;
 

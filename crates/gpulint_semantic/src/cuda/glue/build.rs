@@ -11,8 +11,8 @@ use super::sites::{call_args, launch_macro_kernel, vacuous, LaunchSite, Via};
 use super::syntax::{bound_name, callee, declarator_name, is_guard_type, method_call, parameters};
 use super::{is_glue_text, Binding, CallFacts, Dispatch, FnFacts, Glue, GlueFn, GlueNodes, Origin};
 use crate::cuda::{last_name, CudaModel};
+use crate::hash::{HashMap, HashSet};
 use gpulint_syntax::{named_children, text, NodeExt};
-use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
 /// Builds the glue facts from the collected nodes.
@@ -109,7 +109,7 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
 
     // Per host function.
     type Nodes<'t> = Vec<Node<'t>>;
-    let mut by_fn: HashMap<usize, (Nodes<'t>, Nodes<'t>, Nodes<'t>)> = HashMap::new();
+    let mut by_fn: HashMap<usize, (Nodes<'t>, Nodes<'t>, Nodes<'t>)> = HashMap::default();
     for (f, c) in &nodes.calls {
         if let Some(f) = f {
             by_fn.entry(*f).or_default().0.push(*c);
@@ -144,8 +144,8 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
         };
         let params = parameters(func.node, source);
         let (calls, defs, conds) = by_fn.remove(&fi).unwrap_or_default();
-        let mut locals: HashMap<&str, Vec<Node<'t>>> = HashMap::new();
-        let mut tensor_args: HashMap<&str, &str> = HashMap::new();
+        let mut locals: HashMap<&str, Vec<Node<'t>>> = HashMap::default();
+        let mut tensor_args: HashMap<&str, &str> = HashMap::default();
         for d in &defs {
             match d.kind_name() {
                 "declaration" => {

@@ -3,7 +3,7 @@
 //! `TORCH_CHECK(x.is_cuda(), …); TORCH_CHECK(x.is_contiguous(), …)`). Text level: macro
 //! bodies are not syntax trees.
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
 
 /// Properties of a tensor a check can validate (a bit set).
 pub type Props = u8;
@@ -229,7 +229,7 @@ pub(super) fn substitute(m: &Macro<'_>, args: &[&str]) -> String {
 /// counts: a registry or a dynamic lookup may be keyed by it.
 pub(super) fn referenced_names(source: &str) -> HashSet<String> {
     let b = source.as_bytes();
-    let mut out = HashSet::new();
+    let mut out = HashSet::default();
     let mut i = 0;
     let mut line_start = true;
     while i < b.len() {

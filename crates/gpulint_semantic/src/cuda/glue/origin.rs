@@ -3,8 +3,8 @@
 
 use super::syntax::{callee, method_call, peel};
 use super::Origin;
+use crate::hash::HashMap;
 use gpulint_syntax::{text, NodeExt};
-use std::collections::HashMap;
 use tree_sitter::Node;
 
 /// Functions that allocate a fresh (contiguous) tensor.

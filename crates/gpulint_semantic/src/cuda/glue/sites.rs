@@ -4,8 +4,8 @@
 
 use super::checks::{is_ident, occurrences, Macro};
 use super::syntax::peel;
+use crate::hash::HashMap;
 use gpulint_syntax::{named_children, text, NodeExt};
-use std::collections::HashMap;
 use tree_sitter::Node;
 
 /// How a [`LaunchSite`] reaches its kernel.

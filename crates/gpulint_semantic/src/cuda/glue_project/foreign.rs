@@ -4,8 +4,8 @@
 
 use super::{dir_files, facts_of_text, known_facts, read_small, remember, spells, MAX_DIR_ENTRIES};
 use crate::cuda::glue::FileFacts;
+use crate::hash::{HashMap, HashSet};
 use crate::Options;
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -46,7 +46,7 @@ pub(super) fn sub_dirs(dir: &Path) -> Arc<Vec<PathBuf>> {
 /// Each word is kept as its 64-bit hash ([`word_hash`]): a file whose hashes include a name's
 /// is then read and searched for the name itself, or parsed, so a collision costs work, never
 /// an answer.
-type Words = HashSet<u64, foldhash::fast::FixedState>;
+type Words = std::collections::HashSet<u64, foldhash::fast::FixedState>;
 
 static WORDS: LazyLock<Mutex<HashMap<PathBuf, Option<Arc<Words>>>>> =
     LazyLock::new(Default::default);

@@ -7,8 +7,8 @@
 use super::foreign::{spelled_in, sub_dirs};
 use super::{dir_files, read_small};
 use crate::cuda::narrow::stores::{ranks, short_text, stride_store, unchecked, StrideStore};
+use crate::hash::{HashMap, HashSet};
 use gpulint_syntax::{parse, text, Lang, NodeExt};
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 

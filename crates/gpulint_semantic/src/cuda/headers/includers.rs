@@ -8,7 +8,7 @@
 //! includes each of them lists before that line. The directory is scanned once per run.
 
 use super::{is_header_name, quoted_includes, read_small};
-use std::collections::HashMap;
+use crate::hash::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 

@@ -86,8 +86,8 @@ impl<'t> CudaModel<'t> {
 /// The function-like macros `#define NAME(…) body` of `source` (found in the text, wherever
 /// they are: in a branch of `#if`, in a namespace) whose body, up to the first line without a
 /// continuation, calls `cudaGetLastError` or `cudaPeekAtLastError`.
-fn error_retrieving_macros(source: &str) -> std::collections::HashSet<String> {
-    let mut out = std::collections::HashSet::new();
+fn error_retrieving_macros(source: &str) -> crate::hash::HashSet<String> {
+    let mut out = crate::hash::HashSet::default();
     let mut rest = source;
     while let Some(pos) = rest.find("#define") {
         rest = &rest[pos + "#define".len()..];

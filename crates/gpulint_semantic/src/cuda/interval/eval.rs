@@ -10,10 +10,10 @@ use crate::cuda::arrays::BlockRange;
 use crate::cuda::guards::compact;
 use crate::cuda::kernel::{peel, Kernel};
 use crate::cuda::{parse_c_int, CudaModel, Function};
+use crate::hash::HashMap;
 use gpulint_syntax::text;
 use gpulint_syntax::NodeExt;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use tree_sitter::Node;
 
 /// Where an expression is evaluated: the innermost guard, the byte offset, and conditions
@@ -65,7 +65,7 @@ impl<'a, 't> RangeCx<'a, 't> {
             func,
             block: m.block_range(func),
             params,
-            memo: RefCell::new(HashMap::new()),
+            memo: RefCell::new(HashMap::default()),
             busy: RefCell::new(Vec::new()),
             refining: RefCell::new(Vec::new()),
             plain: Cell::new(0),

@@ -8,9 +8,9 @@ use crate::cuda::guards::compact;
 use crate::cuda::kernel::{peel, peel_pointer, Kernel};
 use crate::cuda::narrow::method_name;
 use crate::cuda::{last_name, sizeof_scalar, CudaModel, Launch};
+use crate::hash::HashMap;
 use gpulint_syntax::named_children;
 use gpulint_syntax::NodeExt;
-use std::collections::HashMap;
 use tree_sitter::Node;
 
 /// Host definitions followed from an argument.
@@ -262,7 +262,7 @@ impl<'t> CudaModel<'t> {
     /// `p` (over the kernel's atoms) as seen at `launch`: parameters replaced by the values the
     /// launch passes, block and grid sizes by the launch configuration.
     pub fn to_host(&self, launch: &Launch<'t>, k: &Kernel<'t>, p: &Poly) -> Option<Poly> {
-        let mut cache: HashMap<String, Poly> = HashMap::new();
+        let mut cache: HashMap<String, Poly> = HashMap::default();
         for atom in p.atoms() {
             if cache.contains_key(atom) {
                 continue;
@@ -309,7 +309,7 @@ impl<'t> CudaModel<'t> {
     fn launch_ranges_of(&self, k: &Kernel<'t>) -> ParamRanges<'t> {
         let function = &self.functions[k.function];
         let launches: Vec<&Launch<'t>> = self.launches_of(&function.name).collect();
-        let mut out = HashMap::new();
+        let mut out = HashMap::default();
         let mut known = Vec::new();
         for (i, p) in k.params.iter().enumerate() {
             if p.pointer {

@@ -4,9 +4,9 @@
 use super::syntax::{declarator_name, peel, peel_pointer};
 use super::{Access, Flags, Kernel, Param};
 use crate::cuda::CudaModel;
+use crate::hash::HashMap;
 use gpulint_syntax::NodeExt;
 use gpulint_syntax::{named_children, text};
-use std::collections::HashMap;
 use tree_sitter::Node;
 
 /// Kernels with more locals than this are not analysed (the closures are quadratic).
@@ -86,7 +86,7 @@ impl<'t> KernelBuild<'t> {
             params,
             defs: Vec::new(),
             updates: Vec::new(),
-            types: HashMap::new(),
+            types: HashMap::default(),
             accesses: Vec::new(),
             helper: false,
             slot: 0,
@@ -226,7 +226,7 @@ impl<'t> KernelBuild<'t> {
 
     pub(in crate::cuda) fn finish(self, model: &CudaModel<'t>) -> Kernel<'t> {
         let mut locals: Vec<&'t str> = Vec::new();
-        let mut local_index: HashMap<&'t str, usize> = HashMap::new();
+        let mut local_index: HashMap<&'t str, usize> = HashMap::default();
         let mut defs: Vec<Vec<Node<'t>>> = Vec::new();
         let mut def_guards: Vec<Vec<Option<u32>>> = Vec::new();
         let mut def_ops: Vec<Vec<&'t str>> = Vec::new();

@@ -28,7 +28,7 @@ impl<'t> Kernel<'t> {
             }
         };
         // A guard's condition is shared by every definition under it: its names are read once.
-        let mut cond_names: std::collections::HashMap<usize, Vec<&'t str>> = Default::default();
+        let mut cond_names: crate::hash::HashMap<usize, Vec<&'t str>> = Default::default();
         let mut reads_block = vec![false; n];
         for (i, defs) in self.defs.iter().enumerate() {
             for (d, guard) in defs.iter().zip(&def_guards[i]) {

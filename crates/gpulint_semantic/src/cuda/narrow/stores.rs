@@ -10,8 +10,8 @@
 
 use super::{member_of, method_name, INT32_LIMITS};
 use crate::cuda::interval::Width;
+use crate::hash::HashMap;
 use gpulint_syntax::{text, NodeExt};
-use std::collections::HashMap;
 use std::path::PathBuf;
 use tree_sitter::Node;
 
@@ -116,7 +116,7 @@ fn carried_stride<'t>(e: Node<'t>, source: &'t str) -> Option<&'t str> {
 /// Lower bounds on the rank of the tensors a function reads sizes or strides of (`x.size(3)`:
 /// 4, `x.stride(-3)`: 3, `x.sizes()[2]`: 3, `x.dim() == 4`: 4).
 pub(crate) fn ranks<'t>(func: Node<'t>, source: &'t str) -> HashMap<&'t str, i64> {
-    let mut out: HashMap<&'t str, i64> = HashMap::new();
+    let mut out: HashMap<&'t str, i64> = HashMap::default();
     let literal = |n: Node<'_>| text(n, source).trim().parse::<i64>().ok();
     let receiver = |call: Node<'t>| {
         call.field("function")

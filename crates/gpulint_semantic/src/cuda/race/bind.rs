@@ -4,8 +4,8 @@
 use super::walk::{Buf, Sum, Walker};
 use super::{Acc, HelperSummary};
 use crate::cuda::kernel::{peel, peel_pointer};
+use crate::hash::HashMap;
 use gpulint_syntax::{named_children, NodeExt};
-use std::collections::HashMap;
 use tree_sitter::Node;
 
 impl<'a, 'c, 't> Walker<'a, 'c, 't> {
@@ -173,7 +173,7 @@ impl<'a, 'c, 't> Walker<'a, 'c, 't> {
         let h: HelperSummary<'t> = self.ctx.summary(name)?;
         let args: Vec<Node<'t>> = crate::cuda::call_arguments(call);
         let caller = self.threads();
-        let mut map: HashMap<String, String> = HashMap::new();
+        let mut map: HashMap<String, String> = HashMap::default();
         for (pos, pname) in &h.params {
             let arg = args.get(*pos)?;
             let root = match self.pointer_into(*arg) {

@@ -6,9 +6,9 @@
 use crate::cuda::interval::{Poly, RangeCx};
 use crate::cuda::kernel::{peel, Kernel};
 use crate::cuda::CudaModel;
+use crate::hash::{HashMap, HashSet};
 use gpulint_syntax::NodeExt;
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use tree_sitter::Node;
 

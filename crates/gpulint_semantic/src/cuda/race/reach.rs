@@ -5,8 +5,8 @@
 use super::Ctx;
 use crate::cuda::kernel::peel_pointer;
 use crate::cuda::{last_name, CudaModel};
+use crate::hash::{HashMap, HashSet};
 use gpulint_syntax::{descendants, named_children, NodeExt};
-use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
 /// Text of a block barrier in a function body.
@@ -102,7 +102,7 @@ impl<'t> Ctx<'_, 't> {
 
 /// The names of the functions whose every definition returns one of its `__shared__` arrays.
 fn shared_getters(m: &CudaModel<'_>) -> HashSet<String> {
-    let mut all: HashMap<String, bool> = HashMap::new();
+    let mut all: HashMap<String, bool> = HashMap::default();
     for f in &m.functions {
         let Some(body) = f.node.field("body") else {
             continue;
@@ -120,7 +120,7 @@ fn shared_getters(m: &CudaModel<'_>) -> HashSet<String> {
 /// Does every `return` with a value in `body` return (a cast of) a `__shared__` array the
 /// body declares, and is there one?
 fn returns_shared_array<'t>(m: &CudaModel<'t>, body: Node<'t>) -> bool {
-    let mut shared = HashSet::new();
+    let mut shared = HashSet::default();
     let mut returns = Vec::new();
     for n in descendants(body).take(MAX_NODES) {
         match n.kind_name() {

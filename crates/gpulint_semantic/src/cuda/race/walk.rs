@@ -9,8 +9,8 @@ use super::index::{Forms, Index, Threads};
 use super::{Acc, Across, Ctx};
 use crate::cuda::interval::Poly;
 use crate::cuda::last_name;
+use crate::hash::HashMap;
 use gpulint_syntax::{named_children, NodeExt};
-use std::collections::HashMap;
 use tree_sitter::Node;
 
 /// Accesses kept per set; beyond, the earliest exposed and the latest pending are kept.
