@@ -182,10 +182,9 @@ pub struct Glue<'t> {
 /// Can the text hold op glue: tensors, or bindings of functions defined elsewhere
 /// (`m.def("op", &op_cuda)` in a file that never names a tensor type)?
 pub fn is_glue_text(source: &str) -> bool {
-    source.contains("Tensor")
-        || source.contains(".def(")
-        || source.contains(".impl(")
-        || source.contains(".op(")
+    ["Tensor", ".def(", ".impl(", ".op("]
+        .iter()
+        .any(|n| memchr::memmem::find(source.as_bytes(), n.as_bytes()).is_some())
 }
 
 impl<'t> PtrUse<'t> {

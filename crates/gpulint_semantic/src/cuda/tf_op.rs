@@ -163,7 +163,7 @@ impl<'t> CudaModel<'t> {
     pub fn tf_computes(&self) -> Vec<TfCompute<'t>> {
         let gpu_file = ["GPUDevice", "DEVICE_GPU", "GOOGLE_CUDA", "<<<"]
             .iter()
-            .any(|n| self.source.contains(n));
+            .any(|n| memchr::memmem::find(self.source.as_bytes(), n.as_bytes()).is_some());
         if !gpu_file {
             return Vec::new();
         }

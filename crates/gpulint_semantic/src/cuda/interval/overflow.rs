@@ -74,7 +74,9 @@ fn is_product(n: Node<'_>) -> bool {
 
 /// Does `source` include a framework header?
 fn includes_framework(source: &str) -> bool {
-    FRAMEWORK.iter().any(|h| source.contains(h))
+    FRAMEWORK
+        .iter()
+        .any(|h| memchr::memmem::find(source.as_bytes(), h.as_bytes()).is_some())
 }
 
 impl<'t> CudaModel<'t> {
