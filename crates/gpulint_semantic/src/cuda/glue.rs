@@ -182,9 +182,7 @@ pub struct Glue<'t> {
 /// Can the text hold op glue: tensors, or bindings of functions defined elsewhere
 /// (`m.def("op", &op_cuda)` in a file that never names a tensor type)?
 pub fn is_glue_text(source: &str) -> bool {
-    ["Tensor", ".def(", ".impl(", ".op("]
-        .iter()
-        .any(|n| memchr::memmem::find(source.as_bytes(), n.as_bytes()).is_some())
+    gpulint_source::contains_any(source.as_bytes(), &["Tensor", ".def(", ".impl(", ".op("])
 }
 
 impl<'t> PtrUse<'t> {

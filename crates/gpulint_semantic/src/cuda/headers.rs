@@ -444,10 +444,8 @@ const DECLARATION_WORDS: &[&str] = &["using", "typedef", "struct", "class", "uni
 /// The facts of one header's text. A header without any word that its facts need is not
 /// parsed: only its includes are read.
 pub fn facts_of(source: &str) -> HeaderFacts {
-    let needed = DECLARATION_WORDS
-        .iter()
-        .chain(ERROR_QUERIES)
-        .any(|w| memchr::memmem::find(source.as_bytes(), w.as_bytes()).is_some());
+    let needed = gpulint_source::contains_any(source.as_bytes(), DECLARATION_WORDS)
+        || gpulint_source::contains_any(source.as_bytes(), ERROR_QUERIES);
     let tree = if needed {
         parse(Lang::Cuda, source)
     } else {

@@ -325,10 +325,7 @@ impl<'t> super::CudaModel<'t> {
     /// functions that do not check the 32-bit limit before the assignment.
     pub fn narrowed_count_fields(&self) -> Vec<FieldNarrowing<'t>> {
         let mut out: Vec<FieldNarrowing<'t>> = Vec::new();
-        if !COUNT_CALLS
-            .iter()
-            .any(|c| memchr::memmem::find(self.source.as_bytes(), c.as_bytes()).is_some())
-        {
+        if !gpulint_source::contains_any(self.source.as_bytes(), COUNT_CALLS) {
             return out;
         }
         for f in &self.functions {

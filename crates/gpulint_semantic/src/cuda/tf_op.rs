@@ -161,9 +161,10 @@ impl<'t> CudaModel<'t> {
     /// The `Compute` methods of TensorFlow op kernels in this file that read an input and
     /// start GPU work.
     pub fn tf_computes(&self) -> Vec<TfCompute<'t>> {
-        let gpu_file = ["GPUDevice", "DEVICE_GPU", "GOOGLE_CUDA", "<<<"]
-            .iter()
-            .any(|n| memchr::memmem::find(self.source.as_bytes(), n.as_bytes()).is_some());
+        let gpu_file = gpulint_source::contains_any(
+            self.source.as_bytes(),
+            &["GPUDevice", "DEVICE_GPU", "GOOGLE_CUDA", "<<<"],
+        );
         if !gpu_file {
             return Vec::new();
         }

@@ -53,9 +53,7 @@ pub const NEEDLES: &[&str] = &["cpp_extension", "load_op_library"];
 /// Can a Python file whose text is `bytes` define an extension build (does it name one of
 /// [`NEEDLES`])?
 pub fn may_define_builds(bytes: &[u8]) -> bool {
-    NEEDLES
-        .iter()
-        .any(|n| memchr::memmem::find(bytes, n.as_bytes()).is_some())
+    gpulint_source::contains_any(bytes, NEEDLES)
 }
 
 /// How deep folding may go (names bound to names bound to lists …).

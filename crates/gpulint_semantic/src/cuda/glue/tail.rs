@@ -55,18 +55,18 @@ pub enum CallTail {
 pub fn names_check(text: &str, helpers: &[&str]) -> bool {
     // Every known check and every check-like name holds one of these: most statements hold
     // none, and their names are not read.
-    let b = text.as_bytes();
-    let maybe = [
-        "heck",
-        "HECK",
-        "rror",
-        "RROR",
-        "rrchk",
-        "ynchronize",
-        "LAUNCH_KERNEL",
-    ]
-    .iter()
-    .any(|w| memchr::memmem::find(b, w.as_bytes()).is_some());
+    let maybe = gpulint_source::contains_any(
+        text.as_bytes(),
+        &[
+            "heck",
+            "HECK",
+            "rror",
+            "RROR",
+            "rrchk",
+            "ynchronize",
+            "LAUNCH_KERNEL",
+        ],
+    );
     if maybe && LAUNCH_CHECKS.iter().any(|c| text.contains(c)) {
         return true;
     }

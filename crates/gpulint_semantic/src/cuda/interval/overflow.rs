@@ -74,9 +74,7 @@ fn is_product(n: Node<'_>) -> bool {
 
 /// Does `source` include a framework header?
 fn includes_framework(source: &str) -> bool {
-    FRAMEWORK
-        .iter()
-        .any(|h| memchr::memmem::find(source.as_bytes(), h.as_bytes()).is_some())
+    gpulint_source::contains_any(source.as_bytes(), FRAMEWORK)
 }
 
 impl<'t> CudaModel<'t> {
