@@ -134,14 +134,20 @@ impl PythonCallers {
                 unseen = true;
                 continue;
             }
-            let keys = modules.get_or_insert_with(|| {
-                self.modules
-                    .get(&canonical(path))
-                    .cloned()
-                    .unwrap_or_default()
-            });
-            let mut any = false;
             let list = self.calls.get(&b.python).map_or(&[][..], Vec::as_slice);
+            // The file's modules are looked up (its path resolved on disk) only once a call
+            // of the function is known: most functions bound have none.
+            let keys: &[String] = if list.is_empty() {
+                &[]
+            } else {
+                modules.get_or_insert_with(|| {
+                    self.modules
+                        .get(&canonical(path))
+                        .cloned()
+                        .unwrap_or_default()
+                })
+            };
+            let mut any = false;
             for (file, c) in list {
                 if !keys.iter().any(|k| same_module(&c.module, k)) {
                     continue;

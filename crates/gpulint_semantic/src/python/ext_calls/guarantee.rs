@@ -251,9 +251,13 @@ fn of_name(m: &PythonModel<'_>, name: &str, at: Node<'_>, depth: usize) -> u8 {
             _ => {}
         }
         if parent.kind_name() == "block" {
-            // The statements before `cur` in this block, nearest first.
-            let mut prev = cur.prev_named_sibling();
-            while let Some(s) = prev {
+            // The statements before `cur` in this block, nearest first: the block's children
+            // are read once (stepping back sibling by sibling starts again from the block's
+            // first child at every step, quadratic in the block's length).
+            let before: Vec<Node<'_>> = named_children(parent)
+                .take_while(|s| s.id() != cur.id())
+                .collect();
+            for &s in before.iter().rev() {
                 match statement(m, s, name, depth) {
                     Step::Checks(p) => facts |= p,
                     Step::Bound(p) => return facts | p,
@@ -263,7 +267,6 @@ fn of_name(m: &PythonModel<'_>, name: &str, at: Node<'_>, depth: usize) -> u8 {
                     }
                     Step::Unknown => return facts,
                 }
-                prev = s.prev_named_sibling();
             }
         }
         cur = parent;
