@@ -16,8 +16,8 @@ pub use classes::{is_torch_module, ClassDef};
 pub use statements::Flow;
 
 use super::value::{App, LayerDef, Obj, Optimizer, Tensor, Val};
+use gpulint_semantic::hash::HashMap;
 use gpulint_semantic::python::PythonModel;
-use std::collections::HashMap;
 use std::rc::Rc;
 use tree_sitter::Node;
 
@@ -109,9 +109,9 @@ impl<'a, 't> Interp<'a, 't> {
             objs: Vec::new(),
             optimizers: Vec::new(),
             classes: Vec::new(),
-            globals: HashMap::new(),
-            var_names: HashMap::new(),
-            keras_names: HashMap::new(),
+            globals: HashMap::default(),
+            var_names: HashMap::default(),
+            keras_names: HashMap::default(),
             steps: 0,
             depth: 0,
             nesting: 0,

@@ -33,9 +33,9 @@ pub use bindings::Env;
 pub use builder::{build, PythonBuilder};
 pub use value::{fold_binary, string_literal, Value};
 
+use crate::hash::{HashMap, HashSet};
 use gpulint_syntax::text;
 use std::cell::{OnceCell, RefCell};
-use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
 /// How deep constant folding and alias resolution may go (bounded, so hostile input such as a
@@ -150,11 +150,13 @@ pub struct PythonModel<'t> {
     /// [`PythonModel::qualified_name`] of each expression asked about (by [`NodeKey`]): many
     /// rules and facts ask about the same calls, and each answer costs field look-ups up the
     /// expression and a scope search.
-    qualified_names: RefCell<HashMap<NodeKey, Option<String>, foldhash::fast::FixedState>>,
+    qualified_names:
+        RefCell<std::collections::HashMap<NodeKey, Option<String>, foldhash::fast::FixedState>>,
     /// [`PythonModel::local_callee`] of each call asked about: the execution order, the call
     /// graph, the TensorFlow facts and rules ask about the same calls, and each answer costs
     /// field look-ups and name searches.
-    local_callees: RefCell<HashMap<NodeKey, Option<usize>, foldhash::fast::FixedState>>,
+    local_callees:
+        RefCell<std::collections::HashMap<NodeKey, Option<usize>, foldhash::fast::FixedState>>,
 }
 
 /// A node of the model's trees as a hash key: its id (unique among the nodes of trees alive

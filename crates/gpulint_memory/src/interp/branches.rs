@@ -3,7 +3,7 @@
 
 use super::{Flow, Frame, Interp, Journal};
 use crate::value::Val;
-use std::collections::HashMap;
+use gpulint_semantic::hash::HashMap;
 use tree_sitter::Node;
 
 /// Names written by a branch, (global, name), with their final values.
@@ -41,7 +41,7 @@ impl<'a, 't> Interp<'a, 't> {
             outcomes.push((writes, ret));
         }
         if !has_else {
-            outcomes.push((HashMap::new(), None));
+            outcomes.push((HashMap::default(), None));
         }
         self.uncertain -= 1;
         let rets: Vec<&Val> = outcomes.iter().filter_map(|o| o.1.as_ref()).collect();
@@ -97,7 +97,7 @@ impl<'a, 't> Interp<'a, 't> {
     /// Undoes the writes of a journal to `frame` and the globals; returns the names written
     /// with the values they had before the undo.
     fn undo(&mut self, journal: Journal, frame: &mut Frame) -> HashMap<(bool, String), Val> {
-        let mut writes = HashMap::new();
+        let mut writes = HashMap::default();
         for (global, fid, name, _) in &journal {
             if *global || *fid == frame.id {
                 let v = self
@@ -160,7 +160,7 @@ impl<'a, 't> Interp<'a, 't> {
             frame.pending = Some(v.unknown_or(0));
         }
         // What the body changed is only known for one iteration: forget it.
-        let mut first: HashMap<(bool, String), Option<Val>> = HashMap::new();
+        let mut first: HashMap<(bool, String), Option<Val>> = HashMap::default();
         for (global, fid, name, prev) in journal {
             if global || fid == frame.id {
                 first.entry((global, name)).or_insert(prev);

@@ -3,9 +3,9 @@
 
 use super::Interp;
 use crate::value::{Fw, Val};
+use gpulint_semantic::hash::HashMap;
 use gpulint_syntax::named_children;
 use gpulint_syntax::NodeExt;
-use std::collections::HashMap;
 use std::rc::Rc;
 use tree_sitter::Node;
 
@@ -40,7 +40,7 @@ impl<'a, 't> Interp<'a, 't> {
             // The `def`s of the class's own body (directly, or under decorators), found from
             // the class's children: asking every function of the file about every class, each
             // with `Node::parent` (which descends from the root), grows with their product.
-            let mut methods = HashMap::new();
+            let mut methods = HashMap::default();
             let mut cursor = node.walk();
             let blocks: Vec<Node<'t>> = node.children(&mut cursor).collect();
             for block in blocks {
@@ -74,7 +74,7 @@ impl<'a, 't> Interp<'a, 't> {
             });
         }
         // Bases: framework names or earlier classes of the file.
-        let mut first_of_name: HashMap<String, usize> = HashMap::new();
+        let mut first_of_name: HashMap<String, usize> = HashMap::default();
         for (j, c) in self.classes.iter().enumerate() {
             first_of_name.entry(c.name.clone()).or_insert(j);
         }

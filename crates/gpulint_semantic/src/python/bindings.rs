@@ -5,10 +5,10 @@
 use super::builder::identifiers_in_target;
 use super::value::parse_int;
 use super::{fold_binary, string_literal, PythonModel, Value, MAX_FOLD_DEPTH};
+use crate::hash::{HashMap, HashSet};
 use gpulint_syntax::named_children;
 use gpulint_syntax::NodeExt;
 use std::cell::OnceCell;
-use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
 /// Values for some identifiers, consulted first when folding (see
@@ -146,7 +146,7 @@ impl<'t> PythonModel<'t> {
     /// Where identifiers that bind each name start (see [`NameIndex::binders`]).
     fn binders<'i>(&self, index: &'i NameIndex<'t>) -> &'i HashMap<&'t str, Vec<usize>> {
         index.binders.get_or_init(|| {
-            let mut binders: HashMap<&'t str, Vec<usize>> = HashMap::new();
+            let mut binders: HashMap<&'t str, Vec<usize>> = HashMap::default();
             let parents = self.parents();
             for &n in &self.identifiers {
                 if parents.parent(n).is_some_and(|p| binds_in(n, p)) {
@@ -353,7 +353,7 @@ impl<'t> PythonModel<'t> {
             .functions
             .iter()
             .map(|f| {
-                let mut names = HashSet::new();
+                let mut names = HashSet::default();
                 if let Some(params) = f.node.field("parameters") {
                     for p in named_children(params) {
                         let id = match p.kind_name() {

@@ -3,10 +3,10 @@
 
 use super::string_literal;
 use super::{Binding, Class, Function, Import, PythonModel};
+use crate::hash::HashMap;
 use gpulint_syntax::NodeExt;
 use gpulint_syntax::{is_plain_token, named_children, text};
 use std::cell::OnceCell;
-use std::collections::HashMap;
 use std::sync::LazyLock;
 use tree_sitter::{Node, Tree};
 
@@ -121,9 +121,9 @@ impl<'t> PythonBuilder<'t> {
             open: Vec::new(),
             scope_stack: Vec::new(),
             class_stack: Vec::new(),
-            module_bindings: HashMap::new(),
-            local_aliases: HashMap::new(),
-            argparse_defaults: HashMap::new(),
+            module_bindings: HashMap::default(),
+            local_aliases: HashMap::default(),
+            argparse_defaults: HashMap::default(),
             mentions_add_argument: memchr::memmem::find(source.as_bytes(), b"add_argument")
                 .is_some(),
             parents: gpulint_syntax::Parents::default(),
@@ -474,8 +474,9 @@ impl<'t> PythonBuilder<'t> {
     }
 
     pub fn finish(self, tree: &'t Tree) -> PythonModel<'t> {
-        let mut functions_by_name: HashMap<&'t str, Vec<usize>> = HashMap::new();
-        let mut function_index = HashMap::with_capacity(self.functions.len());
+        let mut functions_by_name: HashMap<&'t str, Vec<usize>> = HashMap::default();
+        let mut function_index =
+            HashMap::with_capacity_and_hasher(self.functions.len(), Default::default());
         for (i, f) in self.functions.iter().enumerate() {
             if let Some(n) = f.node.field("name") {
                 functions_by_name

@@ -12,8 +12,8 @@ use super::recursion::{argument_for, is_bound_call};
 use super::tf::argument;
 use super::tf_function::is_tf_function;
 use super::{PythonModel, Value};
+use crate::hash::HashMap;
 use gpulint_syntax::{named_children, NodeExt};
-use std::collections::HashMap;
 use tree_sitter::Node;
 
 /// How many calls up a parameter passed on as an argument is followed.
@@ -183,7 +183,7 @@ impl<'t> PythonModel<'t> {
 }
 
 fn calls_by_callee(m: &PythonModel<'_>) -> HashMap<usize, Vec<usize>> {
-    let mut out: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut out: HashMap<usize, Vec<usize>> = HashMap::default();
     for (i, &(call, _)) in m.calls.iter().enumerate() {
         if let Some(f) = called_function(m, call) {
             out.entry(f).or_default().push(i);

@@ -13,9 +13,9 @@
 //! sequence (a library's `train()` has an order of its own, whoever calls it).
 
 use super::PythonModel;
+use crate::hash::HashSet;
 use gpulint_syntax::named_children;
 use gpulint_syntax::NodeExt;
-use std::collections::HashSet;
 use tree_sitter::Node;
 
 /// How many local calls deep expansion goes.
@@ -154,11 +154,11 @@ impl<'t> ExecOrder<'t> {
             m,
             order: ExecOrder::default(),
             stack: Vec::new(),
-            visited: HashSet::new(),
+            visited: HashSet::default(),
         };
         // Module level. In a notebook each code cell is a sequence of its own: cells can run
         // in any order, so only what happens inside one cell is certain to be ordered.
-        let mut reached = HashSet::new();
+        let mut reached = HashSet::default();
         for root in &m.roots {
             reached.extend(b.sequence(None, std::slice::from_ref(root)));
         }

@@ -18,11 +18,11 @@ mod init;
 
 use super::order::{Event, ExecOrder};
 use super::PythonModel;
+use crate::hash::HashMap;
 use config::folds_false;
 use gpulint_syntax::named_children;
 use gpulint_syntax::NodeExt;
 use init::{last_segment, plain_receiver};
-use std::collections::HashMap;
 use tree_sitter::Node;
 
 /// Why a call initializes the TensorFlow device runtime.

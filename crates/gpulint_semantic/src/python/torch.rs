@@ -5,9 +5,9 @@
 
 use super::order::ExecOrder;
 use super::{string_literal, PythonModel};
+use crate::hash::HashMap;
 use gpulint_syntax::named_children;
 use gpulint_syntax::NodeExt;
-use std::collections::HashMap;
 use tree_sitter::Node;
 
 /// `torch.cuda.*` functions that initialize CUDA (and the caching allocator).

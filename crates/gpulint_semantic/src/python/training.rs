@@ -29,9 +29,9 @@ pub use leaks::{accumulation, mentions, EpochOutput};
 pub use meters::{accumulated_params, self_calls_in_loops, StepMethod};
 
 use super::PythonModel;
+use crate::hash::HashMap;
 use gpulint_syntax::named_children;
 use gpulint_syntax::NodeExt;
-use std::collections::HashMap;
 use tree_sitter::Node;
 
 /// A `for` or `while` loop.
