@@ -7,10 +7,12 @@ mod allocations;
 pub mod cuda_retry;
 pub mod kind;
 mod parents;
+mod siblings;
 mod tree;
 pub mod unclosed;
 
 pub use parents::Parents;
+pub use siblings::NamedSiblings;
 pub use tree::*;
 
 use std::path::Path;

@@ -131,6 +131,11 @@ impl Rule for UncheckedKernelLaunch {
         // Launches that end their function: asked of the callers, once per function.
         let mut resolver: Option<Resolver<'static>> = None;
         let mut asked: HashMap<String, Option<UncheckedPath>> = HashMap::new();
+        // The statements after each launch, read once per block, and per statement the first
+        // one from it on that is not a further launch.
+        let mut siblings = gpulint_syntax::NamedSiblings::default();
+        let mut kept_from: gpulint_semantic::hash::HashMap<usize, Option<Node<'_>>> =
+            Default::default();
         for l in &m.launches {
             if l.node.has_error() {
                 continue;
@@ -157,14 +162,42 @@ impl Rule for UncheckedKernelLaunch {
             let mut decided = false;
             for _ in 0..MAX_UP {
                 // Skip further launches in a row.
-                let mut next = cur.next_named_sibling();
-                while let Some(n) = next {
-                    if n.kind_name() == "comment" || (m.text(n).contains("<<<") && !is_check(n)) {
-                        next = n.next_named_sibling();
-                    } else {
-                        break;
+                let skipped = |n: Node<'_>| {
+                    n.kind_name() == "comment" || (m.text(n).contains("<<<") && !is_check(n))
+                };
+                let next = match at.checked_sub(1).and_then(|p| siblings.after(path[p], cur)) {
+                    // The answer is kept for each statement passed: a block of many launches
+                    // asks it for every launch after each of them.
+                    Some(after) => {
+                        let mut passed = Vec::new();
+                        let mut found = None;
+                        for &n in after {
+                            if let Some(&known) = kept_from.get(&n.id()) {
+                                found = known;
+                                break;
+                            }
+                            if !skipped(n) {
+                                found = Some(n);
+                                break;
+                            }
+                            passed.push(n.id());
+                        }
+                        if let Some(n) = found {
+                            kept_from.insert(n.id(), found);
+                        }
+                        for id in passed {
+                            kept_from.insert(id, found);
+                        }
+                        found
                     }
-                }
+                    None => {
+                        let mut next = cur.next_named_sibling();
+                        while let Some(n) = next.filter(|&n| skipped(n)) {
+                            next = n.next_named_sibling();
+                        }
+                        next
+                    }
+                };
                 // `case …: launch; break;`: the check may follow the `switch`.
                 if let Some(_n) = next.filter(|n| n.kind_name() == "break_statement") {
                     // The break is `cur`'s sibling: its ancestors are `cur`'s.
