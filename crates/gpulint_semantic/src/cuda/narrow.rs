@@ -36,6 +36,33 @@ pub const INT32_LIMITS: &[&str] = &[
     "<<31",
 ];
 
+/// Where the first spelling of a 32-bit limit ([`INT32_LIMITS`]) in `function` ends (a byte
+/// offset of `source`): the function checks the limit before offset `at` exactly when this is
+/// at most `at`. Asked once per function, it answers for every launch in it (searching the
+/// text before each launch again grows with the launches times the function's length).
+pub fn int32_limit_end(source: &str, function: Node<'_>) -> Option<usize> {
+    let (start, end) = (function.start_byte(), function.end_byte());
+    let text = source.get(start..end)?;
+    INT32_LIMITS
+        .iter()
+        .filter_map(|t| memchr::memmem::find(text.as_bytes(), t.as_bytes()).map(|i| i + t.len()))
+        .min()
+        .map(|e| start + e)
+}
+
+/// Does `function` spell a 32-bit limit before byte offset `at`, by the answers of
+/// [`int32_limit_end`] kept in `ends` per function?
+pub fn checks_int32_before(
+    ends: &mut crate::hash::HashMap<usize, Option<usize>>,
+    source: &str,
+    function: Node<'_>,
+    at: usize,
+) -> bool {
+    ends.entry(function.id())
+        .or_insert_with(|| int32_limit_end(source, function))
+        .is_some_and(|e| e <= at)
+}
+
 /// Calls that return an element count.
 pub const COUNT_CALLS: &[&str] = &["numel", "NumElements", "num_elements", "nelement"];
 
@@ -129,6 +156,7 @@ impl<'t> super::CudaModel<'t> {
     /// defined here, in launching functions that do not check the 32-bit limit first.
     pub fn narrowed_launch_args(&self) -> Vec<LaunchNarrowing<'t>> {
         let mut out = Vec::new();
+        let mut limits = crate::hash::HashMap::default();
         for l in &self.launches {
             let Some(k) = self.launched_kernel(l) else {
                 continue;
@@ -136,8 +164,7 @@ impl<'t> super::CudaModel<'t> {
             let Some(func) = self.enclosing_function(l.node) else {
                 continue;
             };
-            let before = &self.source[func.node.start_byte()..l.node.start_byte()];
-            if INT32_LIMITS.iter().any(|t| before.contains(t)) {
+            if checks_int32_before(&mut limits, self.source, func.node, l.node.start_byte()) {
                 continue;
             }
             for (p, arg) in k.params.iter().zip(&l.args) {

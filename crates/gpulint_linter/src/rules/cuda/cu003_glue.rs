@@ -4,7 +4,7 @@ use super::short;
 use super::SANITIZER;
 use crate::context::Context;
 use gpulint_diagnostics::{Severity, Span};
-use gpulint_semantic::cuda::narrow::{method_name, narrowing_of, COUNT_CALLS, INT32_LIMITS};
+use gpulint_semantic::cuda::narrow::{checks_int32_before, method_name, narrowing_of, COUNT_CALLS};
 use gpulint_semantic::cuda::CudaModel;
 use gpulint_syntax::descendants;
 use gpulint_syntax::NodeExt;
@@ -92,6 +92,7 @@ pub(super) fn check_glue(ctx: &mut Context<'_>) {
     // What each value narrows, asked once across the launches.
     type Narrowed<'t> = Option<(Node<'t>, &'t str, &'static str, bool)>;
     let mut narrowed: HashMap<(usize, bool), Narrowed<'_>> = HashMap::new();
+    let mut limits = Default::default();
     for l in &m.launches {
         if l.node.has_error() {
             continue;
@@ -103,8 +104,7 @@ pub(super) fn check_glue(ctx: &mut Context<'_>) {
             continue;
         }
         // `TORCH_CHECK(n <= INT_MAX)`, `canUse32BitIndexMath(x)`, … before the launch.
-        let before = &src[func.node.start_byte()..l.node.start_byte()];
-        if INT32_LIMITS.iter().any(|t| before.contains(t)) {
+        if checks_int32_before(&mut limits, src, func.node, l.node.start_byte()) {
             continue;
         }
         // TF op kernels: OP005 reports the narrowed `NumElements()`.
