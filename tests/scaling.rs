@@ -1,6 +1,7 @@
 //! Time per file grows linearly: with the file's size (generated Python and CUDA files), with
-//! the number of functions (small PyTorch training functions, PT001/PT002/PT003), and with
-//! nesting depth (blocks in a kernel, brackets and blocks in Python).
+//! the number of functions (small PyTorch training functions, PT001/PT002/PT003), with the
+//! number of kernel launches in one function, and with nesting depth (blocks in a kernel,
+//! brackets and blocks in Python).
 //!
 //! Each case checks a small and a large input (in-process, the best of 3 rounds in CPU time of
 //! the checking thread, so that other load on the machine does not count, one check at a
@@ -18,7 +19,7 @@
 //! every finding. `cargo test` runs small sizes (a few seconds; the generated files are copies
 //! of a 16 KB sample of the fixtures, so that both sizes hold the same mix of rules);
 //! `GPULINT_SCALING=large` runs the large sizes (copies of all the fixtures): 1/2/4/8 MB,
-//! 2,500/5,000/10,000 functions and
+//! 2,500/5,000/10,000 functions, 1,000/2,000/4,000 launches and
 //! 8,000/16,000/100,000 nested blocks and brackets. Every figure is printed (run with
 //! `--nocapture` to quote them).
 
@@ -261,6 +262,22 @@ fn kernel_blocks(depth: usize) -> String {
     )
 }
 
+/// One host function that launches a kernel `n` times in a row, with a 64-bit count narrowed
+/// to the kernel's `int` at every launch, and one check after the last launch: each launch
+/// asks what follows it and what its function checked before it.
+fn launches_in_a_row(n: usize) -> String {
+    let mut s = String::from(
+        "__global__ void kern(float* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] = 0;\n}\n\nvoid launch_all(at::Tensor x) {\n",
+    );
+    for i in 0..n {
+        s.push_str(&format!(
+            "  kern<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>() + {i}, x.numel());\n"
+        ));
+    }
+    s.push_str("  C10_CUDA_KERNEL_LAUNCH_CHECK();\n}\n");
+    s
+}
+
 fn python_brackets(depth: usize) -> String {
     format!(
         "import torch\nx = {}1{}\nloss = torch.zeros(1)\n",
@@ -325,6 +342,22 @@ fn time_is_linear_in_the_size_of_a_cuda_file() {
     assert_linear_in_size("generated .cu", "generated.cu", sizes, |n| {
         sized(&text, "void ", n)
     });
+}
+
+#[test]
+fn time_is_linear_in_the_launches_of_one_function() {
+    let sizes: &[usize] = if large() {
+        &[1_000, 2_000, 4_000]
+    } else {
+        &[100, 400]
+    };
+    assert_scales(
+        "launches in a row in .cu",
+        "launches.cu",
+        sizes,
+        launches_in_a_row,
+        2.0,
+    );
 }
 
 #[test]

@@ -139,6 +139,7 @@ impl Rule for NonContiguousDataPtr {
                 continue;
             }
             let facts = &m.glue.facts.fns[gf.facts];
+            let spans = argument_spans(m, gf);
             // One finding per tensor, at its first raw pointer that a kernel walks linearly:
             // each tensor needs its own fix there.
             let mut seen: Vec<usize> = Vec::new();
@@ -155,7 +156,7 @@ impl Rule for NonContiguousDataPtr {
                 {
                     continue;
                 }
-                let Some(linear) = linear_access(m, gf, u) else {
+                let Some(linear) = linear_access(m, gf, u, &spans) else {
                     continue;
                 };
                 let r = resolver.get(ctx).coverage(gf.facts, index);
@@ -230,15 +231,37 @@ fn layout_aware(name: &str) -> bool {
     lower.contains("stride") || lower.contains("channels_last") || lower.contains("layout")
 }
 
+/// Per launch of `gf` (in its order): the bytes from its first argument's start to its last
+/// one's end, read once. A use outside them is in none of its arguments: a function of many
+/// launches, each with its own pointer, would otherwise ask every launch about every use.
+fn argument_spans(m: &CudaModel<'_>, gf: &GlueFn<'_>) -> Vec<Option<(usize, usize)>> {
+    gf.launches
+        .iter()
+        .map(|&li| {
+            let args = &m.launches.get(li)?.args;
+            let start = args.iter().map(|a| a.start_byte()).min()?;
+            let end = args.iter().map(|a| a.end_byte()).max()?;
+            Some((start, end))
+        })
+        .collect()
+}
+
 /// The launch that takes this pointer and where its kernel (of this file, or of a project
 /// header) walks the matching parameter as contiguous, when the launch passes no strides.
+/// `spans`: [`argument_spans`] of `gf`.
 fn linear_access<'a, 't>(
     m: &'a CudaModel<'t>,
     gf: &GlueFn<'t>,
     u: &PtrUse<'t>,
+    spans: &[Option<(usize, usize)>],
 ) -> Option<Linear<'a, 't>> {
-    for &li in &gf.launches {
-        if !gf.use_reaches(m, u, li) {
+    let (start, end) = (u.node.start_byte(), u.node.end_byte());
+    for (i, &li) in gf.launches.iter().enumerate() {
+        // A use not stored in a variable reaches a launch only inside one of its arguments.
+        let outside = spans
+            .get(i)
+            .is_some_and(|s| s.is_none_or(|(s, e)| start < s || end > e));
+        if (u.var.is_none() && outside) || !gf.use_reaches(m, u, li) {
             continue;
         }
         let l = &m.launches[li];
