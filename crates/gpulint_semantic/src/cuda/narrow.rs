@@ -36,12 +36,13 @@ pub const INT32_LIMITS: &[&str] = &[
     "<<31",
 ];
 
-/// Where the first spelling of a 32-bit limit ([`INT32_LIMITS`]) in `function` ends (a byte
-/// offset of `source`): the function checks the limit before offset `at` exactly when this is
-/// at most `at`. Asked once per function, it answers for every launch in it (searching the
-/// text before each launch again grows with the launches times the function's length).
-pub fn int32_limit_end(source: &str, function: Node<'_>) -> Option<usize> {
-    let (start, end) = (function.start_byte(), function.end_byte());
+/// Where the earliest-ending spelling of a 32-bit limit ([`INT32_LIMITS`]) that lies wholly in
+/// `source[start..end]` ends (a byte offset of `source`). Text up to offset `at` checks the
+/// limit exactly when this, asked for any `end` at or past `at`, is at most `at`: the first
+/// occurrence of each spelling is the one that ends first. So one search of a whole function
+/// answers for every offset in it (searching the text before each launch again grows with the
+/// launches times the function's length).
+pub fn limit_end(source: &str, start: usize, end: usize) -> Option<usize> {
     let text = source.get(start..end)?;
     INT32_LIMITS
         .iter()
@@ -51,7 +52,7 @@ pub fn int32_limit_end(source: &str, function: Node<'_>) -> Option<usize> {
 }
 
 /// Does `function` spell a 32-bit limit before byte offset `at`, by the answers of
-/// [`int32_limit_end`] kept in `ends` per function?
+/// [`limit_end`] for the whole function, kept in `ends` per function?
 pub fn checks_int32_before(
     ends: &mut crate::hash::HashMap<usize, Option<usize>>,
     source: &str,
@@ -59,7 +60,7 @@ pub fn checks_int32_before(
     at: usize,
 ) -> bool {
     ends.entry(function.id())
-        .or_insert_with(|| int32_limit_end(source, function))
+        .or_insert_with(|| limit_end(source, function.start_byte(), function.end_byte()))
         .is_some_and(|e| e <= at)
 }
 
@@ -268,10 +269,10 @@ impl<'t> super::CudaModel<'t> {
             {
                 continue;
             }
-            let text_before = &self.source[fs..fe];
-            if INT32_LIMITS.iter().any(|t| text_before.contains(t)) {
+            if limit_end(self.source, fs, fe).is_some() {
                 continue;
             }
+            let text_before = &self.source[fs..fe];
             // Two sizes narrowed below need two `size` calls in the text.
             if memchr::memmem::find_iter(text_before.as_bytes(), b"size")
                 .nth(1)
@@ -355,6 +356,7 @@ impl<'t> super::CudaModel<'t> {
         if !gpulint_source::contains_any(self.source.as_bytes(), COUNT_CALLS) {
             return out;
         }
+        let mut limits = crate::hash::HashMap::default();
         for f in &self.functions {
             if f.space.global || (f.space.device && !f.space.host) {
                 continue;
@@ -385,8 +387,7 @@ impl<'t> super::CudaModel<'t> {
                 if !narrow || out.iter().any(|o| o.field == name) {
                     continue;
                 }
-                let before = &self.source[f.node.start_byte()..assign.start_byte()];
-                if INT32_LIMITS.iter().any(|l| before.contains(l)) {
+                if checks_int32_before(&mut limits, self.source, f.node, assign.start_byte()) {
                     continue;
                 }
                 out.push(FieldNarrowing {

@@ -8,7 +8,7 @@
 //! in members are reported at the store by `narrowed_count_fields`; single dimensions
 //! (`x.size(1)`) are small and not reported.
 
-use super::{member_of, method_name, INT32_LIMITS};
+use super::{member_of, method_name};
 use crate::cuda::interval::Width;
 use crate::hash::HashMap;
 use gpulint_syntax::{text, NodeExt};
@@ -203,8 +203,7 @@ pub(crate) fn stride_store<'t>(
 
 /// Is the text before `at` in its function free of a 32-bit limit check?
 pub(crate) fn unchecked(function_start: usize, at: usize, source: &str) -> bool {
-    let before = source.get(function_start..at).unwrap_or("");
-    !INT32_LIMITS.iter().any(|l| before.contains(l))
+    super::limit_end(source, function_start, at).is_none()
 }
 
 /// The assignment's text on one line, shortened.
