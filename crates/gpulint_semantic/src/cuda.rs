@@ -17,6 +17,7 @@ pub mod interval;
 pub mod kernel;
 pub mod launch;
 pub mod narrow;
+mod nesting;
 pub mod race;
 mod rounded;
 pub mod steps;
@@ -136,11 +137,9 @@ pub struct CudaModel<'t> {
     /// from the path [`CudaModel::read_headers`] gave (none: no headers).
     headers: std::cell::OnceCell<headers::Headers>,
     header_path: Option<std::path::PathBuf>,
-    /// Indexes into `functions` sorted by start byte, and per function the innermost other
-    /// function whose range holds it: finding the functions around a node costs their nesting,
-    /// not the number of functions in the file.
-    function_order: Vec<usize>,
-    function_parent: Vec<Option<usize>>,
+    /// The byte ranges of `functions`, nested: finding the functions around a node costs
+    /// their nesting, not the number of functions in the file.
+    function_nesting: nesting::Nesting,
     /// Indexes into `launches` by kernel name, in order: the launches of one kernel without a
     /// scan of every launch of the file.
     launches_by_kernel: HashMap<&'t str, Vec<usize>>,
@@ -148,6 +147,9 @@ pub struct CudaModel<'t> {
     /// function node (by node id).
     kernel_by_name: HashMap<String, usize>,
     kernel_by_node: HashMap<usize, usize>,
+    /// The file's look-ups by name and by function, so that a question about one function or
+    /// call costs what that function has, not a scan of the whole file (see [`Lookups`]).
+    lookups: Lookups<'t>,
     /// Indexes into `guards` sorted by the condition's start byte: the guards inside one
     /// kernel without a scan of every guard of the file.
     guard_order: Vec<u32>,
@@ -168,27 +170,20 @@ pub struct CudaModel<'t> {
     steps: RefCell<steps::StepCache>,
 }
 
-/// See [`CudaModel::function_order`]: the order by start byte (longest first on a tie) and
-/// the innermost holder of each function.
-fn function_nesting(functions: &[Function<'_>]) -> (Vec<usize>, Vec<Option<usize>>) {
-    let mut order: Vec<usize> = (0..functions.len()).collect();
-    let range = |i: usize| (functions[i].node.start_byte(), functions[i].node.end_byte());
-    order.sort_by_key(|&i| (range(i).0, std::cmp::Reverse(range(i).1), i));
-    let mut parent = vec![None; functions.len()];
-    let mut open: Vec<usize> = Vec::new();
-    for &i in &order {
-        let (s, e) = range(i);
-        while let Some(&top) = open.last() {
-            let (ts, te) = range(top);
-            if ts <= s && e <= te {
-                break;
-            }
-            open.pop();
-        }
-        parent[i] = open.last().copied();
-        open.push(i);
-    }
-    (order, parent)
+/// Indexes of the model's lists by name and by function (built by [`CudaModel::index`]).
+#[derive(Default)]
+struct Lookups<'t> {
+    /// Indexes into `functions` of the device-side (`__device__` or `__global__`) functions
+    /// of each name, in order.
+    device_functions: HashMap<String, Vec<usize>>,
+    /// Per function index: the first kernel and the first helper made of it (indexes into
+    /// `kernels` and `helpers`).
+    code: HashMap<usize, (Option<usize>, Option<usize>)>,
+    /// Indexes into `device_calls` by callee name and by calling function, in order.
+    calls_to: HashMap<&'t str, Vec<usize>>,
+    calls_from: HashMap<usize, Vec<usize>>,
+    /// Indexes into `arrays` by function, in order.
+    arrays: HashMap<usize, Vec<usize>>,
 }
 
 /// A definition in host code: `dim3 grid(…)`, `grid.x = …`, or `dim3 grid;` (no value).
@@ -332,28 +327,15 @@ impl<'t> CudaModel<'t> {
     /// function around it).
     pub fn enclosing_function(&self, node: Node<'_>) -> Option<&Function<'t>> {
         // The smallest holder; among holders of one size, the first in `functions`.
-        self.functions_around(node)
-            .min_by_key(|&i| (self.functions[i].node.byte_range().len(), i))
+        self.function_nesting
+            .innermost(node.start_byte(), node.end_byte())
             .map(|i| &self.functions[i])
     }
 
     /// Indexes of the functions whose byte range holds `node`, innermost first.
     pub fn functions_around(&self, node: Node<'_>) -> impl Iterator<Item = usize> + use<'_, 't> {
-        let (start, end) = (node.start_byte(), node.end_byte());
-        let before = self
-            .function_order
-            .partition_point(|&i| self.functions[i].node.start_byte() <= start);
-        // Every holder starts before `node`, so it holds the last function that does (or is
-        // it): walk up from there.
-        let mut cur = before.checked_sub(1).map(|k| self.function_order[k]);
-        std::iter::from_fn(move || loop {
-            let i = cur?;
-            cur = self.function_parent[i];
-            let f = self.functions[i].node;
-            if f.start_byte() <= start && end <= f.end_byte() {
-                return Some(i);
-            }
-        })
+        self.function_nesting
+            .holders(node.start_byte(), node.end_byte())
     }
 
     /// Launches of the kernel called `name` in this file.
@@ -377,6 +359,45 @@ impl<'t> CudaModel<'t> {
         self.kernel_by_node
             .get(&func.node.id())
             .map(|&i| &self.kernels[i])
+    }
+
+    /// The first kernel made of function `function` (an index into `functions`).
+    pub fn kernel_of_function(&self, function: usize) -> Option<&Kernel<'t>> {
+        let (k, _) = self.lookups.code.get(&function)?;
+        k.map(|k| &self.kernels[k])
+    }
+
+    /// The first helper (a `__device__` function with a body) made of function `function`.
+    pub fn helper_of_function(&self, function: usize) -> Option<&Kernel<'t>> {
+        let (_, h) = self.lookups.code.get(&function)?;
+        h.map(|h| &self.helpers[h])
+    }
+
+    /// The facts of function `function`: its kernel, or else its helper.
+    pub fn code_of_function(&self, function: usize) -> Option<&Kernel<'t>> {
+        self.kernel_of_function(function)
+            .or_else(|| self.helper_of_function(function))
+    }
+
+    /// The device calls of callee `name` (without namespace or template arguments), in the
+    /// order of `device_calls`.
+    pub fn calls_to<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a DeviceCall<'t>> + 'a {
+        self.lookups
+            .calls_to
+            .get(name)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.device_calls[i])
+    }
+
+    /// The arrays declared in function `function`, in the order of `arrays`.
+    pub fn arrays_of(&self, function: usize) -> impl Iterator<Item = &ArrayDecl<'t>> + '_ {
+        self.lookups
+            .arrays
+            .get(&function)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.arrays[i])
     }
 
     /// Indexes of the guards whose condition lies inside kernel `k`'s bytes, in the order of
@@ -438,6 +459,29 @@ impl<'t> CudaModel<'t> {
                 .or_insert(i);
             self.kernel_by_node.entry(k.node.id()).or_insert(i);
         }
+        let mut l = Lookups::default();
+        for (i, f) in self.functions.iter().enumerate() {
+            if f.space.device || f.space.global {
+                l.device_functions
+                    .entry(f.name.clone())
+                    .or_default()
+                    .push(i);
+            }
+        }
+        for (i, k) in self.kernels.iter().enumerate() {
+            l.code.entry(k.function).or_default().0.get_or_insert(i);
+        }
+        for (i, h) in self.helpers.iter().enumerate() {
+            l.code.entry(h.function).or_default().1.get_or_insert(i);
+        }
+        for (i, c) in self.device_calls.iter().enumerate() {
+            l.calls_to.entry(c.callee).or_default().push(i);
+            l.calls_from.entry(c.caller).or_default().push(i);
+        }
+        for (i, a) in self.arrays.iter().enumerate() {
+            l.arrays.entry(a.function).or_default().push(i);
+        }
+        self.lookups = l;
         let mut order: Vec<u32> = (0..self.guards.len() as u32).collect();
         order.sort_by_key(|&g| (self.guards[g as usize].cond.start_byte(), g));
         self.guard_order = order;
@@ -505,9 +549,8 @@ impl<'t> CudaModel<'t> {
             let name = self.functions[i].name.clone();
             let params = self.functions[i].template_params.clone();
             let launches: Vec<Vec<Node<'t>>> = self
-                .launches
-                .iter()
-                .filter(|l| l.kernel == name && !l.template_args.is_empty())
+                .launches_of(&name)
+                .filter(|l| !l.template_args.is_empty())
                 .map(|l| l.template_args.clone())
                 .collect();
             let resolved = params

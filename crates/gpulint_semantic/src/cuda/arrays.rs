@@ -194,16 +194,22 @@ impl<'t> CudaModel<'t> {
 
     /// Functions called by `name`'s definitions in this file (device code only).
     pub fn calls_from(&self, caller: usize) -> impl Iterator<Item = &DeviceCall<'t>> {
-        self.device_calls.iter().filter(move |c| c.caller == caller)
+        self.lookups
+            .calls_from
+            .get(&caller)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.device_calls[i])
     }
 
     /// The device-side (`__device__` or `__global__`) functions called `name`.
     pub fn device_functions_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = usize> + 'a {
-        self.functions
-            .iter()
-            .enumerate()
-            .filter(move |(_, f)| f.name == name && (f.space.device || f.space.global))
-            .map(|(i, _)| i)
+        self.lookups
+            .device_functions
+            .get(name)
+            .into_iter()
+            .flatten()
+            .copied()
     }
 }
 

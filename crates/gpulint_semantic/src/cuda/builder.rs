@@ -254,7 +254,12 @@ impl<'t> CudaBuilder<'t> {
     }
 
     pub fn finish(self, tree: &'t Tree) -> CudaModel<'t> {
-        let (function_order, function_parent) = super::function_nesting(&self.functions);
+        let function_nesting = super::nesting::Nesting::new(
+            self.functions
+                .iter()
+                .map(|f| (f.node.start_byte(), f.node.end_byte()))
+                .collect(),
+        );
         let mut model = CudaModel {
             source: self.source,
             root: tree.root_node(),
@@ -278,11 +283,11 @@ impl<'t> CudaBuilder<'t> {
             glue: Default::default(),
             headers: Default::default(),
             header_path: None,
-            function_order,
-            function_parent,
+            function_nesting,
             launches_by_kernel: HashMap::default(),
             kernel_by_name: HashMap::default(),
             kernel_by_node: HashMap::default(),
+            lookups: Default::default(),
             guard_order: Vec::new(),
             allocation_order: Vec::new(),
             evidence: Default::default(),

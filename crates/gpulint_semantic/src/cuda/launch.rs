@@ -54,10 +54,8 @@ impl<'t> CudaModel<'t> {
     pub fn grid_axis_kinds(&self, launch: &Launch<'t>) -> Option<[GridKind; 3]> {
         let grid = super::kernel::peel(*launch.config.first()?);
         let whole = self.grid_kind(launch)?;
-        let func = self.functions.iter().position(|f| {
-            f.node.start_byte() <= launch.node.start_byte()
-                && launch.node.end_byte() <= f.node.end_byte()
-        });
+        // The first function of the file that holds the launch.
+        let func = self.functions_around(launch.node).min();
         let at = launch.node.start_byte();
         let dim3_args = |e: Node<'t>| -> Option<Vec<Node<'t>>> {
             match e.kind_name() {
@@ -120,10 +118,8 @@ impl<'t> CudaModel<'t> {
     /// How the grid of `launch` is computed; `None` if the launch has no grid argument.
     pub fn grid_kind(&self, launch: &Launch<'t>) -> Option<GridKind> {
         let grid = *launch.config.first()?;
-        let func = self.functions.iter().position(|f| {
-            f.node.start_byte() <= launch.node.start_byte()
-                && launch.node.end_byte() <= f.node.end_byte()
-        });
+        // The first function of the file that holds the launch.
+        let func = self.functions_around(launch.node).min();
         let mut budget = 2000;
         let at = launch.node.start_byte();
         Some(self.classify(grid, func, at, 0, &mut budget))

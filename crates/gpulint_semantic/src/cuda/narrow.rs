@@ -262,11 +262,7 @@ impl<'t> super::CudaModel<'t> {
                 continue;
             };
             let (fs, fe) = (f.node.start_byte(), f.node.end_byte());
-            if !self
-                .launches
-                .iter()
-                .any(|l| fs <= l.node.start_byte() && l.node.end_byte() <= fe)
-            {
+            if !self.holds_launch(f.node) {
                 continue;
             }
             if limit_end(self.source, fs, fe).is_some() {

@@ -70,9 +70,8 @@ impl<'t> CudaModel<'t> {
         }
         let name = self.text(base);
         let array = self
-            .arrays
-            .iter()
-            .filter(|a| a.function == fi && a.name == name && a.decl.end_byte() <= sub.start_byte())
+            .arrays_of(fi)
+            .filter(|a| a.name == name && a.decl.end_byte() <= sub.start_byte())
             .max_by_key(|a| a.decl.start_byte())?;
         if !matches!(array.space, ArraySpace::Local | ArraySpace::Shared)
             || array.extents.len() != 1
@@ -166,11 +165,7 @@ impl<'t> CudaModel<'t> {
             return None;
         }
         // The bound: one definition in the function, a rounding of another count.
-        let k = self
-            .kernels
-            .iter()
-            .chain(self.helpers.iter())
-            .find(|k| k.function == fi)?;
+        let k = self.code_of_function(fi)?;
         let v = k.local(bound)?;
         if k.defs[v].len() != 1 || !k.updates[v].is_empty() || k.def_ops[v][0] != "init" {
             return None;

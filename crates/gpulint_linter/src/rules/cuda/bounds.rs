@@ -24,15 +24,6 @@ pub(super) fn integral_pointer(m: &CudaModel<'_>, k: &Kernel<'_>, base: &str) ->
         })
 }
 
-/// 1-based line of a byte offset.
-fn line_of(source: &str, byte: usize) -> usize {
-    source.as_bytes()[..byte.min(source.len())]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
-}
-
 /// Reports out-of-range accesses, one finding per index expression (same guard and index
 /// through several pointers: `y[i] = s * x[i]`), at the first.
 pub(super) fn report_grouped<'t>(
@@ -102,7 +93,7 @@ fn report(
             extent.to_string(),
             format!(
                 "the launch at line {} passes a buffer of {extent} elements",
-                line_of(m.source, launch.start_byte())
+                m.line_of(launch.start_byte())
             ),
         ),
         Extent::Assumed(e) => (

@@ -10,6 +10,7 @@ use gpulint_semantic::cuda::interval::Extent;
 use gpulint_semantic::cuda::{Access, CudaModel, Flags, GridKind, Kernel, Launch};
 use gpulint_syntax::Lang;
 use gpulint_syntax::NodeExt;
+use std::cell::OnceCell;
 
 declare_rule! {
     /// ## What it does
@@ -126,16 +127,23 @@ impl Rule for UnguardedThreadIndex {
         if !m.divisibility_checks.is_empty() {
             return;
         }
+        let plain_only = OnceCell::new();
         for k in &m.kernels {
             if k.node.has_error() || k.too_large {
                 continue;
             }
-            check_kernel(ctx, m, k);
+            check_kernel(ctx, m, k, &plain_only);
         }
     }
 }
 
-fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
+/// `plain_only`: whether every launch of the file has a plain grid, computed on first use.
+fn check_kernel<'t>(
+    ctx: &mut Context<'_>,
+    m: &CudaModel<'t>,
+    k: &Kernel<'t>,
+    plain_only: &OnceCell<bool>,
+) {
     let grid = m.kernel_grid(&m.function(k).name);
     // A guard that admits the index one past the buffer (`if (i <= n) y[i]`), or a buffer
     // smaller than the guarded range at a launch here.
@@ -155,7 +163,7 @@ fn check_kernel<'t>(ctx: &mut Context<'_>, m: &CudaModel<'t>, k: &Kernel<'t>) {
         })
         .collect();
     super::bounds::report_grouped(ctx, m, k, &admitted);
-    check_unguarded(ctx, m, k, grid);
+    check_unguarded(ctx, m, k, grid, plain_only);
 }
 
 fn check_unguarded<'t>(
@@ -163,6 +171,7 @@ fn check_unguarded<'t>(
     m: &CudaModel<'t>,
     k: &Kernel<'t>,
     grid: Option<(GridKind, &Launch<'t>)>,
+    plain_only: &OnceCell<bool>,
 ) {
     // Launched here only with plain grids (`<<<rows, cols>>>`, `<<<n / 256, 256>>>`): every
     // thread maps to data, nothing runs past the end.
@@ -172,9 +181,11 @@ fn check_unguarded<'t>(
     // Not launched here: the other launches of the file show its style.
     if grid.is_none()
         && !m.launches.is_empty()
-        && m.launches
-            .iter()
-            .all(|l| m.grid_kind(l) == Some(GridKind::Plain))
+        && *plain_only.get_or_init(|| {
+            m.launches
+                .iter()
+                .all(|l| m.grid_kind(l) == Some(GridKind::Plain))
+        })
     {
         return;
     }
@@ -292,7 +303,7 @@ fn check_unguarded<'t>(
             .primary_label("out of bounds for the threads past the end of the data");
         if let Some(v) = var {
             if let Some(def) = k.defs[v].first() {
-                let (line, _) = line_of(m.source, def.start_byte());
+                let line = m.line_of(def.start_byte());
                 d = d.note(format!(
                     "`{key}` = `{}` (line {line}) is a global thread index",
                     short(m.text(*def))
@@ -405,17 +416,3 @@ fn row_stride(m: &CudaModel<'_>, k: &Kernel<'_>, var: &str) -> Option<String> {
 /// Unguarded accesses through one index variable: its name, its local, the accesses, and how
 /// the grid axes the index reads are computed.
 type Group<'a, 't> = (String, Option<usize>, Vec<&'a Access<'t>>, Option<GridKind>);
-
-/// 1-based line of a byte offset.
-fn line_of(source: &str, byte: usize) -> (usize, usize) {
-    let before = &source.as_bytes()[..byte.min(source.len())];
-    let line = before.iter().filter(|b| **b == b'\n').count() + 1;
-    (
-        line,
-        byte - before
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map(|p| p + 1)
-            .unwrap_or(0),
-    )
-}

@@ -215,10 +215,12 @@ fn cycle_from<'n>(
     edges: &[Vec<(usize, tree_sitter::Node<'n>)>],
     start: usize,
 ) -> Option<Vec<(usize, tree_sitter::Node<'n>)>> {
-    let mut seen = vec![false; edges.len()];
+    // The functions reached (a set, not one flag per function of the file: a search from
+    // every function that calls one would then cost the file's functions each time).
+    let mut seen: gpulint_semantic::hash::HashSet<usize> = Default::default();
     // (function, next edge to try); the path is the stack.
     let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
-    seen[start] = true;
+    seen.insert(start);
     let mut visits = 0;
     while let Some(&(f, next)) = stack.last() {
         visits += 1;
@@ -235,8 +237,7 @@ fn cycle_from<'n>(
         if to == start {
             return Some(stack.iter().map(|&(g, e)| (g, edges[g][e - 1].1)).collect());
         }
-        if !seen[to] {
-            seen[to] = true;
+        if seen.insert(to) {
             stack.push((to, 0));
         }
     }

@@ -95,11 +95,7 @@ impl Rule for SharedMemoryLimit {
             let mut total: i128 = 0;
             let mut largest: Option<(i128, tree_sitter::Node<'_>, &str)> = None;
             let mut unknown = false;
-            for a in m
-                .arrays
-                .iter()
-                .filter(|a| a.function == fi && a.space == ArraySpace::Shared)
-            {
+            for a in m.arrays_of(fi).filter(|a| a.space == ArraySpace::Shared) {
                 match m.array_bytes(a) {
                     Some(b) => {
                         total = total.saturating_add(b);

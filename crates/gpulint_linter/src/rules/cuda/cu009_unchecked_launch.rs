@@ -115,12 +115,13 @@ impl Rule for UncheckedKernelLaunch {
         // statement is no known check. The statement's names are read once and looked up
         // among the helpers (reading them again for each helper grows with the helpers times
         // the statement).
-        let helpers: std::cell::OnceCell<std::collections::HashSet<&str>> = Default::default();
+        let helpers: std::cell::OnceCell<gpulint_semantic::hash::HashSet<&str>> =
+            Default::default();
         let is_check_text = |t: &str| {
             LAUNCH_CHECKS.iter().any(|c| t.contains(c))
                 || extra.iter().any(|c| t.contains(c.as_str()))
                 || {
-                    let helpers = helpers.get_or_init(|| m.check_helpers().into_iter().collect());
+                    let helpers = helpers.get_or_init(|| m.check_helpers());
                     !helpers.is_empty()
                         && gpulint_semantic::cuda::guards::name_tokens(t)
                             .iter()

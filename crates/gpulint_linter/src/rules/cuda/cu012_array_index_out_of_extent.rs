@@ -134,11 +134,8 @@ impl Rule for ArrayIndexOutOfExtent {
             let name = m.text(base);
             // The nearest declaration of that name before the use, in this function.
             let Some(array) = m
-                .arrays
-                .iter()
-                .filter(|a| {
-                    a.function == fi && a.name == name && a.decl.end_byte() <= sub.start_byte()
-                })
+                .arrays_of(fi)
+                .filter(|a| a.name == name && a.decl.end_byte() <= sub.start_byte())
                 .max_by_key(|a| a.decl.start_byte())
             else {
                 continue;

@@ -134,7 +134,15 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
         .collect();
     let defined: HashSet<&str> = model.functions.iter().map(|f| f.name.as_str()).collect();
     // The file's error-checking helpers, read when a call is first recorded.
-    let check_helpers: std::cell::OnceCell<Vec<&str>> = Default::default();
+    let check_helpers: std::cell::OnceCell<crate::hash::HashSet<&str>> = Default::default();
+    // The dispatch regions nested, so that the one around a pointer use is found without a
+    // scan of every dispatch of the file.
+    let dispatch_nesting = crate::cuda::nesting::Nesting::new(
+        glue.dispatches
+            .iter()
+            .map(|d| (d.node.start_byte(), d.node.end_byte()))
+            .collect(),
+    );
     for (fi, func) in model.functions.iter().enumerate() {
         if (func.space.global || func.space.device) && !func.space.host {
             continue;
@@ -241,7 +249,7 @@ pub fn build<'t>(model: &CudaModel<'t>, nodes: GlueNodes<'t>, dispatch: &[String
                         method,
                         targ,
                         &cx,
-                        &glue.dispatches,
+                        &dispatch_nesting,
                         model,
                     ));
                 }

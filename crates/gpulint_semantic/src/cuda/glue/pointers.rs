@@ -3,7 +3,8 @@
 
 use super::origin::Ctx;
 use super::syntax::declarator_name;
-use super::{Dispatch, PtrUse};
+use super::PtrUse;
+use crate::cuda::nesting::Nesting;
 use crate::cuda::{last_name, CudaModel};
 use gpulint_syntax::{text, NodeExt};
 use tree_sitter::Node;
@@ -27,7 +28,7 @@ pub(super) fn pointer_use<'t>(
     method: &'t str,
     type_arg: Option<&'t str>,
     cx: &Ctx<'_, 't>,
-    dispatches: &[Dispatch<'t>],
+    dispatches: &Nesting,
     model: &CudaModel<'t>,
 ) -> PtrUse<'t> {
     let source = cx.source;
@@ -78,14 +79,8 @@ pub(super) fn pointer_use<'t>(
             _ => break,
         }
     }
-    let dispatch = dispatches
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| {
-            d.node.start_byte() <= call.start_byte() && call.end_byte() <= d.node.end_byte()
-        })
-        .min_by_key(|(_, d)| d.node.end_byte() - d.node.start_byte())
-        .map(|(i, _)| i);
+    // The innermost dispatch region around the call (an index into the file's dispatches).
+    let dispatch = dispatches.innermost(call.start_byte(), call.end_byte());
     PtrUse {
         node: call,
         receiver: recv,

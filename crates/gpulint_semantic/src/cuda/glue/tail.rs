@@ -3,6 +3,7 @@
 //! function launches last are retrieved by someone.
 
 use crate::cuda::CudaModel;
+use crate::hash::HashSet;
 use gpulint_syntax::NodeExt;
 use tree_sitter::Node;
 
@@ -52,7 +53,7 @@ pub enum CallTail {
 /// says it checks CUDA errors (`CHECK_CUDA_KERNEL_LAUNCH()`, `cudaCheckError()`)? The headers
 /// of a caller in another file are not read, so its own helpers are known by name only; a
 /// name that may be a check counts as one (the question is then left unanswered).
-pub fn names_check(text: &str, helpers: &[&str]) -> bool {
+pub fn names_check(text: &str, helpers: &HashSet<&str>) -> bool {
     // Every known check and every check-like name holds one of these: most statements hold
     // none, and their names are not read.
     let maybe = gpulint_source::contains_any(
@@ -92,7 +93,7 @@ fn statement_like(kind: &str) -> bool {
 }
 
 /// What follows `call` in its function (`helpers`: the file's own error-checking helpers).
-pub fn call_tail<'t>(model: &CudaModel<'t>, call: Node<'t>, helpers: &[&str]) -> CallTail {
+pub fn call_tail<'t>(model: &CudaModel<'t>, call: Node<'t>, helpers: &HashSet<&str>) -> CallTail {
     let parents = model.parents();
     // The statement that holds the call: a check around the call checks it.
     let mut node = call;
@@ -221,10 +222,12 @@ at::Tensor cased(at::Tensor t, int m) {
 
     #[test]
     fn check_like_names() {
-        assert!(super::names_check("CHECK_CUDA_KERNEL_LAUNCH();", &[]));
-        assert!(super::names_check("cudaCheckError();", &[]));
-        assert!(super::names_check("finish();", &["finish"]));
-        assert!(!super::names_check("y.zero_();", &[]));
-        assert!(!super::names_check("TORCH_CHECK(n > 0);", &[]));
+        let none = Default::default();
+        assert!(super::names_check("CHECK_CUDA_KERNEL_LAUNCH();", &none));
+        assert!(super::names_check("cudaCheckError();", &none));
+        let finish = ["finish"].into_iter().collect();
+        assert!(super::names_check("finish();", &finish));
+        assert!(!super::names_check("y.zero_();", &none));
+        assert!(!super::names_check("TORCH_CHECK(n > 0);", &none));
     }
 }

@@ -47,8 +47,8 @@ impl<'t> CudaModel<'t> {
 
     /// Names of macros and functions, here or in a project header, that query the CUDA error
     /// state (`#define CHECK_LAUNCH() … cudaGetLastError() …`, `void finish() {…}`).
-    pub fn check_helpers(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = self.headers().check_helpers().collect();
+    pub fn check_helpers(&self) -> crate::hash::HashSet<&str> {
+        let mut out: crate::hash::HashSet<&str> = self.headers().check_helpers().collect();
         let top = gpulint_syntax::named_children(self.root).flat_map(|n| {
             let nested = matches!(n.kind_name(), "preproc_if" | "preproc_ifdef")
                 .then(|| gpulint_syntax::named_children(n))
@@ -60,14 +60,14 @@ impl<'t> CudaModel<'t> {
             let body = m.field("value").map(|v| self.text(v)).unwrap_or("");
             if ERROR_QUERIES.iter().any(|q| body.contains(q)) {
                 if let Some(n) = m.field("name") {
-                    out.push(self.text(n));
+                    out.insert(self.text(n));
                 }
             }
         }
         for f in &self.functions {
             let body = f.node.field("body").map(|b| self.text(b)).unwrap_or("");
             if !f.space.global && ERROR_QUERIES.iter().any(|q| body.contains(q)) {
-                out.push(last_name(&f.name));
+                out.insert(last_name(&f.name));
             }
         }
         out

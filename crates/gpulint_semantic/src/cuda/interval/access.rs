@@ -421,7 +421,7 @@ impl<'t> CudaModel<'t> {
         at: Node<'t>,
         index: Node<'t>,
     ) -> Option<(i128, i128)> {
-        let k = self.kernels.iter().find(|k| k.function == function)?;
+        let k = self.kernel_of_function(function)?;
         let a = k.accesses.iter().find(|a| a.node.id() == at.id())?;
         // Equalities and congruences (`threadIdx.x % 4 == 0` under `threadIdx.x < 4`: thread
         // 0 only) narrow the values below what intervals describe.

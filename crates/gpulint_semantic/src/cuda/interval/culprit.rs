@@ -111,7 +111,7 @@ impl<'t> CudaModel<'t> {
     /// value.
     pub(super) fn narrowed_param(&self, k: &Kernel<'t>, name: &str) -> Option<Culprit<'t>> {
         let f = &self.functions[k.function];
-        if f.space.global || !self.helpers.iter().any(|h| h.function == k.function) {
+        if f.space.global || self.helper_of_function(k.function).is_none() {
             return None;
         }
         let pos = k.params.iter().position(|p| p.name == name)?;
@@ -120,12 +120,8 @@ impl<'t> CudaModel<'t> {
             return None;
         }
         let callee = crate::cuda::last_name(&f.name);
-        for call in self.device_calls.iter().filter(|c| c.callee == callee) {
-            let caller = self
-                .kernels
-                .iter()
-                .chain(&self.helpers)
-                .find(|c| c.function == call.caller);
+        for call in self.calls_to(callee) {
+            let caller = self.code_of_function(call.caller);
             let (Some(caller), Some(args)) = (caller, call.node.field("arguments")) else {
                 continue;
             };

@@ -111,16 +111,11 @@ impl<'t> CudaModel<'t> {
         callee: &str,
         limit: i128,
     ) -> Option<(Node<'t>, Node<'t>, Option<i128>)> {
-        for call in self.device_calls.iter().filter(|c| c.callee == callee) {
+        for call in self.calls_to(callee) {
             if call.node.has_error() {
                 continue;
             }
-            let Some(caller) = self
-                .kernels
-                .iter()
-                .chain(&self.helpers)
-                .find(|c| c.function == call.caller)
-            else {
+            let Some(caller) = self.code_of_function(call.caller) else {
                 continue;
             };
             let Some(args) = call.node.field("arguments") else {
