@@ -4,6 +4,7 @@ use crate::context::Context;
 use crate::declare_rule;
 use crate::rule::{Rule, RuleLang, RuleMeta};
 use gpulint_diagnostics::{Severity, Span};
+use gpulint_semantic::hash::HashSet;
 use gpulint_semantic::python::training::is_model_name;
 use gpulint_semantic::python::PythonModel;
 use gpulint_syntax::descendants;
@@ -110,9 +111,12 @@ impl Rule for EvalWithoutNoGrad {
         let t = m.training();
         check_module_level(ctx);
         let m = ctx.python();
+        let modules = module_classes(m);
         for f in 0..m.functions.len() {
             let func = &m.functions[f];
-            if t.grad_free(func.node).is_some() || in_module_class(m, f) {
+            if t.grad_free(func.node).is_some()
+                || func.class.as_deref().is_some_and(|c| modules.contains(c))
+            {
                 continue;
             }
             let eval_calls = eval_receivers(m, Some(f));
@@ -189,9 +193,8 @@ impl Rule for EvalWithoutNoGrad {
 /// gradient-free regions? Only `self.` receivers: the same object in both methods.
 fn runs_receiver(m: &PythonModel<'_>, g: usize, eval_calls: &[(Node<'_>, &str)]) -> bool {
     let t = m.training();
-    m.calls.iter().any(|&(c, scope)| {
-        scope == Some(g)
-            && t.grad_free(c).is_none()
+    m.calls_in(g).any(|&(c, _)| {
+        t.grad_free(c).is_none()
             && c.field("function").is_some_and(|callee| {
                 let text = m.text(callee);
                 text.starts_with("self.") && eval_calls.iter().any(|(_, r)| *r == text)
@@ -265,21 +268,21 @@ fn covered_by_callers(m: &PythonModel<'_>, f: usize, depth: usize) -> bool {
         })
 }
 
-/// Is `f` a method of an `nn.Module` (or Lightning module) class? Its `infer`/`predict` is the
-/// model's API: the caller decides about autograd.
-fn in_module_class(m: &PythonModel<'_>, f: usize) -> bool {
-    let Some(class) = &m.functions[f].class else {
-        return false;
-    };
-    m.classes.iter().any(|c| {
-        &c.name == class
-            && c.node.field("superclasses").is_some_and(|s| {
+/// The names of the file's `nn.Module` (or Lightning module) classes: the `infer`/`predict`
+/// of one is the model's API, and the caller decides about autograd.
+fn module_classes<'a>(m: &'a PythonModel<'_>) -> HashSet<&'a str> {
+    m.classes
+        .iter()
+        .filter(|c| {
+            c.node.field("superclasses").is_some_and(|s| {
                 gpulint_syntax::named_children(s).any(|b| {
                     let t = m.text(b);
                     t.ends_with("Module") || t.ends_with("Model")
                 })
             })
-    })
+        })
+        .map(|c| c.name.as_str())
+        .collect()
 }
 
 fn is_eval_name(name: &str) -> bool {
