@@ -6,13 +6,16 @@
 //! with k³. Here each parent's named children are read once, and a node is found among them by
 //! its position.
 
+use crate::parents::IdHasher;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use tree_sitter::Node;
 
-/// Named children by parent, each list read once (see the module's documentation).
+/// Named children by parent (keyed by node id, hashed as [`crate::Parents`] hashes them), each
+/// list read once (see the module's documentation).
 #[derive(Default)]
 pub struct NamedSiblings<'t> {
-    lists: HashMap<usize, Vec<Node<'t>>>,
+    lists: HashMap<usize, Vec<Node<'t>>, BuildHasherDefault<IdHasher>>,
 }
 
 impl<'t> NamedSiblings<'t> {
