@@ -1,7 +1,7 @@
 //! Time per file grows linearly: with the file's size (generated Python and CUDA files), with
-//! the number of functions (small PyTorch training functions, PT001/PT002/PT003), with the
-//! number of kernel launches in one function, and with nesting depth (blocks in a kernel,
-//! brackets and blocks in Python).
+//! the number of functions (small PyTorch training functions, PT001/PT002/PT003; small CUDA
+//! helpers, kernels and launchers), with the number of kernel launches in one function, and
+//! with nesting depth (blocks in a kernel, brackets and blocks in Python).
 //!
 //! Each case checks a small and a large input (in-process, the best of 3 rounds in CPU time of
 //! the checking thread, so that other load on the machine does not count, one check at a
@@ -19,7 +19,7 @@
 //! every finding. `cargo test` runs small sizes (a few seconds; the generated files are copies
 //! of a 16 KB sample of the fixtures, so that both sizes hold the same mix of rules);
 //! `GPULINT_SCALING=large` runs the large sizes (copies of all the fixtures): 1/2/4/8 MB,
-//! 2,500/5,000/10,000 functions, 1,000/2,000/4,000 launches and
+//! 5,000/10,000/20,000 functions (training and CUDA), 1,000/2,000/4,000 launches and
 //! 8,000/16,000/100,000 nested blocks and brackets. Every figure is printed (run with
 //! `--nocapture` to quote them).
 
@@ -278,6 +278,22 @@ fn launches_in_a_row(n: usize) -> String {
     s
 }
 
+/// `n` small CUDA units, each a `__device__` helper with a local array, a kernel that calls
+/// it, and a host function that launches the kernel with a narrowed count: every kernel,
+/// helper, call and array of the file is asked about by name or by function, and asking by a
+/// scan of the whole file grows with the square of the units.
+fn cuda_functions(n: usize) -> String {
+    let mut s = String::from("#include <torch/extension.h>\n\n");
+    for i in 0..n {
+        s.push_str(&format!(
+            "__device__ int clamp_{i}(int idx, int n) {{\n  int buf[4];\n  buf[idx % 4] = idx;\n  return idx < n ? buf[idx % 4] : n - 1;\n}}\n\n\
+             __global__ void kern_{i}(float* x, int n) {{\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[clamp_{i}(i, n)] = 0;\n}}\n\n\
+             void launch_{i}(at::Tensor x) {{\n  kern_{i}<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), x.numel());\n}}\n\n"
+        ));
+    }
+    s
+}
+
 fn python_brackets(depth: usize) -> String {
     format!(
         "import torch\nx = {}1{}\nloss = torch.zeros(1)\n",
@@ -358,6 +374,19 @@ fn time_is_linear_in_the_launches_of_one_function() {
         launches_in_a_row,
         2.0,
     );
+}
+
+#[test]
+fn time_is_linear_in_the_number_of_cuda_functions() {
+    // As for the training functions, from 5,000 units (1.9 MB) on the tree and tables no longer
+    // fit in the last-level cache at either end. Before the file's look-ups by name and by
+    // function, 2,500 to 10,000 units took 1.19 to 18.0 s (15x for 4x the units).
+    let sizes: &[usize] = if large() {
+        &[5_000, 10_000, 20_000]
+    } else {
+        &[250, 1_000]
+    };
+    assert_linear("CUDA functions", "units.cu", sizes, cuda_functions);
 }
 
 #[test]
