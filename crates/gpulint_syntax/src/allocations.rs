@@ -8,10 +8,10 @@
 //!
 //! The memory itself comes from mimalloc, not from the C library's malloc. A parse makes a
 //! few small blocks per byte of text (stack nodes, subtrees) and frees them all with the
-//! tree; glibc's malloc spent about a tenth of the parse on them (its free lists,
-//! consolidation), mimalloc's per-thread pages about half that. The Rust side keeps the
-//! system allocator: what it holds lives longer and mixes with what is kept until the end of
-//! a run, where mimalloc left peak memory higher.
+//! tree; glibc's malloc, free and consolidation were about a tenth of the parse's
+//! instructions, and `--parse-only` on the corpus's Python files is 8% faster with mimalloc.
+//! The Rust side keeps the system allocator: what it holds lives longer and mixes with what
+//! is kept until the end of a run, where mimalloc left peak memory higher.
 
 use libc::c_void;
 use libmimalloc_sys::{
@@ -105,6 +105,23 @@ pub(crate) fn allocations() -> u64 {
 #[cfg(test)]
 mod tests {
     use crate::{parse, Lang, PARSE_ALLOCATIONS_PER_BYTE, PARSE_MIN_ALLOCATIONS};
+    use libmimalloc_sys::mi_option_get;
+
+    /// The two options hold the values set (a default set after mimalloc has read the option
+    /// would be lost), unless the environment sets them.
+    #[test]
+    fn mimalloc_options_are_set() {
+        super::install();
+        for (option, variable, value) in [
+            (super::ARENA_EAGER_COMMIT, "MIMALLOC_ARENA_EAGER_COMMIT", 0),
+            (super::PURGE_DELAY, "MIMALLOC_PURGE_DELAY", 100),
+        ] {
+            if std::env::var_os(variable).is_none() {
+                // SAFETY: a plain option getter of mimalloc.
+                assert_eq!(unsafe { mi_option_get(option) }, value, "{variable}");
+            }
+        }
+    }
 
     fn fixture(name: &str) -> String {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
