@@ -13,11 +13,11 @@
 //! The Rust side keeps the system allocator: what it holds lives longer and mixes with what
 //! is kept until the end of a run, where mimalloc left peak memory higher.
 
-use libc::c_void;
 use libmimalloc_sys::{
     mi_free, mi_malloc, mi_option_set_default, mi_option_t, mi_realloc, mi_zalloc,
 };
 use std::cell::Cell;
+use std::ffi::c_void;
 use std::sync::Once;
 
 /// mimalloc's `mi_option_arena_eager_commit` and `mi_option_purge_delay` (`mimalloc.h`; the
