@@ -34,6 +34,16 @@ fn large() -> bool {
     std::env::var("GPULINT_SCALING").is_ok_and(|v| v == "large")
 }
 
+/// The sizes a case runs: `everyday` in the everyday `cargo test`, `large` with
+/// `GPULINT_SCALING=large`.
+fn sizes(everyday: &'static [usize], large_sizes: &'static [usize]) -> &'static [usize] {
+    if large() {
+        large_sizes
+    } else {
+        everyday
+    }
+}
+
 /// CPU time of the calling thread: what one check costs, whatever else runs on the machine
 /// (other tests run on other threads of this process, other processes on the same cores).
 #[cfg(unix)]
@@ -324,11 +334,7 @@ fn time_is_linear_in_the_number_of_functions() {
     // functions, but the time up to 5.4x on a 2-core CI machine, from a small end that still
     // fits. A quadratic lookup (a name assigned in every function looked up in all of them)
     // takes 7.9x from 2,500 to 10,000 and more from 5,000 to 20,000.
-    let sizes: &[usize] = if large() {
-        &[5_000, 10_000, 20_000]
-    } else {
-        &[250, 1_000]
-    };
+    let sizes = sizes(&[250, 1_000], &[5_000, 10_000, 20_000]);
     assert_linear("training functions", "train.py", sizes, training_functions);
 }
 
@@ -336,11 +342,7 @@ fn time_is_linear_in_the_number_of_functions() {
 fn time_is_linear_in_the_size_of_a_python_file() {
     // The large sizes are copies of all the fixtures; the small ones of a sample of 16 KB.
     let text = fixture_text("python", &["py"], (!large()).then_some(16 << 10));
-    let sizes: &[usize] = if large() {
-        &[MB, 2 * MB, 4 * MB, 8 * MB]
-    } else {
-        &[32 << 10, 128 << 10]
-    };
+    let sizes = sizes(&[32 << 10, 128 << 10], &[MB, 2 * MB, 4 * MB, 8 * MB]);
     assert_linear_in_size("generated .py", "generated.py", sizes, |n| {
         sized(&text, "def ", n)
     });
@@ -350,11 +352,7 @@ fn time_is_linear_in_the_size_of_a_python_file() {
 fn time_is_linear_in_the_size_of_a_cuda_file() {
     // The large sizes are copies of all the fixtures; the small ones of a sample of 16 KB.
     let text = fixture_text("cuda", &["cu", "cuh"], (!large()).then_some(16 << 10));
-    let sizes: &[usize] = if large() {
-        &[MB, 2 * MB, 4 * MB, 8 * MB]
-    } else {
-        &[32 << 10, 128 << 10]
-    };
+    let sizes = sizes(&[32 << 10, 128 << 10], &[MB, 2 * MB, 4 * MB, 8 * MB]);
     assert_linear_in_size("generated .cu", "generated.cu", sizes, |n| {
         sized(&text, "void ", n)
     });
@@ -362,11 +360,7 @@ fn time_is_linear_in_the_size_of_a_cuda_file() {
 
 #[test]
 fn time_is_linear_in_the_launches_of_one_function() {
-    let sizes: &[usize] = if large() {
-        &[1_000, 2_000, 4_000]
-    } else {
-        &[100, 400]
-    };
+    let sizes = sizes(&[100, 400], &[1_000, 2_000, 4_000]);
     assert_scales(
         "launches in a row in .cu",
         "launches.cu",
@@ -381,31 +375,19 @@ fn time_is_linear_in_the_number_of_cuda_functions() {
     // As for the training functions, from 5,000 units (1.9 MB) on the tree and tables no longer
     // fit in the last-level cache at either end. Before the file's look-ups by name and by
     // function, 2,500 to 10,000 units took 1.19 to 18.0 s (15x for 4x the units).
-    let sizes: &[usize] = if large() {
-        &[5_000, 10_000, 20_000]
-    } else {
-        &[250, 1_000]
-    };
+    let sizes = sizes(&[250, 1_000], &[5_000, 10_000, 20_000]);
     assert_linear("CUDA functions", "units.cu", sizes, cuda_functions);
 }
 
 #[test]
 fn time_is_linear_in_the_nesting_of_kernel_blocks() {
-    let sizes: &[usize] = if large() {
-        &[8_000, 16_000, 100_000]
-    } else {
-        &[2_000, 8_000]
-    };
+    let sizes = sizes(&[2_000, 8_000], &[8_000, 16_000, 100_000]);
     assert_scales("nested blocks in .cu", "deep.cu", sizes, kernel_blocks, 2.0);
 }
 
 #[test]
 fn time_is_linear_in_the_nesting_of_python_brackets() {
-    let sizes: &[usize] = if large() {
-        &[8_000, 16_000, 100_000]
-    } else {
-        &[2_000, 8_000]
-    };
+    let sizes = sizes(&[2_000, 8_000], &[8_000, 16_000, 100_000]);
     assert_scales(
         "nested brackets in .py",
         "deep.py",
@@ -418,11 +400,7 @@ fn time_is_linear_in_the_nesting_of_python_brackets() {
 #[test]
 fn time_is_linear_in_the_nesting_of_python_blocks() {
     // 4,000 levels make an 8 MB file: the size limit (10 MiB) bounds the depth of blocks.
-    let sizes: &[usize] = if large() {
-        &[1_000, 2_000, 4_000]
-    } else {
-        &[250, 500]
-    };
+    let sizes = sizes(&[250, 500], &[1_000, 2_000, 4_000]);
     assert_scales("nested blocks in .py", "deep.py", sizes, python_blocks, 2.0);
 }
 
