@@ -316,7 +316,17 @@ impl Engine {
                 trees
             }
             None => {
-                let tree = lang::parse(lang, &file.text)?;
+                // A C/C++/CUDA file may have been parsed already, by a question of a file next
+                // to it (see `glue_project::pending`).
+                let kept = (lang == Lang::Cuda)
+                    .then(|| {
+                        gpulint_semantic::cuda::glue_project::pending::take(&file.path, &file.text)
+                    })
+                    .flatten();
+                let tree = match kept {
+                    Some(tree) => tree,
+                    None => lang::parse(lang, &file.text)?,
+                };
                 if lang == Lang::Cuda {
                     first_clean = !tree.root_node().has_error();
                     // A header's facts for the files that include it, from this parse (from

@@ -7,6 +7,7 @@ use crate::cache::{self, Cache};
 use crate::engine::{Engine, FileResult, Status};
 use crate::link::{identity, Link};
 use gpulint_diagnostics::Related;
+use gpulint_semantic::cuda::glue_project::pending;
 use gpulint_semantic::cuda::glue_python::builds_module;
 use gpulint_semantic::python::extensions::may_define_builds;
 use gpulint_source::display_path;
@@ -223,7 +224,11 @@ pub fn run_files_with<T: Send>(
     // `built`: the modules the run's extension builds define, when known; a file's calls into
     // other modules are dropped at once.
     let check_one = |c: &Candidate, built_by: Option<&BuiltBy>, built: Option<&[String]>| {
-        let (mut result, entry) = check_file(c)?;
+        let out = check_file(c);
+        if c.lang == Lang::Cuda {
+            pending::done(&c.path); // Its turn is over: no tree of it is kept any longer.
+        }
+        let (mut result, entry) = out?;
         if let Some(built) = built {
             result
                 .calls
@@ -328,6 +333,12 @@ pub fn run_files_with<T: Send>(
     if !extra.is_empty() {
         progress.add(extra.len() as u64);
     }
+    // A C/C++/CUDA file parsed by a question of another file before its turn keeps its tree.
+    let cuda = rest.iter().map(|&i| &files[i]).chain(&extra);
+    pending::expect(
+        cuda.filter(|c| c.lang == Lang::Cuda)
+            .map(|c| c.path.clone()),
+    );
     // Headers before the files that include them: the facts the includers read from a header
     // come from its own check (see `headers::share`) instead of a second parse.
     let (headers, rest): (Vec<usize>, Vec<usize>) = rest.into_iter().partition(|&i| {
@@ -354,6 +365,7 @@ pub fn run_files_with<T: Send>(
             .collect()
     });
     slots.extend(checked);
+    pending::expect(Vec::new());
     slots.sort_unstable_by_key(|(i, _)| *i);
     let mut kept = Vec::new();
     let mut links = Vec::new();

@@ -12,13 +12,13 @@ use super::CudaBuilder;
 use super::GridKind;
 use crate::hash::{HashMap, HashSet};
 use crate::Options;
-use gpulint_syntax::{parse, Lang};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
 mod foreign;
 mod launch_errors;
 pub(crate) mod member_stores;
+pub mod pending;
 pub use foreign::{foreign_launcher, ForeignLauncher};
 pub use launch_errors::UncheckedPath;
 
@@ -97,9 +97,9 @@ pub fn share(path: &Path, text: &str, facts: &FileFacts) {
     }
 }
 
-/// The glue facts of a file's text (parsed here).
-fn facts_of_text(text: &str, options: &Options) -> Option<Arc<FileFacts>> {
-    let tree = parse(Lang::Cuda, text)?;
+/// The glue facts of the text of the file at `path` (parsed here).
+fn facts_of_text(path: &Path, text: &str, options: &Options) -> Option<Arc<FileFacts>> {
+    let tree = pending::parse_sibling(path, text)?;
     Some(Arc::new(CudaBuilder::glue_facts_of(text, &tree, options)))
 }
 
@@ -243,7 +243,7 @@ fn launch_grids(path: &Path, options: &Options) -> Arc<LaunchGrids> {
         if !text.contains("<<<") {
             return None;
         }
-        let tree = gpulint_syntax::cuda_retry::reparse(&text, parse(Lang::Cuda, &text)?);
+        let tree = gpulint_syntax::cuda_retry::reparse(&text, pending::parse_sibling(path, &text)?);
         let model = CudaBuilder::model_of(&text, &tree, options);
         let mut grids = LaunchGrids::default();
         for l in &model.launches {
@@ -604,7 +604,7 @@ mod tests {
         std::fs::write(&plain, "int twice(int x) { return 2 * x; }\n").unwrap();
         let options = Options::default();
         // The facts a sibling would parse for itself.
-        let parsed = facts_of_text(text, &options).unwrap();
+        let parsed = facts_of_text(Path::new("a.cu"), text, &options).unwrap();
         let mut shared = (*parsed).clone();
         shared.referenced.insert("marker".into());
         share(&glue, text, &shared);

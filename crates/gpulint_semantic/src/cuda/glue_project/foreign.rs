@@ -202,7 +202,7 @@ pub(super) fn facts_naming(path: &Path, name: &str, options: &Options) -> Option
     if !spells(&text, name) {
         return None;
     }
-    let facts = facts_of_text(&text, options);
+    let facts = facts_of_text(path, &text, options);
     remember(path, facts.clone());
     facts
 }
