@@ -19,10 +19,7 @@ threads=${2:-2}
 runs=${3:-5}
 corpus=$(cd "$corpus" && pwd)
 cd "$(dirname "$0")/.."
-cargo build --release --locked --quiet
-bin=$PWD/target/release/gpulint
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. scripts/release-env.sh
 
 # File lists (NUL-separated), so each tool reads exactly the same files.
 (cd "$corpus" && find . -type f \( -name '*.py' -o -name '*.ipynb' \) -print0 | sort -z) >"$work/python.list"
@@ -125,5 +122,7 @@ for group, cmds in groups.items():
     base = med["gpulint check"]
     for name, wall in med.items():
         if name != "gpulint check":
-            print(f"gpulint check / {name:24} = {base / wall:5.2f}")
+            # /usr/bin/time counts in hundredths: a tiny corpus can take "0.00 s".
+            ratio = f"{base / wall:5.2f}" if wall > 0 else "  n/a (too fast to time)"
+            print(f"gpulint check / {name:24} = {ratio}")
 PY

@@ -17,10 +17,7 @@ corpus=${1:?usage: scripts/rss-copies.sh CORPUS_DIR [runs]}
 runs=${2:-5}
 corpus=$(cd "$corpus" && pwd)
 cd "$(dirname "$0")/.."
-cargo build --release --locked --quiet
-bin=$PWD/target/release/gpulint
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. scripts/release-env.sh
 
 # trees/N/c1 .. cN: N copies of the corpus's Python files under the same relative paths.
 (cd "$corpus" && find . -type f \( -name '*.py' -o -name '*.ipynb' \) -print0) >"$work/list"
