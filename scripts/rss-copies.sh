@@ -25,8 +25,12 @@ for n in 1 2 4; do
     for c in $(seq 1 $n); do
         dest="$work/trees/$n/c$c"
         mkdir -p "$dest"
-        (cd "$corpus" && xargs -0 cp --parents -l -t "$dest" <"$work/list" 2>/dev/null) ||
+        # Hard links where the file system allows them; else plain copies, into an empty
+        # folder (never written through a link into the corpus).
+        if ! (cd "$corpus" && xargs -0 cp --parents -l -t "$dest" <"$work/list" 2>/dev/null); then
+            rm -rf "$dest" && mkdir -p "$dest"
             (cd "$corpus" && xargs -0 cp --parents -t "$dest" <"$work/list")
+        fi
     done
 done
 

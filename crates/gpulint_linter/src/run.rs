@@ -334,9 +334,10 @@ pub fn run_files_with<T: Send>(
         progress.add(extra.len() as u64);
     }
     // A C/C++/CUDA file parsed by a question of another file before its turn keeps its tree.
-    let cuda = rest.iter().map(|&i| &files[i]).chain(&extra);
+    let later = rest.iter().map(|&i| &files[i]).chain(&extra);
     pending::expect(
-        cuda.filter(|c| c.lang == Lang::Cuda)
+        later
+            .filter(|c| c.lang == Lang::Cuda)
             .map(|c| c.path.clone()),
     );
     // Headers before the files that include them: the facts the includers read from a header

@@ -71,25 +71,25 @@ pub fn take(path: &Path, text: &str) -> Option<Tree> {
         // Outside a run (standard input, the language server): nothing is ever kept.
         return None;
     }
-    let path = absolute(path)?;
-    let mut p = pending();
-    p.files.remove(&path);
-    let (kept, tree) = p.trees.remove(&path)?;
-    p.bytes -= kept.len();
+    let (kept, tree) = forget(&absolute(path)?)?;
     (kept == text).then_some(tree)
 }
 
 /// The check of the file at `path` is over (or needed no parse): no tree of it is kept.
 pub fn done(path: &Path) {
-    let Some(path) = absolute(path) else {
-        return;
-    };
-    let mut p = pending();
-    if p.files.remove(&path) {
-        if let Some((kept, _)) = p.trees.remove(&path) {
-            p.bytes -= kept.len();
-        }
+    if let Some(path) = absolute(path) {
+        forget(&path);
     }
+}
+
+/// The file at `path` (absolute) is no longer waiting for its turn: its kept tree, if any,
+/// with the text it was parsed from.
+fn forget(path: &Path) -> Option<(String, Tree)> {
+    let mut p = pending();
+    p.files.remove(path);
+    let (kept, tree) = p.trees.remove(path)?;
+    p.bytes -= kept.len();
+    Some((kept, tree))
 }
 
 #[cfg(test)]
