@@ -23,6 +23,11 @@ const ALLOWED: &[(&str, usize, &str)] = &[
         "Path: the cache file's folder",
     ),
     (
+        "crates/gpulint_linter/src/run/spread.rs",
+        2,
+        "Path: files of one folder are taken together",
+    ),
+    (
         "crates/gpulint_manifest/src/lib.rs",
         3,
         "Path: folders of requirement includes",

@@ -18,6 +18,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+mod spread;
+use spread::{same_folder, size_on_disk, spread};
+
 /// Entries named in one note before the rest are counted.
 const MAX_ENTRIES_IN_NOTE: usize = 3;
 
@@ -274,7 +277,7 @@ pub fn run_files_with<T: Send>(
     let (first, rest): (Vec<usize>, Vec<usize>) =
         (0..files.len()).partition(|&i| builds(&files[i]));
     // Only the files with something to keep take room until the end (by their index).
-    let keep = |i: usize, slot: Option<Slot<T>>| slot.filter(Slot::holds).map(|s| (i, s));
+    let keep = |slot: Option<Slot<T>>| slot.filter(Slot::holds);
     gpulint_semantic::cuda::glue_python::install(None);
     // Of those, the files whose text can define an extension build go first: the calls the
     // others make into native modules are then kept only for the modules built (the calls
@@ -289,12 +292,13 @@ pub fn run_files_with<T: Send>(
             })
         })
     });
-    let mut slots: Vec<(usize, Slot<T>)> = pool.install(|| {
-        defining
-            .par_iter()
-            .filter_map(|&i| keep(i, check_one(&files[i], None, None)))
-            .collect()
-    });
+    let indexed = |list: &[usize]| -> Vec<(usize, &Candidate)> {
+        list.iter().map(|&i| (i, &files[i])).collect()
+    };
+    let mut slots: Vec<(usize, Slot<T>)> =
+        spread(pool, &indexed(&defining), size_on_disk, same_folder, |c| {
+            keep(check_one(c, None, None))
+        });
     let built: Vec<String> = slots
         .iter()
         .filter_map(|(_, s)| s.linked.as_ref())
@@ -308,12 +312,13 @@ pub fn run_files_with<T: Send>(
             }
         }
     }
-    slots.extend(pool.install(|| {
-        calling
-            .par_iter()
-            .filter_map(|&i| keep(i, check_one(&files[i], None, Some(&built))))
-            .collect::<Vec<_>>()
-    }));
+    slots.extend(spread(
+        pool,
+        &indexed(&calling),
+        size_on_disk,
+        same_folder,
+        |c| keep(check_one(c, None, Some(&built))),
+    ));
     slots.sort_unstable_by_key(|(i, _)| *i);
     let linked = || slots.iter().filter_map(|(_, s)| s.linked.as_ref());
     let built_by = BuiltBy::new(linked().map(|(p, l)| (p.as_str(), l.as_slice())), cwd);
@@ -346,26 +351,15 @@ pub fn run_files_with<T: Send>(
         files[i].lang == Lang::Cuda
             && gpulint_semantic::cuda::headers::is_header_name(&files[i].path)
     });
-    let checked: Vec<(usize, Slot<T>)> = pool.install(|| {
-        headers
-            .par_iter()
-            .filter_map(|&i| keep(i, check_one(&files[i], built_by.as_ref(), None)))
-            .collect()
-    });
-    slots.extend(checked);
-    let checked: Vec<(usize, Slot<T>)> = pool.install(|| {
-        rest.par_iter()
-            .map(|&i| (i, &files[i]))
-            .chain(
-                extra
-                    .par_iter()
-                    .enumerate()
-                    .map(|(j, c)| (files.len() + j, c)),
-            )
-            .filter_map(|(i, c)| keep(i, check_one(c, built_by.as_ref(), None)))
-            .collect()
-    });
-    slots.extend(checked);
+    let checked = |list: &[(usize, &Candidate)]| {
+        spread(pool, list, size_on_disk, same_folder, |c| {
+            keep(check_one(c, built_by.as_ref(), None))
+        })
+    };
+    slots.extend(checked(&indexed(&headers)));
+    let mut rest = indexed(&rest);
+    rest.extend(extra.iter().enumerate().map(|(j, c)| (files.len() + j, c)));
+    slots.extend(checked(&rest));
     pending::expect(Vec::new());
     slots.sort_unstable_by_key(|(i, _)| *i);
     let mut kept = Vec::new();
