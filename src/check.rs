@@ -212,7 +212,7 @@ pub fn check(args: CheckArgs) -> ExitCode {
     let mut errors: Vec<String> = discovery
         .files
         .iter()
-        .filter_map(|c| resolver.for_path(&c.path).err())
+        .filter_map(|c| resolver.for_path(&c.path()).err())
         .collect();
     if let Some(path) = &args.stdin_filename {
         errors.extend(resolver.for_path(path).err());
@@ -222,7 +222,9 @@ pub fn check(args: CheckArgs) -> ExitCode {
     }
     if args.force_exclude {
         // Exclusions are relative to the configuration file that declares them.
-        discovery.files.retain(|c| !resolver.excludes_file(&c.path));
+        discovery
+            .files
+            .retain(|c| !resolver.excludes_file(&c.path()));
     }
     for missing in &discovery.missing {
         eprintln!("gpulint: error: {missing}: no such file or directory");
@@ -243,7 +245,7 @@ pub fn check(args: CheckArgs) -> ExitCode {
                 .files
                 .par_iter()
                 .map(|c| {
-                    parse_only(&c.path, c.lang, gpulint_linter::settings::MAX_FILE_SIZE) as usize
+                    parse_only(&c.path(), c.lang, gpulint_linter::settings::MAX_FILE_SIZE) as usize
                 })
                 .sum()
         });
@@ -392,7 +394,7 @@ pub fn check(args: CheckArgs) -> ExitCode {
                 &|_| false,
             )
             .iter()
-            .filter_map(|c| resolver.for_path(&c.path).err())
+            .filter_map(|c| resolver.for_path(&c.path()).err())
             .collect();
             if let Some(code) = configuration_errors(errors) {
                 return code;

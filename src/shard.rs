@@ -122,7 +122,7 @@ pub fn plan(
 ) -> Plan {
     let root = root.to_path_buf();
     let ids: Vec<PathBuf> =
-        pool.install(|| files.par_iter().map(|c| identity(&c.path, cwd)).collect());
+        pool.install(|| files.par_iter().map(|c| identity(&c.path(), cwd)).collect());
     let links = if shard.count > 1 {
         builds(engines, files, pool)
     } else {
@@ -267,9 +267,9 @@ fn builds(engines: &dyn Engines, files: &[Candidate], pool: &rayon::ThreadPool) 
             .enumerate()
             .filter(|(_, c)| c.lang == Lang::Python)
             .filter_map(|(i, c)| {
-                let engine = engines.engine(&c.path)?;
+                let engine = engines.engine(&c.path())?;
                 let bytes =
-                    gpulint_source::read_bytes(&c.path, engine.settings.max_file_size).ok()?;
+                    gpulint_source::read_bytes(&c.path(), engine.settings.max_file_size).ok()?;
                 // A caller of an extension mentions torch (see `ext_calls`).
                 let callers = gpulint_linter::checker::reads_python_callers(&engine.settings)
                     && memchr::memmem::find(&bytes, b"torch").is_some();
@@ -281,7 +281,7 @@ fn builds(engines: &dyn Engines, files: &[Candidate], pool: &rayon::ThreadPool) 
                     return None;
                 }
                 let linker = linker_for(&engine)?;
-                let result = linker.check_bytes(&c.path, c.display().to_string(), bytes, c.lang);
+                let result = linker.check_bytes(&c.path(), c.display(), bytes, c.lang);
                 let modules = result
                     .links
                     .iter()

@@ -23,9 +23,9 @@ const ALLOWED: &[(&str, usize, &str)] = &[
         "Path: the cache file's folder",
     ),
     (
-        "crates/gpulint_linter/src/run/spread.rs",
+        "crates/gpulint_linter/src/run/candidate.rs",
         2,
-        "Path: files of one folder are taken together",
+        "Path: a file's folder, shared by the files in it",
     ),
     (
         "crates/gpulint_manifest/src/lib.rs",

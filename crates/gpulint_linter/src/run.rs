@@ -18,50 +18,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+mod candidate;
 mod spread;
+pub use candidate::Candidate;
 use spread::{same_folder, size_on_disk, spread};
 
 /// Entries named in one note before the rest are counted.
 const MAX_ENTRIES_IN_NOTE: usize = 3;
-
-/// A file to check.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Candidate {
-    pub path: PathBuf,
-    shown: Shown,
-    pub lang: Lang,
-}
-
-/// The path as shown to the user. It is nearly always the end of the path itself (the part
-/// below the current directory), kept as where that end starts: a run over a large tree holds
-/// every name once, not twice.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Shown {
-    /// The path's text from this byte on.
-    Tail(usize),
-    Own(Box<str>),
-}
-
-impl Candidate {
-    /// The file at `path`, shown to the user as `display`.
-    pub fn new(path: PathBuf, display: String, lang: Lang) -> Candidate {
-        let shown = match path.to_str() {
-            Some(text) if text.ends_with(display.as_str()) => {
-                Shown::Tail(text.len() - display.len())
-            }
-            _ => Shown::Own(display.into_boxed_str()),
-        };
-        Candidate { path, shown, lang }
-    }
-
-    /// The path as shown to the user.
-    pub fn display(&self) -> &str {
-        match &self.shown {
-            Shown::Tail(at) => self.path.to_str().map_or("", |text| &text[*at..]),
-            Shown::Own(text) => text,
-        }
-    }
-}
 
 /// How a run reports its progress (a progress bar on a terminal); every method does nothing by
 /// default.
@@ -158,9 +121,10 @@ pub fn run_files_with<T: Send>(
     let cache = cache.map(|at| Cache::open(&at.dir, &at.key));
     let clean_checked = AtomicUsize::new(0);
     let clean_prefiltered = AtomicUsize::new(0);
-    let key = |c: &Candidate| cwd.join(&c.path).display().to_string();
+    let key = |path: &Path| cwd.join(path).display().to_string();
     let check_file = |c: &Candidate| {
-        let Some(engine) = engines.engine(&c.path) else {
+        let path = c.path();
+        let Some(engine) = engines.engine(&path) else {
             progress.inc();
             return None;
         };
@@ -168,24 +132,16 @@ pub fn run_files_with<T: Send>(
         // A manifest's findings depend on the files it includes: never cached (they are cheap
         // to check).
         let out = match &cache {
-            None => (
-                engine.check_path(&c.path, c.display().to_string(), c.lang),
-                None,
-            ),
-            Some(_) if c.lang == Lang::Manifest => (
-                engine.check_path(&c.path, c.display().to_string(), c.lang),
-                None,
-            ),
+            None => (engine.check_path(&path, c.display(), c.lang), None),
+            Some(_) if c.lang == Lang::Manifest => {
+                (engine.check_path(&path, c.display(), c.lang), None)
+            }
             Some(cache) => {
-                let bytes = match gpulint_source::read_bytes(&c.path, engine.settings.max_file_size)
-                {
+                let bytes = match gpulint_source::read_bytes(&path, engine.settings.max_file_size) {
                     Ok(b) => b,
                     Err(_) => {
                         progress.inc();
-                        return Some((
-                            engine.check_path(&c.path, c.display().to_string(), c.lang),
-                            None,
-                        ));
+                        return Some((engine.check_path(&path, c.display(), c.lang), None));
                     }
                 };
                 let mut hash = cache::result_hash(&bytes, engine.settings_hash());
@@ -195,15 +151,12 @@ pub fn run_files_with<T: Send>(
                         hash ^= p.hash().rotate_left(1);
                     }
                 }
-                let k = key(c);
+                let k = key(&path);
                 let hit = cache
                     .get(&k, hash, bytes.len().max(1) * 2)
-                    .and_then(|cached| {
-                        engine.restore(&c.path, c.display().to_string(), bytes.clone(), cached)
-                    });
-                let result = hit.unwrap_or_else(|| {
-                    engine.check_bytes(&c.path, c.display().to_string(), bytes, c.lang)
-                });
+                    .and_then(|cached| engine.restore(&path, c.display(), bytes.clone(), cached));
+                let result =
+                    hit.unwrap_or_else(|| engine.check_bytes(&path, c.display(), bytes, c.lang));
                 let entry =
                     matches!(result.status, Status::Checked | Status::Prefiltered).then(|| {
                         let entry = Cache::entry(
@@ -229,7 +182,7 @@ pub fn run_files_with<T: Send>(
     let check_one = |c: &Candidate, built_by: Option<&BuiltBy>, built: Option<&[String]>| {
         let out = check_file(c);
         if c.lang == Lang::Cuda {
-            pending::done(&c.path); // Its turn is over: no tree of it is kept any longer.
+            pending::done(&c.path()); // Its turn is over: no tree of it is kept any longer.
         }
         let (mut result, entry) = out?;
         if let Some(built) = built {
@@ -273,7 +226,7 @@ pub fn run_files_with<T: Send>(
     // Python files first (only they build extensions), then the rest with the notes of the
     // extension builds at hand.
     let builds =
-        |c: &Candidate| c.lang == Lang::Python && Lang::of_path(&c.path) != Some(Lang::Cuda);
+        |c: &Candidate| c.lang == Lang::Python && Lang::of_path(&c.path()) != Some(Lang::Cuda);
     let (first, rest): (Vec<usize>, Vec<usize>) =
         (0..files.len()).partition(|&i| builds(&files[i]));
     // Only the files with something to keep take room until the end (by their index).
@@ -286,8 +239,9 @@ pub fn run_files_with<T: Send>(
         first.par_iter().partition(|&&i| {
             let c = &files[i];
             // Unreadable here: checked first, where the check says why.
-            engines.engine(&c.path).is_none_or(|e| {
-                gpulint_source::read_bytes(&c.path, e.settings.max_file_size)
+            let path = c.path();
+            engines.engine(&path).is_none_or(|e| {
+                gpulint_source::read_bytes(&path, e.settings.max_file_size)
                     .map_or(true, |b| may_define_builds(&b))
             })
         })
@@ -340,16 +294,12 @@ pub fn run_files_with<T: Send>(
     }
     // A C/C++/CUDA file parsed by a question of another file before its turn keeps its tree.
     let later = rest.iter().map(|&i| &files[i]).chain(&extra);
-    pending::expect(
-        later
-            .filter(|c| c.lang == Lang::Cuda)
-            .map(|c| c.path.clone()),
-    );
+    pending::expect(later.filter(|c| c.lang == Lang::Cuda).map(|c| c.path()));
     // Headers before the files that include them: the facts the includers read from a header
     // come from its own check (see `headers::share`) instead of a second parse.
     let (headers, rest): (Vec<usize>, Vec<usize>) = rest.into_iter().partition(|&i| {
         files[i].lang == Lang::Cuda
-            && gpulint_semantic::cuda::headers::is_header_name(&files[i].path)
+            && gpulint_semantic::cuda::headers::is_header_name(&files[i].path())
     });
     let checked = |list: &[(usize, &Candidate)]| {
         spread(pool, list, size_on_disk, same_folder, |c| {
@@ -459,15 +409,15 @@ pub fn extra_sources<'a>(
         .collect();
     let mut known: HashSet<PathBuf> = files
         .iter()
-        .filter(|c| match c.path.components().next_back() {
+        .filter(|c| match c.path().components().next_back() {
             Some(std::path::Component::Normal(name)) => {
                 names.contains(name)
-                    || std::fs::symlink_metadata(cwd.join(&c.path))
+                    || std::fs::symlink_metadata(cwd.join(c.path()))
                         .map_or(true, |m| m.file_type().is_symlink())
             }
             _ => true,
         })
-        .map(|c| identity(&c.path, cwd))
+        .map(|c| identity(&c.path(), cwd))
         .collect();
     let mut extra = Vec::new();
     for (source, id) in sources {
@@ -595,19 +545,6 @@ pub fn describe_all<'a>(linked: impl IntoIterator<Item = (&'a str, &'a [Link])>)
 mod tests {
     use super::*;
     use crate::settings::Settings;
-
-    #[test]
-    fn a_candidate_shows_the_name_it_was_given() {
-        // The usual case: the shown name is the end of the path, and is not stored again.
-        let below = Candidate::new(PathBuf::from("./src/a.py"), "src/a.py".into(), Lang::Python);
-        assert_eq!(below.display(), "src/a.py");
-        assert!(matches!(below.shown, Shown::Tail(2)));
-        // A name that is not the end of the path is kept as given.
-        let other = Candidate::new(PathBuf::from("/x/a.py"), "../x/a.py".into(), Lang::Python);
-        assert_eq!(other.display(), "../x/a.py");
-        let dot = Candidate::new(PathBuf::from("a.py"), "a.py".into(), Lang::Python);
-        assert_eq!(dot.display(), "a.py");
-    }
 
     #[test]
     fn files_without_anything_to_show_are_counted_not_kept() {

@@ -164,7 +164,7 @@ pub fn discover(paths: &[PathBuf], excluded: &Exclusion, cwd: &Path) -> Discover
         // each is checked once, under the first name.
         let mut seen = std::collections::HashSet::new();
         out.files.retain(|c| {
-            let absolute = cwd.join(&c.path);
+            let absolute = cwd.join(c.path());
             seen.insert(std::fs::canonicalize(&absolute).unwrap_or(absolute))
         });
     }
@@ -271,11 +271,14 @@ fn walk(root: &Path, excluded: &Exclusion, cwd: &Path, out: &mut Discovery) {
             continue;
         }
         if is_file {
-            out.files.push(Candidate::new(
+            // The files of a folder come one after the other: they share its path.
+            let file = Candidate::beside(
                 path.to_path_buf(),
                 display_path(path, cwd),
                 lang,
-            ));
+                out.files.last(),
+            );
+            out.files.push(file);
         }
     }
 }
@@ -321,7 +324,7 @@ mod tests {
         let ex = Excludes::new(&[(root.to_path_buf(), ex)]).unwrap();
         let ex: Exclusion = std::sync::Arc::new(move |p: &Path| ex.is_excluded(p));
         let d = discover(&[root.to_path_buf()], &ex, root);
-        let names: Vec<_> = d.files.iter().map(|c| c.display().to_string()).collect();
+        let names: Vec<_> = d.files.iter().map(|c| c.display()).collect();
         assert_eq!(names, vec!["a.py", "k.cu", "sub/op.cc"]);
         // Named explicitly: always checked.
         let d = discover(&[root.join("venv/z.py")], &ex, root);

@@ -113,12 +113,12 @@ where
 /// The size of a file on disk, for [`spread`] (0 when it cannot be looked at: its check says
 /// why).
 pub(super) fn size_on_disk(c: &&Candidate) -> u64 {
-    std::fs::metadata(&c.path).map_or(0, |m| m.len())
+    std::fs::metadata(c.path()).map_or(0, |m| m.len())
 }
 
 /// Whether two files are in the same folder, for [`spread`].
 pub(super) fn same_folder(a: &&Candidate, b: &&Candidate) -> bool {
-    a.path.parent() == b.path.parent()
+    a.folder() == b.folder()
 }
 
 #[cfg(test)]
