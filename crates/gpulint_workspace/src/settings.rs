@@ -249,6 +249,13 @@ pub struct Resolved {
 
 type Memo<K, V> = Mutex<HashMap<K, Result<V, String>>>;
 
+/// A folder's path as a key of the per-folder memo: a 128-bit digest of its text, so that a
+/// run over thousands of folders keeps no copy of their paths (two paths with one digest are
+/// as likely as a random 128-bit clash).
+fn folder_key(dir: &Path) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(dir.as_os_str().as_encoded_bytes())
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -266,12 +273,12 @@ pub struct Resolver {
     real_cwd: Option<PathBuf>,
     /// [`checked_roots`] of the run, computed once.
     manifest_roots: Vec<PathBuf>,
-    /// Folder (real path) → the nearest configuration file.
-    nearest: Memo<PathBuf, Option<Arc<LoadedConfig>>>,
+    /// Folder (real path, by [`folder_key`]) → the nearest configuration file.
+    nearest: Memo<u128, Option<Arc<LoadedConfig>>>,
     /// (configuration file, project folder) → what applies.
     built: Memo<(Option<PathBuf>, PathBuf), Arc<Resolved>>,
-    /// Folder (as asked) → what applies.
-    by_dir: Memo<PathBuf, Arc<Resolved>>,
+    /// Folder (as asked, by [`folder_key`]) → what applies.
+    by_dir: Memo<u128, Arc<Resolved>>,
 }
 
 impl Resolver {
@@ -323,12 +330,13 @@ impl Resolver {
     /// What applies to the files of the folder `dir`.
     pub fn for_dir(&self, dir: &Path) -> Result<Arc<Resolved>, String> {
         let dir = self.cwd.join(dir);
-        if let Some(r) = lock(&self.by_dir).get(&dir) {
+        let key = folder_key(&dir);
+        if let Some(r) = lock(&self.by_dir).get(&key) {
             return r.clone();
         }
         let real = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
         let resolved = self.resolve(&real);
-        lock(&self.by_dir).insert(dir, resolved.clone());
+        lock(&self.by_dir).insert(key, resolved.clone());
         resolved
     }
 
@@ -389,11 +397,12 @@ impl Resolver {
         let mut looked = Vec::new();
         let mut found = Ok(None);
         for dir in real.ancestors() {
-            if let Some(r) = lock(&self.nearest).get(dir) {
+            let key = folder_key(dir);
+            if let Some(r) = lock(&self.nearest).get(&key) {
                 found = r.clone();
                 break;
             }
-            looked.push(dir.to_path_buf());
+            looked.push(key);
             match config::in_dir(dir) {
                 Ok(None) => continue,
                 Ok(Some(c)) => found = Ok(Some(Arc::new(c))),
