@@ -28,6 +28,14 @@ pub fn sorted_dir_files(
     files
 }
 
+/// A path as the key of a memo that lives for the whole run (one entry per folder): a 128-bit
+/// digest of its text, so that a run over thousands of folders keeps no copy of their paths
+/// (two paths with one digest are as likely as a random 128-bit clash). Paths that differ in
+/// text only (`a//b`, `a/b`) are two keys: a memo asked both way works each out once.
+pub fn path_key(path: &Path) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(path.as_os_str().as_encoded_bytes())
+}
+
 /// The path as shown to the user: relative to the current directory when below it, else as
 /// given.
 pub fn display_path(path: &Path, cwd: &Path) -> String {

@@ -249,13 +249,6 @@ pub struct Resolved {
 
 type Memo<K, V> = Mutex<HashMap<K, Result<V, String>>>;
 
-/// A folder's path as a key of the per-folder memo: a 128-bit digest of its text, so that a
-/// run over thousands of folders keeps no copy of their paths (two paths with one digest are
-/// as likely as a random 128-bit clash).
-fn folder_key(dir: &Path) -> u128 {
-    xxhash_rust::xxh3::xxh3_128(dir.as_os_str().as_encoded_bytes())
-}
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -273,11 +266,11 @@ pub struct Resolver {
     real_cwd: Option<PathBuf>,
     /// [`checked_roots`] of the run, computed once.
     manifest_roots: Vec<PathBuf>,
-    /// Folder (real path, by [`folder_key`]) → the nearest configuration file.
+    /// Folder (real path, by [`gpulint_source::fs::path_key`]) → the nearest configuration file.
     nearest: Memo<u128, Option<Arc<LoadedConfig>>>,
     /// (configuration file, project folder) → what applies.
     built: Memo<(Option<PathBuf>, PathBuf), Arc<Resolved>>,
-    /// Folder (as asked, by [`folder_key`]) → what applies.
+    /// Folder (as asked, by [`gpulint_source::fs::path_key`]) → what applies.
     by_dir: Memo<u128, Arc<Resolved>>,
 }
 
@@ -330,7 +323,7 @@ impl Resolver {
     /// What applies to the files of the folder `dir`.
     pub fn for_dir(&self, dir: &Path) -> Result<Arc<Resolved>, String> {
         let dir = self.cwd.join(dir);
-        let key = folder_key(&dir);
+        let key = gpulint_source::fs::path_key(&dir);
         if let Some(r) = lock(&self.by_dir).get(&key) {
             return r.clone();
         }
@@ -397,7 +390,7 @@ impl Resolver {
         let mut looked = Vec::new();
         let mut found = Ok(None);
         for dir in real.ancestors() {
-            let key = folder_key(dir);
+            let key = gpulint_source::fs::path_key(dir);
             if let Some(r) = lock(&self.nearest).get(&key) {
                 found = r.clone();
                 break;

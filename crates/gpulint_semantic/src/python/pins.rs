@@ -13,9 +13,9 @@ use gpulint_manifest::versions::ranges;
 use gpulint_manifest::{self as manifest, Format, Loader, Manifest};
 use gpulint_source::SourceFile;
 use gpulint_syntax::{parse, Lang};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock};
 
 /// Manifests larger than this are not read.
 const MAX_MANIFEST_SIZE: u64 = 1 << 20;
@@ -55,7 +55,7 @@ struct DirPins {
     read: Vec<PathBuf>,
 }
 
-static DIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<DirPins>>>> = LazyLock::new(Default::default);
+static DIRS: project::DirCache<DirPins> = LazyLock::new(Default::default);
 
 /// The TensorFlow declared for `file` by the nearest folder that declares it.
 pub fn tensorflow(file: &Path, root: &Path) -> Option<Arc<TfPins>> {

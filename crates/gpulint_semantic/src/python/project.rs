@@ -30,7 +30,7 @@ struct DirFacts {
     read: Vec<PathBuf>,
 }
 
-static DIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<DirFacts>>>> = LazyLock::new(Default::default);
+static DIRS: DirCache<DirFacts> = LazyLock::new(Default::default);
 
 /// Environment variables launchers are scanned for.
 const LAUNCHER_VARS: &[&str] = &[
@@ -128,20 +128,21 @@ fn read_small(path: &Path, max: u64) -> Option<Vec<u8>> {
 }
 
 /// What `read` finds in `dir`, read once per directory for the whole run and kept in `cache`.
-pub(super) fn per_dir<T>(
-    cache: &Mutex<HashMap<PathBuf, Arc<T>>>,
-    dir: &Path,
-    read: impl FnOnce(&Path) -> T,
-) -> Arc<T> {
-    if let Some(f) = cache.lock().ok().and_then(|d| d.get(dir).cloned()) {
+pub(super) fn per_dir<T>(cache: &DirCache<T>, dir: &Path, read: impl FnOnce(&Path) -> T) -> Arc<T> {
+    let key = gpulint_source::fs::path_key(dir);
+    if let Some(f) = cache.lock().ok().and_then(|d| d.get(&key).cloned()) {
         return f;
     }
     let facts = Arc::new(read(dir));
     if let Ok(mut d) = cache.lock() {
-        d.insert(dir.to_path_buf(), facts.clone());
+        d.insert(key, facts.clone());
     }
     facts
 }
+
+/// What [`per_dir`] keeps: each folder's facts, by the folder's
+/// [`gpulint_source::fs::path_key`].
+pub(super) type DirCache<T> = LazyLock<Mutex<HashMap<u128, Arc<T>>>>;
 
 /// The first answer `found` gives for the [`search_dirs`] of `file`, nearest first. Each
 /// folder looked at and the files `facts` read there are noted as dependencies of the checked
@@ -223,8 +224,7 @@ struct DirTorch {
     read: Vec<PathBuf>,
 }
 
-static TORCH_DIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<DirTorch>>>> =
-    LazyLock::new(Default::default);
+static TORCH_DIRS: DirCache<DirTorch> = LazyLock::new(Default::default);
 
 fn read_torch_pin(dir: &Path) -> DirTorch {
     use gpulint_manifest::{self as manifest, Format};
@@ -297,8 +297,7 @@ pub struct WindowsTarget {
 /// Per directory: the Windows evidence found there and the files read for it.
 type WindowsFacts = (Option<WindowsTarget>, Vec<PathBuf>);
 
-static WINDOWS_DIRS: LazyLock<Mutex<HashMap<PathBuf, Arc<WindowsFacts>>>> =
-    LazyLock::new(Default::default);
+static WINDOWS_DIRS: DirCache<WindowsFacts> = LazyLock::new(Default::default);
 
 /// CI files whose text names a Windows runner (`runs-on: windows-latest`, a matrix `os:`
 /// entry, Azure's `vmImage: windows-2022`), and AppVeyor, which builds on Windows.

@@ -48,8 +48,7 @@ struct DirDistributions {
     read: Vec<PathBuf>,
 }
 
-static DISTRIBUTIONS: LazyLock<Mutex<HashMap<PathBuf, Arc<DirDistributions>>>> =
-    LazyLock::new(Default::default);
+static DISTRIBUTIONS: super::DirCache<DirDistributions> = LazyLock::new(Default::default);
 
 fn read_distributions(dir: &Path) -> DirDistributions {
     let mut facts = DirDistributions::default();
