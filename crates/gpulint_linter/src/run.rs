@@ -224,35 +224,36 @@ pub fn run_files_with<T: Send>(
         })
     };
     // Python files first (only they build extensions), then the rest with the notes of the
-    // extension builds at hand.
+    // extension builds at hand. Files are named by their index in `files` (a `u32`: a list of
+    // more files than that would not fit in memory), so the lists of a phase take 4 bytes a
+    // file.
     let builds =
         |c: &Candidate| c.lang == Lang::Python && Lang::of_path(&c.path()) != Some(Lang::Cuda);
-    let (first, rest): (Vec<usize>, Vec<usize>) =
-        (0..files.len()).partition(|&i| builds(&files[i]));
+    let (first, rest): (Vec<u32>, Vec<u32>) =
+        (0..files.len() as u32).partition(|&i| builds(&files[i as usize]));
     // Only the files with something to keep take room until the end (by their index).
     let keep = |slot: Option<Slot<T>>| slot.filter(Slot::holds);
+    let file = |i: u32| &files[i as usize];
+    let size = |i: u32| size_on_disk(file(i));
+    let same = |a: u32, b: u32| same_folder(file(a), file(b));
     gpulint_semantic::cuda::glue_python::install(None);
     // Of those, the files whose text can define an extension build go first: the calls the
     // others make into native modules are then kept only for the modules built (the calls
     // into every other library are not kept until the end of the run).
-    let (defining, calling): (Vec<usize>, Vec<usize>) = pool.install(|| {
-        first.par_iter().partition(|&&i| {
-            let c = &files[i];
+    let (defining, calling): (Vec<u32>, Vec<u32>) = pool.install(|| {
+        first.into_par_iter().partition(|&i| {
             // Unreadable here: checked first, where the check says why.
-            let path = c.path();
+            let path = file(i).path();
             engines.engine(&path).is_none_or(|e| {
                 gpulint_source::read_bytes(&path, e.settings.max_file_size)
                     .map_or(true, |b| may_define_builds(&b))
             })
         })
     });
-    let indexed = |list: &[usize]| -> Vec<(usize, &Candidate)> {
-        list.iter().map(|&i| (i, &files[i])).collect()
-    };
-    let mut slots: Vec<(usize, Slot<T>)> =
-        spread(pool, &indexed(&defining), size_on_disk, same_folder, |c| {
-            keep(check_one(c, None, None))
-        });
+    let mut slots: Vec<(u32, Slot<T>)> = spread(pool, &defining, size, same, |i| {
+        keep(check_one(file(i), None, None))
+    });
+    drop(defining);
     let built: Vec<String> = slots
         .iter()
         .filter_map(|(_, s)| s.linked.as_ref())
@@ -266,13 +267,10 @@ pub fn run_files_with<T: Send>(
             }
         }
     }
-    slots.extend(spread(
-        pool,
-        &indexed(&calling),
-        size_on_disk,
-        same_folder,
-        |c| keep(check_one(c, None, Some(&built))),
-    ));
+    slots.extend(spread(pool, &calling, size, same, |i| {
+        keep(check_one(file(i), None, Some(&built)))
+    }));
+    drop(calling);
     slots.sort_unstable_by_key(|(i, _)| *i);
     let linked = || slots.iter().filter_map(|(_, s)| s.linked.as_ref());
     let built_by = BuiltBy::new(linked().map(|(p, l)| (p.as_str(), l.as_slice())), cwd);
@@ -293,22 +291,31 @@ pub fn run_files_with<T: Send>(
         progress.add(extra.len() as u64);
     }
     // A C/C++/CUDA file parsed by a question of another file before its turn keeps its tree.
-    let later = rest.iter().map(|&i| &files[i]).chain(&extra);
+    let later = rest.iter().map(|&i| file(i)).chain(&extra);
     pending::expect(later.filter(|c| c.lang == Lang::Cuda).map(|c| c.path()));
     // Headers before the files that include them: the facts the includers read from a header
     // come from its own check (see `headers::share`) instead of a second parse.
-    let (headers, rest): (Vec<usize>, Vec<usize>) = rest.into_iter().partition(|&i| {
-        files[i].lang == Lang::Cuda
-            && gpulint_semantic::cuda::headers::is_header_name(&files[i].path())
+    let (headers, mut rest): (Vec<u32>, Vec<u32>) = rest.into_iter().partition(|&i| {
+        file(i).lang == Lang::Cuda
+            && gpulint_semantic::cuda::headers::is_header_name(&file(i).path())
     });
-    let checked = |list: &[(usize, &Candidate)]| {
-        spread(pool, list, size_on_disk, same_folder, |c| {
-            keep(check_one(c, built_by.as_ref(), None))
-        })
+    // The extension sources after the files found, numbered on from them.
+    let all = |i: u32| {
+        let i = i as usize;
+        files.get(i).unwrap_or_else(|| &extra[i - files.len()])
     };
-    slots.extend(checked(&indexed(&headers)));
-    let mut rest = indexed(&rest);
-    rest.extend(extra.iter().enumerate().map(|(j, c)| (files.len() + j, c)));
+    let checked = |list: &[u32]| {
+        spread(
+            pool,
+            list,
+            |i| size_on_disk(all(i)),
+            |a, b| same_folder(all(a), all(b)),
+            |i| keep(check_one(all(i), built_by.as_ref(), None)),
+        )
+    };
+    slots.extend(checked(&headers));
+    drop(headers);
+    rest.extend((0..extra.len()).map(|j| (files.len() + j) as u32));
     slots.extend(checked(&rest));
     pending::expect(Vec::new());
     slots.sort_unstable_by_key(|(i, _)| *i);

@@ -18,62 +18,62 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// The size (bytes on disk) from which a file counts as large.
 pub const LARGE: u64 = 64 * 1024;
 
-/// Calls `check` on each `(index, item)` of `items` on the threads of `pool`, large items (by
-/// `size`) on at most half of them at once while small items remain; returns what `check`
-/// gives back, with the index of each.
+/// Calls `check` on each item of `items` on the threads of `pool`, large items (by `size`) on
+/// at most half of them at once while small items remain; returns what `check` gives back,
+/// with the item it came from. Items are small handles (indices): the queues copy them.
 pub fn spread<I, R, S, G, F>(
     pool: &rayon::ThreadPool,
-    items: &[(usize, I)],
+    items: &[I],
     size: S,
     same_group: G,
     check: F,
-) -> Vec<(usize, R)>
+) -> Vec<(I, R)>
 where
-    I: Sync,
+    I: Copy + Send + Sync,
     R: Send,
-    S: Fn(&I) -> u64 + Sync,
-    G: Fn(&I, &I) -> bool,
-    F: Fn(&I) -> Option<R> + Sync,
+    S: Fn(I) -> u64 + Sync,
+    G: Fn(I, I) -> bool,
+    F: Fn(I) -> Option<R> + Sync,
 {
     let threads = pool.current_num_threads().max(1);
     if items.is_empty() {
         return Vec::new();
     }
-    type Queue<'a, I> = Vec<&'a (usize, I)>;
-    let (large, small): (Queue<I>, Queue<I>) = if threads == 1 {
+    if threads == 1 {
         // One thread: nothing runs beside anything, so order alone decides.
-        (Vec::new(), items.iter().collect())
-    } else {
+        return pool.install(|| {
+            items
+                .iter()
+                .filter_map(|&item| check(item).map(|r| (item, r)))
+                .collect()
+        });
+    }
+    let (large, small): (Vec<I>, Vec<I>) = {
         use rayon::prelude::*;
-        pool.install(|| items.par_iter().partition(|(_, item)| size(item) >= LARGE))
+        pool.install(|| items.par_iter().partition(|&&item| size(item) >= LARGE))
     };
     let lanes = threads.div_ceil(2);
     let next_large = AtomicUsize::new(0);
     // The small items in runs of the same group (files of one folder), each taken whole by
     // one thread: what the files of a folder share is then worked out once, not by every
-    // thread at the same time.
-    let mut groups: Vec<&[&(usize, I)]> = Vec::new();
-    let mut rest = small.as_slice();
-    while let Some((first, _)) = rest.split_first() {
-        let n = 1 + rest[1..]
-            .iter()
-            .take_while(|other| same_group(&first.1, &other.1))
-            .count();
-        let (group, after) = rest.split_at(n);
-        groups.push(group);
-        rest = after;
-    }
+    // thread at the same time. Run `g` is `small[starts[g]..starts[g + 1]]`.
+    let mut starts: Vec<usize> = (0..small.len())
+        .filter(|&k| k == 0 || !same_group(small[k - 1], small[k]))
+        .collect();
+    starts.push(small.len());
+    let groups = starts.len() - 1;
     let next_group = AtomicUsize::new(0);
+    let take_group = || {
+        let g = next_group.fetch_add(1, Ordering::Relaxed);
+        (g < groups).then(|| &small[starts[g]..starts[g + 1]])
+    };
     let large_in_flight = AtomicUsize::new(0);
-    fn take<T: Copy>(queue: &[T], next: &AtomicUsize) -> Option<T> {
-        queue.get(next.fetch_add(1, Ordering::Relaxed)).copied()
-    }
     // One large item, as a run of one.
     let take_large = || {
         let at = next_large.fetch_add(1, Ordering::Relaxed);
         large.get(at..at + 1)
     };
-    let per_thread: Vec<Vec<(usize, R)>> = pool.broadcast(|_| {
+    let per_thread: Vec<Vec<(I, R)>> = pool.broadcast(|_| {
         let mut out = Vec::new();
         loop {
             // A large file when fewer than `lanes` are in flight; else a small one; else (no
@@ -84,7 +84,7 @@ where
                 Some(item) => (item, true),
                 None => {
                     large_in_flight.fetch_sub(1, Ordering::AcqRel);
-                    match take(&groups, &next_group) {
+                    match take_group() {
                         Some(group) => (group, false),
                         None => match take_large() {
                             Some(item) => {
@@ -96,9 +96,9 @@ where
                     }
                 }
             };
-            for &(i, item) in work {
+            for &item in work {
                 if let Some(r) = check(item) {
-                    out.push((*i, r));
+                    out.push((item, r));
                 }
             }
             if is_large {
@@ -112,12 +112,12 @@ where
 
 /// The size of a file on disk, for [`spread`] (0 when it cannot be looked at: its check says
 /// why).
-pub(super) fn size_on_disk(c: &&Candidate) -> u64 {
+pub(super) fn size_on_disk(c: &Candidate) -> u64 {
     std::fs::metadata(c.path()).map_or(0, |m| m.len())
 }
 
 /// Whether two files are in the same folder, for [`spread`].
-pub(super) fn same_folder(a: &&Candidate, b: &&Candidate) -> bool {
+pub(super) fn same_folder(a: &Candidate, b: &Candidate) -> bool {
     a.folder() == b.folder()
 }
 
@@ -143,10 +143,10 @@ mod tests {
         let out = spread(
             &pool,
             &items,
-            |s| *s,
+            |(_, s)| s,
             |_, _| false,
-            |s| {
-                if *s >= LARGE {
+            |(_, s)| {
+                if s >= LARGE {
                     let now = large_now.fetch_add(1, Ordering::SeqCst) + 1;
                     // Small ones not yet begun beyond those the other threads may hold: the queue
                     // of small ones was not empty, so this one had a lane.
@@ -159,22 +159,22 @@ mod tests {
                     started_small.fetch_add(1, Ordering::SeqCst);
                     std::thread::sleep(std::time::Duration::from_micros(50));
                 }
-                Some(*s)
+                Some(s)
             },
         );
         assert!(!too_many.load(Ordering::SeqCst));
-        let mut seen: Vec<usize> = out.iter().map(|(i, _)| *i).collect();
+        let mut seen: Vec<usize> = out.iter().map(|((i, _), _)| *i).collect();
         seen.sort_unstable();
         assert_eq!(seen, (0..400).collect::<Vec<_>>());
-        assert!(out.iter().all(|(i, s)| items[*i].1 == *s));
+        assert!(out.iter().all(|((i, _), s)| items[*i].1 == *s));
         // One thread: every item, in the order given.
         let one = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()
             .unwrap();
-        let order: Vec<usize> = spread(&one, &items, |s| *s, |a, b| a == b, |s| Some(*s))
+        let order: Vec<usize> = spread(&one, &items, |(_, s)| s, |a, b| a == b, |(_, s)| Some(s))
             .into_iter()
-            .map(|(i, _)| i)
+            .map(|((i, _), _)| i)
             .collect();
         assert_eq!(order, (0..400).collect::<Vec<_>>());
     }
@@ -192,8 +192,8 @@ mod tests {
         let out = spread(
             &pool,
             &items,
-            |(_, size)| *size,
-            |a, b| a.0 == b.0,
+            |(_, (_, size))| size,
+            |(_, a), (_, b)| a.0 == b.0,
             |_| {
                 std::thread::sleep(std::time::Duration::from_micros(20));
                 Some(std::thread::current().id())
@@ -204,7 +204,7 @@ mod tests {
         for group in 0..50 {
             let small: Vec<_> = out
                 .iter()
-                .filter(|(i, _)| items[*i].1 .0 == group && items[*i].1 .1 < LARGE)
+                .filter(|((_, (g, size)), _)| *g == group && *size < LARGE)
                 .collect();
             assert!(small
                 .windows(2)
