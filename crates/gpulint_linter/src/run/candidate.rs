@@ -9,25 +9,38 @@ use std::cmp::Ordering;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-/// A file to check.
+/// A file to check (40 bytes, and the name's text when it is long).
 #[derive(Debug, Clone)]
 pub struct Candidate {
-    /// The file's folder, shared by the files of one folder found together; the whole path
-    /// when `name` is empty (a path that is not its folder's path joined with its name).
-    folder: Arc<Path>,
-    /// The file's name in `folder`.
+    /// The file's folder, shared by the files of one folder found together.
+    folder: Arc<Folder>,
+    /// The file's name in `folder`; empty when the path is not its folder's path joined with
+    /// a name (`folder.path` is then the whole path).
     name: CompactString,
-    shown: Shown,
+    /// Where the path as shown starts in the path's text; [`OWN`] when it is not the end of
+    /// the path (it is then `folder.shown`).
+    tail: u32,
     pub lang: Lang,
 }
 
-/// The path as shown to the user. It is nearly always the end of the path itself (the part
-/// below the current directory), kept as where that end starts.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Shown {
+/// The folder of one or more files: the folder's path, or the whole path of a file that is not
+/// a folder's path joined with a name; and the name shown to the user of the one file that is
+/// not shown by the end of its path (rare: such a file never shares its folder).
+#[derive(Debug)]
+struct Folder {
+    path: Box<Path>,
+    shown: Option<Box<str>>,
+}
+
+/// [`Candidate::tail`] of a file shown by a name of its own.
+const OWN: u32 = u32::MAX;
+
+/// The path as shown to the user, as candidates compare it.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum Shown<'a> {
     /// The path's text from this byte on.
-    Tail(usize),
-    Own(Box<str>),
+    Tail(u32),
+    Own(&'a str),
 }
 
 impl Candidate {
@@ -44,12 +57,15 @@ impl Candidate {
         lang: Lang,
         previous: Option<&Candidate>,
     ) -> Candidate {
-        let shown = match path.to_str() {
+        let tail = match path.to_str() {
             Some(text) if text.ends_with(display.as_str()) => {
-                Shown::Tail(text.len() - display.len())
+                u32::try_from(text.len() - display.len())
+                    .ok()
+                    .filter(|&at| at != OWN)
             }
-            _ => Shown::Own(display.into_boxed_str()),
+            _ => None,
         };
+        let own = tail.is_none().then(|| display.into_boxed_str());
         // Split only where joining gives back the same text, so `path()` is the path given.
         let split = match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
             (Some(folder), Some(name)) if folder.join(name).as_os_str() == path.as_os_str() => {
@@ -59,20 +75,33 @@ impl Candidate {
         };
         let (folder, name) = match split {
             Some((folder, name)) => {
-                let shared = previous
-                    .filter(|p| !p.name.is_empty() && p.folder.as_os_str() == folder.as_os_str());
+                let shared = previous.filter(|p| {
+                    own.is_none()
+                        && p.folder.shown.is_none()
+                        && !p.name.is_empty()
+                        && p.folder.path.as_os_str() == folder.as_os_str()
+                });
                 let folder = match shared {
                     Some(p) => p.folder.clone(),
-                    None => Arc::from(folder),
+                    None => Arc::new(Folder {
+                        path: folder.into(),
+                        shown: own,
+                    }),
                 };
                 (folder, CompactString::from(name))
             }
-            None => (Arc::from(path.as_path()), CompactString::default()),
+            None => {
+                let folder = Folder {
+                    path: path.into_boxed_path(),
+                    shown: own,
+                };
+                (Arc::new(folder), CompactString::default())
+            }
         };
         Candidate {
             folder,
             name,
-            shown,
+            tail: tail.unwrap_or(OWN),
             lang,
         }
     }
@@ -80,38 +109,45 @@ impl Candidate {
     /// The file's path, as it was given.
     pub fn path(&self) -> PathBuf {
         if self.name.is_empty() {
-            self.folder.to_path_buf()
+            self.folder.path.to_path_buf()
         } else {
-            self.folder.join(self.name.as_str())
+            self.folder.path.join(self.name.as_str())
         }
     }
 
     /// The file's folder (empty for a bare name).
     pub fn folder(&self) -> &Path {
         if self.name.is_empty() {
-            self.folder.parent().unwrap_or(Path::new(""))
+            self.folder.path.parent().unwrap_or(Path::new(""))
         } else {
-            &self.folder
+            &self.folder.path
         }
     }
 
     /// The path as shown to the user.
     pub fn display(&self) -> String {
-        match &self.shown {
+        match self.shown() {
             Shown::Tail(at) => self
                 .path()
                 .to_str()
-                .and_then(|text| text.get(*at..))
+                .and_then(|text| text.get(at as usize..))
                 .unwrap_or_default()
                 .to_string(),
             Shown::Own(text) => text.to_string(),
         }
     }
 
+    fn shown(&self) -> Shown<'_> {
+        match &self.folder.shown {
+            Some(text) if self.tail == OWN => Shown::Own(text),
+            _ => Shown::Tail(self.tail),
+        }
+    }
+
     /// The path's components, as `Path` compares them.
     fn components(&self) -> impl Iterator<Item = Component<'_>> {
         let name = (!self.name.is_empty()).then(|| Component::Normal(self.name.as_ref()));
-        self.folder.components().chain(name)
+        self.folder.path.components().chain(name)
     }
 }
 
@@ -120,7 +156,7 @@ impl Ord for Candidate {
     fn cmp(&self, other: &Candidate) -> Ordering {
         self.components()
             .cmp(other.components())
-            .then_with(|| self.shown.cmp(&other.shown))
+            .then_with(|| self.shown().cmp(&other.shown()))
             .then_with(|| self.lang.cmp(&other.lang))
     }
 }
@@ -148,10 +184,28 @@ mod tests {
         // The usual case: the shown name is the end of the path, and is not stored again.
         let below = Candidate::new(PathBuf::from("./src/a.py"), "src/a.py".into(), Lang::Python);
         assert_eq!(below.display(), "src/a.py");
-        assert!(matches!(below.shown, Shown::Tail(2)));
+        assert!(matches!(below.shown(), Shown::Tail(2)));
+        assert_eq!(std::mem::size_of::<Candidate>(), 40);
         // A name that is not the end of the path is kept as given.
         let other = Candidate::new(PathBuf::from("/x/a.py"), "../x/a.py".into(), Lang::Python);
         assert_eq!(other.display(), "../x/a.py");
+        assert_eq!(other.path(), PathBuf::from("/x/a.py"));
+        // Nor does the next file of its folder take that name.
+        let next = Candidate::beside(
+            PathBuf::from("/x/b.py"),
+            "/x/b.py".into(),
+            Lang::Python,
+            Some(&other),
+        );
+        assert_eq!(next.display(), "/x/b.py");
+        let own_next = Candidate::beside(
+            PathBuf::from("/x/c.py"),
+            "../x/c.py".into(),
+            Lang::Python,
+            Some(&next),
+        );
+        assert_eq!(own_next.display(), "../x/c.py");
+        assert_eq!(next.display(), "/x/b.py");
         let dot = Candidate::new(PathBuf::from("a.py"), "a.py".into(), Lang::Python);
         assert_eq!(dot.display(), "a.py");
         assert_eq!(dot.folder(), Path::new(""));
