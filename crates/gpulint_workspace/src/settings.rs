@@ -272,6 +272,9 @@ pub struct Resolver {
     built: Memo<(Option<PathBuf>, PathBuf), Arc<Resolved>>,
     /// Folder (as asked, by [`gpulint_source::fs::path_key`]) → what applies.
     by_dir: Memo<u128, Arc<Resolved>>,
+    /// Folder (real path, by [`gpulint_source::fs::path_key`]) → the repository that holds
+    /// it (the nearest folder at or above it with a `.git`).
+    repos: Mutex<HashMap<u128, Option<Arc<Path>>>>,
 }
 
 impl Resolver {
@@ -308,6 +311,7 @@ impl Resolver {
             nearest: Mutex::default(),
             built: Mutex::default(),
             by_dir: Mutex::default(),
+            repos: Mutex::default(),
         })
     }
 
@@ -410,12 +414,37 @@ impl Resolver {
         found
     }
 
+    /// The repository that holds the folder `real` (a real path): the nearest folder at or
+    /// above it with a `.git`. Each folder is looked at once in a run: the folders of a tree
+    /// share the answers of their parents.
+    fn repository(&self, real: &Path) -> Option<Arc<Path>> {
+        let mut looked = Vec::new();
+        let mut found = None;
+        for dir in real.ancestors() {
+            let key = gpulint_source::fs::path_key(dir);
+            if let Some(r) = lock(&self.repos).get(&key) {
+                found = r.clone();
+                break;
+            }
+            looked.push(key);
+            if dir.join(".git").exists() {
+                found = Some(Arc::from(dir));
+                break;
+            }
+        }
+        let mut memo = lock(&self.repos);
+        for dir in looked {
+            memo.insert(dir, found.clone());
+        }
+        found
+    }
+
     /// The project's folder of a file in `real` without a configuration file: the
     /// repository's, else the working directory when it holds the file, else the outermost
     /// checked path that holds it, else `real` itself. One folder for all the files of a file
     /// list (as pre-commit passes them), not one per folder.
     fn root_without_config(&self, real: &Path) -> PathBuf {
-        if let Some(repo) = real.ancestors().find(|d| d.join(".git").exists()) {
+        if let Some(repo) = self.repository(real) {
             return repo.to_path_buf();
         }
         if let Some(cwd) = &self.real_cwd {
@@ -455,5 +484,45 @@ impl Resolver {
 impl gpulint_linter::run::Engines for Resolver {
     fn engine(&self, path: &Path) -> Option<Arc<Engine>> {
         self.for_path(path).ok().map(|r| r.engine.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_folder_has_the_nearest_repository_above_it_whatever_the_order_asked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = std::fs::canonicalize(tmp.path()).unwrap();
+        for dir in [
+            "repo/.git",
+            "repo/a/b",
+            "repo/sub/.git",
+            "repo/sub/c",
+            "plain/x",
+        ] {
+            std::fs::create_dir_all(d.join(dir)).unwrap();
+        }
+        let resolver = Resolver::new(Overrides::default(), Source::Isolated, &d).unwrap();
+        let asked = [
+            ("repo/sub/c", Some("repo/sub")),
+            ("repo/a/b", Some("repo")),
+            ("repo/sub", Some("repo/sub")),
+            ("repo/a", Some("repo")),
+            ("repo", Some("repo")),
+            ("plain/x", None),
+        ];
+        // Twice: the second time from what the first one kept.
+        for _ in 0..2 {
+            for (dir, repo) in asked {
+                let found = resolver.repository(&d.join(dir));
+                let expected = repo.map(|r| d.join(r));
+                // Above the temporary folder there may be a repository of its own: only what
+                // is below it is asked about.
+                let found = found.filter(|f| f.starts_with(&d));
+                assert_eq!(found.as_deref(), expected.as_deref(), "{dir}");
+            }
+        }
     }
 }
