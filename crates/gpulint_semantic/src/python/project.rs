@@ -167,6 +167,9 @@ pub(super) fn nearest<T, R>(
     None
 }
 
+/// Whether each folder looked at holds a `.git` (a repository's top), by folder.
+static REPOS: DirCache<bool> = LazyLock::new(Default::default);
+
 /// The directories to search for launchers (or manifests) of `file`, nearest first.
 pub(super) fn search_dirs(file: &Path, root: &Path) -> Vec<PathBuf> {
     let Some(dir) = std::path::absolute(file)
@@ -180,7 +183,7 @@ pub(super) fn search_dirs(file: &Path, root: &Path) -> Vec<PathBuf> {
     let mut bounded = false;
     for d in dir.ancestors() {
         chain.push(d.to_path_buf());
-        if root.as_deref() == Some(d) || d.join(".git").exists() {
+        if root.as_deref() == Some(d) || *per_dir(&REPOS, d, |d| d.join(".git").exists()) {
             bounded = true;
             break;
         }
