@@ -192,6 +192,36 @@ impl RealPaths {
     }
 }
 
+/// What `look` answers at the nearest folder at or above `real` where it answers (else
+/// `otherwise`), through `memo` (by [`gpulint_source::fs::path_key`]): each folder is looked
+/// at once in a run, and the folders of a tree share the answers of their parents.
+fn nearest_up<V: Clone>(
+    memo: &Mutex<HashMap<u128, V>>,
+    real: &Path,
+    otherwise: V,
+    mut look: impl FnMut(&Path) -> Option<V>,
+) -> V {
+    let mut looked = Vec::new();
+    let mut found = otherwise;
+    for dir in real.ancestors() {
+        let key = gpulint_source::fs::path_key(dir);
+        if let Some(r) = lock(memo).get(&key) {
+            found = r.clone();
+            break;
+        }
+        looked.push(key);
+        if let Some(r) = look(dir) {
+            found = r;
+            break;
+        }
+    }
+    let mut memo = lock(memo);
+    for dir in looked {
+        memo.insert(dir, found.clone());
+    }
+    found
+}
+
 /// The exclusions of a configuration (the defaults without one), each glob relative to the
 /// folder of the file that declares it; `root` stands for the folder of the defaults.
 pub fn excludes(loaded: Option<&LoadedConfig>, root: &Path) -> Result<Excludes, String> {
@@ -391,52 +421,21 @@ impl Resolver {
 
     /// The nearest configuration file of the folder `real` (a real path).
     fn nearest(&self, real: &Path) -> Result<Option<Arc<LoadedConfig>>, String> {
-        let mut looked = Vec::new();
-        let mut found = Ok(None);
-        for dir in real.ancestors() {
-            let key = gpulint_source::fs::path_key(dir);
-            if let Some(r) = lock(&self.nearest).get(&key) {
-                found = r.clone();
-                break;
-            }
-            looked.push(key);
+        nearest_up(&self.nearest, real, Ok(None), |dir| {
             match config::in_dir(dir) {
-                Ok(None) => continue,
-                Ok(Some(c)) => found = Ok(Some(Arc::new(c))),
-                Err(e) => found = Err(e.to_string()),
+                Ok(None) => None,
+                Ok(Some(c)) => Some(Ok(Some(Arc::new(c)))),
+                Err(e) => Some(Err(e.to_string())),
             }
-            break;
-        }
-        let mut memo = lock(&self.nearest);
-        for dir in looked {
-            memo.insert(dir, found.clone());
-        }
-        found
+        })
     }
 
     /// The repository that holds the folder `real` (a real path): the nearest folder at or
-    /// above it with a `.git`. Each folder is looked at once in a run: the folders of a tree
-    /// share the answers of their parents.
+    /// above it with a `.git`.
     fn repository(&self, real: &Path) -> Option<Arc<Path>> {
-        let mut looked = Vec::new();
-        let mut found = None;
-        for dir in real.ancestors() {
-            let key = gpulint_source::fs::path_key(dir);
-            if let Some(r) = lock(&self.repos).get(&key) {
-                found = r.clone();
-                break;
-            }
-            looked.push(key);
-            if dir.join(".git").exists() {
-                found = Some(Arc::from(dir));
-                break;
-            }
-        }
-        let mut memo = lock(&self.repos);
-        for dir in looked {
-            memo.insert(dir, found.clone());
-        }
-        found
+        nearest_up(&self.repos, real, None, |dir| {
+            dir.join(".git").exists().then(|| Some(Arc::from(dir)))
+        })
     }
 
     /// The project's folder of a file in `real` without a configuration file: the
