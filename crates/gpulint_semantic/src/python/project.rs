@@ -167,8 +167,22 @@ pub(super) fn nearest<T, R>(
     None
 }
 
-/// Whether each folder looked at holds a `.git` (a repository's top), by folder.
-static REPOS: DirCache<bool> = LazyLock::new(Default::default);
+/// Whether each folder looked at holds a `.git` (a repository's top), by
+/// [`gpulint_source::fs::path_key`] of the folder.
+static REPOS: LazyLock<Mutex<HashMap<u128, bool>>> = LazyLock::new(Default::default);
+
+/// Does the folder `dir` hold a `.git`? Looked at once per folder in a run.
+fn is_repository(dir: &Path) -> bool {
+    let key = gpulint_source::fs::path_key(dir);
+    if let Some(known) = REPOS.lock().ok().and_then(|m| m.get(&key).copied()) {
+        return known;
+    }
+    let found = dir.join(".git").exists();
+    if let Ok(mut m) = REPOS.lock() {
+        m.insert(key, found);
+    }
+    found
+}
 
 /// The directories to search for launchers (or manifests) of `file`, nearest first.
 pub(super) fn search_dirs(file: &Path, root: &Path) -> Vec<PathBuf> {
@@ -183,7 +197,7 @@ pub(super) fn search_dirs(file: &Path, root: &Path) -> Vec<PathBuf> {
     let mut bounded = false;
     for d in dir.ancestors() {
         chain.push(d.to_path_buf());
-        if root.as_deref() == Some(d) || *per_dir(&REPOS, d, |d| d.join(".git").exists()) {
+        if root.as_deref() == Some(d) || is_repository(d) {
             bounded = true;
             break;
         }
