@@ -129,15 +129,25 @@ fn read_small(path: &Path, max: u64) -> Option<Vec<u8>> {
 
 /// What `read` finds in `dir`, read once per directory for the whole run and kept in `cache`.
 pub(super) fn per_dir<T>(cache: &DirCache<T>, dir: &Path, read: impl FnOnce(&Path) -> T) -> Arc<T> {
+    memo_by_dir(cache, dir, |d| Arc::new(read(d)))
+}
+
+/// What `read` answers for `dir`, worked out once per folder for the whole run and kept in
+/// `memo` by the folder's [`gpulint_source::fs::path_key`].
+fn memo_by_dir<V: Clone>(
+    memo: &Mutex<HashMap<u128, V>>,
+    dir: &Path,
+    read: impl FnOnce(&Path) -> V,
+) -> V {
     let key = gpulint_source::fs::path_key(dir);
-    if let Some(f) = cache.lock().ok().and_then(|d| d.get(&key).cloned()) {
-        return f;
+    if let Some(known) = memo.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return known;
     }
-    let facts = Arc::new(read(dir));
-    if let Ok(mut d) = cache.lock() {
-        d.insert(key, facts.clone());
+    let found = read(dir);
+    if let Ok(mut m) = memo.lock() {
+        m.insert(key, found.clone());
     }
-    facts
+    found
 }
 
 /// What [`per_dir`] keeps: each folder's facts, by the folder's
@@ -173,15 +183,7 @@ static REPOS: LazyLock<Mutex<HashMap<u128, bool>>> = LazyLock::new(Default::defa
 
 /// Does the folder `dir` hold a `.git`? Looked at once per folder in a run.
 fn is_repository(dir: &Path) -> bool {
-    let key = gpulint_source::fs::path_key(dir);
-    if let Some(known) = REPOS.lock().ok().and_then(|m| m.get(&key).copied()) {
-        return known;
-    }
-    let found = dir.join(".git").exists();
-    if let Ok(mut m) = REPOS.lock() {
-        m.insert(key, found);
-    }
-    found
+    memo_by_dir(&REPOS, dir, |d| d.join(".git").exists())
 }
 
 /// The directories to search for launchers (or manifests) of `file`, nearest first.
