@@ -42,10 +42,25 @@ pub struct ModelReport {
 
 /// Every model the file builds.
 pub fn analyze(pm: &PythonModel<'_>) -> Vec<ModelReport> {
+    reports(pm, training::file_facts(pm))
+}
+
+/// The models of the file that may be trained with nothing keeping a static estimate from
+/// applying: [`analyze`]'s reports, without running the file where its facts already rule out
+/// every one of them (see [`training::FileFacts::may_train_unblocked`]). Each report given is
+/// one of [`analyze`]'s; those left out have `trained` false or a blocker.
+pub fn analyze_trainable(pm: &PythonModel<'_>) -> Vec<ModelReport> {
+    let file = training::file_facts(pm);
+    if !file.may_train_unblocked(pm) {
+        return Vec::new();
+    }
+    reports(pm, file)
+}
+
+fn reports(pm: &PythonModel<'_>, file: training::FileFacts) -> Vec<ModelReport> {
     let mut it = interp::Interp::new(pm);
     it.run_file();
     let models = it.models();
-    let file = training::file_facts(pm);
     models
         .into_iter()
         .map(|model| {
@@ -81,4 +96,73 @@ pub fn imports_framework(pm: &PythonModel<'_>) -> bool {
     ]
     .iter()
     .any(|m| pm.imports_module(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpulint_semantic::with_python_model;
+
+    /// The reports a budget check can use: trained, with no blocker.
+    fn usable(reports: Vec<ModelReport>) -> Vec<String> {
+        reports
+            .into_iter()
+            .filter(|r| r.setup.trained && r.setup.blockers.is_empty())
+            .map(|r| format!("{r:?}"))
+            .collect()
+    }
+
+    fn both(src: &str) -> (Vec<String>, Vec<String>, usize) {
+        with_python_model(src, |pm| {
+            let all = analyze(pm);
+            let n = all.len();
+            (usable(all), usable(analyze_trainable(pm)), n)
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn trainable_reports_are_every_usable_report() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files = Vec::new();
+        for dir in ["tests/memory_models", "fixtures/python"] {
+            for e in std::fs::read_dir(root.join(dir)).unwrap() {
+                let p = e.unwrap().path();
+                if p.extension().is_some_and(|x| x == "py") {
+                    files.push(p);
+                }
+            }
+        }
+        assert!(files.len() > 100, "{}", files.len());
+        let mut usable_files = 0;
+        for p in files {
+            let Ok(src) = std::fs::read_to_string(&p) else {
+                continue;
+            };
+            let (all, trainable, _) = both(&src);
+            assert_eq!(all, trainable, "{}", p.display());
+            usable_files += usize::from(!all.is_empty());
+        }
+        // The comparison covers files with something to report, not only empty lists.
+        assert!(usable_files > 30, "{usable_files}");
+    }
+
+    #[test]
+    fn files_that_cannot_train_unblocked_are_not_run() {
+        let keras = "from tensorflow import keras\nfrom tensorflow.keras import layers\nmodel = keras.Sequential([keras.Input(shape=(32,)), layers.Dense(10)])\nmodel.compile(optimizer='adam', loss='mse')\n";
+        // Built, never trained: the interpreter finds the model, nothing can be reported.
+        let (usable, trainable, models) = both(keras);
+        assert_eq!((usable.len(), trainable.len()), (0, 0));
+        assert!(models > 0);
+        // `fit` reached through a name still counts.
+        let aliased = format!("{keras}train = model.fit\ntrain(x, y, batch_size=64)\n");
+        let (usable, trainable, _) = both(&aliased);
+        assert_eq!(usable.len(), 1);
+        assert_eq!(usable, trainable);
+        // Several GPUs block every model.
+        let spread = format!("{keras}import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\nmodel.fit(x, y, batch_size=64)\n");
+        let (usable, trainable, models) = both(&spread);
+        assert_eq!((usable.len(), trainable.len()), (0, 0));
+        assert!(models > 0);
+    }
 }

@@ -133,6 +133,28 @@ pub fn file_facts(pm: &PythonModel<'_>) -> FileFacts {
     f
 }
 
+impl FileFacts {
+    /// Can a model of the file be trained (see [`setup`]) with no blocker? `false` only where
+    /// none can: the file uses several GPUs or gradient checkpointing (a blocker for every
+    /// model), or it neither calls `backward()` (what a PyTorch model needs) nor uses a
+    /// `GradientTape` nor names a `fit`/`fit_generator` attribute (what a Keras model needs:
+    /// the interpreter records a `fit` only from such an attribute).
+    pub fn may_train_unblocked(&self, pm: &PythonModel<'_>) -> bool {
+        if self.distributed.is_some() || self.checkpointing {
+            return false;
+        }
+        self.backward || self.tape || names_fit(pm)
+    }
+}
+
+/// Does the file name an attribute `fit` or `fit_generator` (`model.fit`)?
+fn names_fit(pm: &PythonModel<'_>) -> bool {
+    pm.attributes.iter().any(|a| {
+        a.field("attribute")
+            .is_some_and(|n| matches!(pm.text(n), "fit" | "fit_generator"))
+    })
+}
+
 /// The batch size a model trains with, and where it comes from.
 #[derive(Debug, Clone)]
 pub struct Batch {

@@ -124,7 +124,7 @@ impl Rule for TrainingStepOverBudget {
         let budget = ctx.settings.gpu_memory;
         // One finding per place: several models trained with one pipeline keep the largest.
         let mut found: Vec<(Span, u64, gpulint_diagnostics::Diagnostic)> = Vec::new();
-        for report in memory::analyze(pm) {
+        for report in memory::analyze_trainable(pm) {
             let (Some(e), Ok(batch)) = (&report.estimate, &report.setup.batch) else {
                 continue;
             };
