@@ -244,12 +244,8 @@ fn array_source<'t>(m: &PythonModel<'t>, expr: Node<'t>, at: Node<'t>) -> Option
 /// Keras `fit`/`predict` handed a whole in-memory array (TensorFlow 2.6–2.10).
 fn keras_inputs(ctx: &mut Context<'_>) {
     let m = ctx.python();
-    let tf = m.tf();
     let mut pins_checked = false;
     for &(call, _) in &m.calls {
-        if tf.init_kind(call) != Some(Init::ModelMethod) {
-            continue;
-        }
         let Some(method) = call
             .field("function")
             .and_then(|f| f.field("attribute"))
@@ -263,6 +259,10 @@ fn keras_inputs(ctx: &mut Context<'_>) {
         let Some(x) = argument(call, 0, "x", m) else {
             continue;
         };
+        // The file's TensorFlow facts are built at the first `fit`/`predict` call only.
+        if m.tf().init_kind(call) != Some(Init::ModelMethod) {
+            continue;
+        }
         let Some(source) = array_source(m, x, call) else {
             continue;
         };

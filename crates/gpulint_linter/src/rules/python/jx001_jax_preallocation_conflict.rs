@@ -99,6 +99,16 @@ impl Rule for JaxPreallocationConflict {
             return;
         }
         let facts = m.torch();
+        let tf_import = m
+            .imports
+            .iter()
+            .find(|i| i.qualified == "tensorflow" || i.qualified.starts_with("tensorflow."));
+        // Nothing to report without a JAX operation and a TensorFlow import or a PyTorch CUDA
+        // operation: the order of execution is built only when the file has both.
+        let inits = |rt: Runtime| facts.init_calls.iter().any(|&(_, k)| k == rt);
+        if !inits(Runtime::Jax) || (tf_import.is_none() && !inits(Runtime::TorchCuda)) {
+            return;
+        }
         // Only where the module runs as a script (a library's functions run in whatever
         // process imports them, which configures the GPU itself).
         let Some(jax_call) = m
@@ -111,10 +121,6 @@ impl Rule for JaxPreallocationConflict {
             return;
         };
         let torch_cuda = facts.first_init(m.order(), Runtime::TorchCuda);
-        let tf_import = m
-            .imports
-            .iter()
-            .find(|i| i.qualified == "tensorflow" || i.qualified.starts_with("tensorflow."));
         let tf_import = tf_import.filter(|_| {
             let tf = m.tf();
             tf.cpu_only.is_empty() && tf.memory_configured(m).is_none()

@@ -108,6 +108,13 @@ impl Rule for DataloaderWithoutMainGuard {
         if !m.imports_torch() {
             return;
         }
+        // The order of execution is built only for a file that makes a DataLoader with
+        // workers: every event looked at below is one of its calls.
+        let with_workers =
+            |call: Node<'_>| is_dataloader(m, call) && worker_count(m, call).is_some();
+        if !m.calls.iter().any(|&(call, _)| with_workers(call)) {
+            return;
+        }
         let order = m.order();
         let mut reported = std::collections::HashSet::new();
         // Looked up once, and only when there is something to report.
