@@ -45,6 +45,12 @@ pub fn reads_python_callers(settings: &Settings) -> bool {
     PYTHON_CALLER_RULES.iter().any(|c| settings.is_enabled(c))
 }
 
+/// Does the check of a Python file of text `text` collect its calls into extension modules
+/// ([`ParseInfo::ext_calls`])? Only a file that mentions torch, under settings that read them.
+pub fn collects_ext_calls(settings: &Settings, text: &[u8]) -> bool {
+    reads_python_callers(settings) && memchr::memmem::find(text, b"torch").is_some()
+}
+
 /// Runs the enabled rules of `table` over one parsed file: one tree, or one per notebook cell
 /// (sharing the file's text).
 ///
@@ -145,9 +151,7 @@ fn check_tree_metered(
         if gpulint_semantic::python::extensions::may_define_builds(file.text.as_bytes()) {
             info.extensions = gpulint_semantic::python::extensions::collect(python, &file.path);
         }
-        if reads_python_callers(settings)
-            && memchr::memmem::find(file.text.as_bytes(), b"torch").is_some()
-        {
+        if collects_ext_calls(settings, file.text.as_bytes()) {
             info.ext_calls = gpulint_semantic::python::ext_calls::collect(python);
         }
     }

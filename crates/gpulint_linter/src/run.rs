@@ -4,6 +4,7 @@
 //! Python entries that build them.
 
 use crate::cache::{self, Cache};
+use crate::checker::collects_ext_calls;
 use crate::engine::{Engine, FileResult, Status};
 use crate::link::{identity, Link};
 use gpulint_diagnostics::Related;
@@ -12,7 +13,6 @@ use gpulint_semantic::cuda::glue_python::builds_module;
 use gpulint_semantic::python::extensions::may_define_builds;
 use gpulint_source::display_path;
 use gpulint_syntax::Lang;
-use rayon::prelude::*;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -122,22 +122,28 @@ pub fn run_files_with<T: Send>(
     let clean_checked = AtomicUsize::new(0);
     let clean_prefiltered = AtomicUsize::new(0);
     let key = |path: &Path| cwd.join(path).display().to_string();
-    let check_file = |c: &Candidate| {
+    // `read`: the file's bytes when they were read already (by its engine's size limit).
+    let check_file = |c: &Candidate, read: Option<Vec<u8>>| {
         let path = c.path();
         let Some(engine) = engines.engine(&path) else {
             progress.inc();
             return None;
         };
         let engine = engine.as_ref();
+        let check_read = |read: Option<Vec<u8>>| match read {
+            Some(bytes) => engine.check_bytes(&path, c.display(), bytes, c.lang),
+            None => engine.check_path(&path, c.display(), c.lang),
+        };
         // A manifest's findings depend on the files it includes: never cached (they are cheap
         // to check).
         let out = match &cache {
-            None => (engine.check_path(&path, c.display(), c.lang), None),
-            Some(_) if c.lang == Lang::Manifest => {
-                (engine.check_path(&path, c.display(), c.lang), None)
-            }
+            None => (check_read(read), None),
+            Some(_) if c.lang == Lang::Manifest => (check_read(read), None),
             Some(cache) => {
-                let bytes = match gpulint_source::read_bytes(&path, engine.settings.max_file_size) {
+                let bytes = match read.map_or_else(
+                    || gpulint_source::read_bytes(&path, engine.settings.max_file_size),
+                    Ok,
+                ) {
                     Ok(b) => b,
                     Err(_) => {
                         progress.inc();
@@ -179,8 +185,11 @@ pub fn run_files_with<T: Send>(
     // does not grow with the number of files.
     // `built`: the modules the run's extension builds define, when known; a file's calls into
     // other modules are dropped at once.
-    let check_one = |c: &Candidate, built_by: Option<&BuiltBy>, built: Option<&[String]>| {
-        let out = check_file(c);
+    let check_one = |c: &Candidate,
+                     read: Option<Vec<u8>>,
+                     built_by: Option<&BuiltBy>,
+                     built: Option<&[String]>| {
+        let out = check_file(c, read);
         if c.lang == Lang::Cuda {
             pending::done(&c.path()); // Its turn is over: no tree of it is kept any longer.
         }
@@ -237,23 +246,37 @@ pub fn run_files_with<T: Send>(
     let size = |i: u32| size_on_disk(file(i));
     let same = |a: u32, b: u32| same_folder(file(a), file(b));
     gpulint_semantic::cuda::glue_python::install(None);
-    // Of those, the files whose text can define an extension build go first: the calls the
-    // others make into native modules are then kept only for the modules built (the calls
-    // into every other library are not kept until the end of the run).
-    let (defining, calling): (Vec<u32>, Vec<u32>) = pool.install(|| {
-        first.into_par_iter().partition(|&i| {
-            // Unreadable here: checked first, where the check says why.
-            let path = file(i).path();
-            engines.engine(&path).is_none_or(|e| {
-                gpulint_source::read_bytes(&path, e.settings.max_file_size)
-                    .map_or(true, |b| may_define_builds(&b))
-            })
-        })
-    });
-    let mut slots: Vec<(u32, Slot<T>)> = spread(pool, &defining, size, same, |i| {
-        keep(check_one(file(i), None, None))
-    });
-    drop(defining);
+    // Of those, each is read once here. The files whose text can define an extension build,
+    // and those whose check keeps no calls into native modules, are checked at once with
+    // those bytes; the others wait until every build is known, so that the calls they make
+    // are kept only for the modules built (the calls into every other library are not kept
+    // until the end of the run). They are read again then.
+    let now = |i: u32| {
+        let c = file(i);
+        let path = c.path();
+        // Unreadable, or without settings: checked at once, where the check says why.
+        let read = engines.engine(&path).and_then(|e| {
+            let bytes = gpulint_source::read_bytes(&path, e.settings.max_file_size).ok()?;
+            Some((e, bytes))
+        });
+        match read {
+            Some((e, bytes))
+                if !may_define_builds(&bytes) && collects_ext_calls(&e.settings, &bytes) =>
+            {
+                Some(First::Later)
+            }
+            read => keep(check_one(c, read.map(|(_, b)| b), None, None)).map(First::Done),
+        }
+    };
+    let mut slots: Vec<(u32, Slot<T>)> = Vec::new();
+    let mut calling: Vec<u32> = Vec::new();
+    for (i, first) in spread(pool, &first, size, same, now) {
+        match first {
+            First::Done(slot) => slots.push((i, slot)),
+            First::Later => calling.push(i),
+        }
+    }
+    drop(first);
     let built: Vec<String> = slots
         .iter()
         .filter_map(|(_, s)| s.linked.as_ref())
@@ -267,8 +290,10 @@ pub fn run_files_with<T: Send>(
             }
         }
     }
+    // In the order of the files (each thread gives its own back in order).
+    calling.sort_unstable();
     slots.extend(spread(pool, &calling, size, same, |i| {
-        keep(check_one(file(i), None, Some(&built)))
+        keep(check_one(file(i), None, None, Some(&built)))
     }));
     drop(calling);
     slots.sort_unstable_by_key(|(i, _)| *i);
@@ -310,7 +335,7 @@ pub fn run_files_with<T: Send>(
             list,
             |i| size_on_disk(all(i)),
             |a, b| same_folder(all(a), all(b)),
-            |i| keep(check_one(all(i), built_by.as_ref(), None)),
+            |i| keep(check_one(all(i), None, built_by.as_ref(), None)),
         )
     };
     slots.extend(checked(&headers));
@@ -336,6 +361,15 @@ pub fn run_files_with<T: Send>(
         prefiltered: clean_prefiltered.into_inner(),
     };
     Run { kept, clean, links }
+}
+
+/// A Python file in the first turn: checked (what the run keeps of it, if anything), or left
+/// for the turn after every extension build is known. Only files with something to keep and
+/// the files left are listed, for the span of the first turn: not worth a box per file.
+#[allow(clippy::large_enum_variant)]
+enum First<T> {
+    Done(Slot<T>),
+    Later,
 }
 
 /// What the run keeps of one checked file until it ends.
