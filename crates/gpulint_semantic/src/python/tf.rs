@@ -114,8 +114,10 @@ pub struct TfFacts<'t> {
     /// the module applies the gradients it computes (see [`applies_gradients`]): a tape whose
     /// gradients are only inspected is not training.
     pub training: Vec<Node<'t>>,
-    /// Per sequence of the execution order: positions of the init events.
-    init_positions: Vec<Vec<usize>>,
+    /// Per sequence of the execution order: positions of the init events. Laid out at the
+    /// first question that needs them (see [`TfFacts::positions`]): most files never ask, and
+    /// then the execution order is not built for them.
+    init_positions: std::cell::OnceCell<Vec<Vec<usize>>>,
 }
 
 /// Modules whose estimators also have a `.fit`.
@@ -345,25 +347,13 @@ impl<'t> TfFacts<'t> {
                 facts.memory_config.push((a, MemoryConfig::Tf1));
             }
         }
-        let order = m.order();
-        facts.init_positions = (0..order.sequences().len())
-            .map(|s| {
-                order
-                    .events(s)
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, e)| facts.inits.contains_key(&e.node.id()))
-                    .map(|(i, _)| i)
-                    .collect()
-            })
-            .collect();
         for w in m.env_writes() {
             if w.key == "TF_FORCE_GPU_ALLOW_GROWTH" && w.value_is("true") {
                 facts.memory_config.push((w.node, MemoryConfig::Env));
             }
             if w.key == "CUDA_VISIBLE_DEVICES"
                 && (w.value_is("-1") || w.value_is(""))
-                && facts.runs_before_boundary(order, w.node)
+                && facts.runs_before_boundary(m.order(), w.node)
             {
                 facts.cpu_only.push(w.node);
             }
@@ -438,6 +428,24 @@ impl<'t> TfFacts<'t> {
             .map(|e| e.node)
     }
 
+    /// Per sequence of `order` (the file's execution order): the positions of the events that
+    /// initialize the runtime.
+    fn positions(&self, order: &ExecOrder<'t>) -> &[Vec<usize>] {
+        self.init_positions.get_or_init(|| {
+            (0..order.sequences().len())
+                .map(|s| {
+                    order
+                        .events(s)
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, e)| self.inits.contains_key(&e.node.id()))
+                        .map(|(i, _)| i)
+                        .collect()
+                })
+                .collect()
+        })
+    }
+
     /// Why the call initializes the runtime, if it does.
     pub fn init_kind(&self, call: Node<'_>) -> Option<Init> {
         self.inits.get(&call.id()).copied()
@@ -458,7 +466,7 @@ impl<'t> TfFacts<'t> {
     ) -> Option<usize> {
         let events = order.events(seq);
         let target = events.get(idx)?;
-        self.init_positions
+        self.positions(order)
             .get(seq)?
             .iter()
             .copied()
@@ -468,7 +476,7 @@ impl<'t> TfFacts<'t> {
 
     /// The GPU-init boundary of sequence `seq`: its first event that initializes the runtime.
     pub fn boundary<'o>(&self, order: &'o ExecOrder<'t>, seq: usize) -> Option<&'o Event<'t>> {
-        let i = *self.init_positions.get(seq)?.first()?;
+        let i = *self.positions(order).get(seq)?.first()?;
         order.events(seq).get(i)
     }
 
