@@ -290,7 +290,8 @@ pub fn run_files_with<T: Send>(
             }
         }
     }
-    // In the order of the files (each thread gives its own back in order).
+    // Back in the order of the files (with several threads they come back as they finish),
+    // so that the files of a folder stay together.
     calling.sort_unstable();
     slots.extend(spread(pool, &calling, size, same, |i| {
         keep(check_one(file(i), None, None, Some(&built)))
