@@ -604,3 +604,41 @@ fn select_gl003_reads_every_file() {
     let o = gpulint(d, &["--output-format", "concise", "--no-cache"]);
     assert!(!stdout(&o).contains("GL003"), "{}", stdout(&o));
 }
+
+/// A rule's findings do not depend on which other rules run: PT004 alone follows a value
+/// through a class of another module of the project, as it does beside PT001.
+#[test]
+fn a_rule_selected_alone_reads_the_project_as_with_every_rule() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::create_dir(d.join(".git")).unwrap();
+    write(
+        d,
+        "trainer.py",
+        "import torch\n\n\nclass Trainer:\n    def __init__(self, model, optimizer):\n        self.model = model\n        self.optimizer = optimizer\n\n    def train_step(self, x, y):\n        self.optimizer.zero_grad()\n        loss = self.model(x, y)\n        loss.backward()\n        self.optimizer.step()\n        return loss\n",
+    );
+    write(
+        d,
+        "main.py",
+        "import torch\n\nfrom trainer import Trainer\n\n\ndef run(loader, model, optimizer, aux):\n    trainer = Trainer(model, optimizer)\n    total = 0\n    for x, y in loader:\n        out = trainer.train_step(x, y)\n        extra = aux(x)\n        extra.backward(retain_graph=True)\n        total += out\n    return total\n",
+    );
+    let pt004 = |extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            "--no-cache",
+            "--output-format",
+            "concise",
+            "main.py",
+        ];
+        args.extend_from_slice(extra);
+        let out = command(d, &args).output().unwrap();
+        stdout(&out)
+            .lines()
+            .find(|l| l.contains("PT004"))
+            .map(str::to_string)
+    };
+    let with_every_rule = pt004(&[]).expect("PT004 reports");
+    // The value kept across iterations makes it a warning.
+    assert!(with_every_rule.contains("[warning]"), "{with_every_rule}");
+    assert_eq!(pt004(&["--select", "PT004"]), Some(with_every_rule));
+}

@@ -80,6 +80,8 @@ impl Rule for RetainGraphInLoop {
             return;
         }
         let t = m.training();
+        // The leak below may flow through a class of another module of the project.
+        t.set_project(&ctx.file.path, &ctx.settings.root);
         for &(call, _) in &t.backward {
             let Some(flag) = argument(call, usize::MAX, "retain_graph", m) else {
                 continue;
