@@ -4,6 +4,7 @@
 
 mod layers;
 mod methods;
+pub(crate) use methods::FIT_METHODS;
 mod optim;
 mod zoo;
 

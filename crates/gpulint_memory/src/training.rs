@@ -134,24 +134,37 @@ pub fn file_facts(pm: &PythonModel<'_>) -> FileFacts {
 }
 
 impl FileFacts {
-    /// Can a model of the file be trained (see [`setup`]) with no blocker? `false` only where
-    /// none can: the file uses several GPUs or gradient checkpointing (a blocker for every
-    /// model), or it neither calls `backward()` (what a PyTorch model needs) nor uses a
-    /// `GradientTape` nor names a `fit`/`fit_generator` attribute (what a Keras model needs:
-    /// the interpreter records a `fit` only from such an attribute).
-    pub fn may_train_unblocked(&self, pm: &PythonModel<'_>) -> bool {
-        if self.distributed.is_some() || self.checkpointing {
-            return false;
+    /// Why a static estimate does not apply to any model of the file (several GPUs, gradient
+    /// checkpointing): every model's [`Setup::blockers`].
+    pub fn blockers(&self) -> Vec<String> {
+        let mut blockers = Vec::new();
+        if let Some(d) = &self.distributed {
+            blockers.push(format!(
+                "the file uses {d}: the batch may be split across GPUs"
+            ));
         }
-        self.backward || self.tape || names_fit(pm)
+        if self.checkpointing {
+            blockers.push("the file uses gradient checkpointing".into());
+        }
+        blockers
+    }
+
+    /// Can a model of the file be trained (see [`setup`]) with no blocker? `false` only where
+    /// none can: the file has a blocker (every model has it), or it neither calls `backward()`
+    /// (what a PyTorch model needs) nor uses a `GradientTape` nor names a `fit`/`fit_generator`
+    /// attribute (what a Keras model needs: the interpreter records a `fit` only from such an
+    /// attribute).
+    pub fn may_train_unblocked(&self, pm: &PythonModel<'_>) -> bool {
+        self.blockers().is_empty() && (self.backward || self.tape || names_fit(pm))
     }
 }
 
-/// Does the file name an attribute `fit` or `fit_generator` (`model.fit`)?
+/// Does the file name an attribute that trains a Keras model (`model.fit`, see
+/// [`FIT_METHODS`](crate::calls::FIT_METHODS))?
 fn names_fit(pm: &PythonModel<'_>) -> bool {
     pm.attributes.iter().any(|a| {
         a.field("attribute")
-            .is_some_and(|n| matches!(pm.text(n), "fit" | "fit_generator"))
+            .is_some_and(|n| crate::calls::FIT_METHODS.contains(&pm.text(n)))
     })
 }
 
@@ -307,15 +320,7 @@ pub fn setup(
         precision.activations = precision.activations.min(2);
         precision.label = format!("mixed precision ({m})");
     }
-    let mut blockers = Vec::new();
-    if let Some(d) = &file.distributed {
-        blockers.push(format!(
-            "the file uses {d}: the batch may be split across GPUs"
-        ));
-    }
-    if file.checkpointing {
-        blockers.push("the file uses gradient checkpointing".into());
-    }
+    let blockers = file.blockers();
     Setup {
         batch,
         optimizer,

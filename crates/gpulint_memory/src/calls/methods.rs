@@ -10,6 +10,9 @@ use gpulint_syntax::NodeExt;
 use std::rc::Rc;
 use tree_sitter::Node;
 
+/// The methods that train a Keras model and are recorded as its fits ([`Fit`]).
+pub(crate) const FIT_METHODS: &[&str] = &["fit", "fit_generator"];
+
 impl<'a, 't> Interp<'a, 't> {
     /// `recv.name(args)`: methods of models, tensors, lists and layers.
     pub fn method_call(&mut self, recv: Val, name: &str, args: Args, at: Node<'_>) -> Val {
@@ -66,7 +69,7 @@ impl<'a, 't> Interp<'a, 't> {
                 Val::Obj(o)
             }
             "parameters" | "named_parameters" => Val::Params(o),
-            "fit" | "fit_generator" => {
+            name if FIT_METHODS.contains(&name) => {
                 let x_node = self.keyword_value(at, "x").or_else(|| {
                     at.field("arguments").and_then(|a| {
                         named_children(a)
