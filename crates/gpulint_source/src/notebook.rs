@@ -336,19 +336,23 @@ pub fn source_line_positions(text: &str) -> Positions {
                 let start_line = line;
                 let mut j = i + 1;
                 let mut s = String::new();
-                while j < bytes.len() && bytes[j] != b'"' {
-                    if bytes[j] == b'\\' {
-                        j += 1;
-                    }
-                    if j < bytes.len() {
-                        if bytes[j] == b'\n' {
-                            line += 1;
+                if expecting_key {
+                    while j < bytes.len() && bytes[j] != b'"' {
+                        if bytes[j] == b'\\' {
+                            j += 1;
                         }
-                        if expecting_key {
+                        if j < bytes.len() {
+                            if bytes[j] == b'\n' {
+                                line += 1;
+                            }
                             s.push(bytes[j] as char);
                         }
+                        j += 1;
                     }
-                    j += 1;
+                } else {
+                    let (end, breaks) = value_string_end(bytes, j);
+                    j = end;
+                    line += breaks;
                 }
                 if expecting_key {
                     if let Some(Frame::Object { key }) = stack.last_mut() {
@@ -364,6 +368,26 @@ pub fn source_line_positions(text: &str) -> Positions {
     }
     entries.sort_unstable_by_key(|(c, e, _, _)| (*c, *e));
     Positions { entries }
+}
+
+/// Where the JSON string value whose text starts at `from` (after its opening quote) ends: the
+/// index of its closing quote (the text's length when none closes it), and the line breaks in
+/// it. Only quotes, escapes and line breaks matter in a value (code, an output: often megabytes
+/// of base64), found a block at a time.
+fn value_string_end(bytes: &[u8], from: usize) -> (usize, usize) {
+    let mut j = from;
+    let mut breaks = 0;
+    while let Some(k) = memchr::memchr3(b'"', b'\\', b'\n', &bytes[j..]) {
+        j += k;
+        match bytes[j] {
+            b'"' => return (j, breaks),
+            b'\n' => j += 1,
+            // A backslash: the byte it escapes is no closing quote, but a line break all the same.
+            _ => j = (j + 2).min(bytes.len()),
+        }
+        breaks += usize::from(bytes[j - 1] == b'\n');
+    }
+    (bytes.len(), breaks)
 }
 
 #[cfg(test)]
@@ -407,6 +431,46 @@ mod tests {
  "nbformat": 4,
  "nbformat_minor": 5
 }"##;
+
+    /// The byte-at-a-time scan that [`value_string_end`] replaces.
+    fn value_string_end_bytewise(bytes: &[u8], from: usize) -> (usize, usize) {
+        let (mut j, mut breaks) = (from, 0);
+        while j < bytes.len() && bytes[j] != b'"' {
+            if bytes[j] == b'\\' {
+                j += 1;
+            }
+            if j < bytes.len() && bytes[j] == b'\n' {
+                breaks += 1;
+            }
+            j += 1;
+        }
+        (j.min(bytes.len()), breaks)
+    }
+
+    #[test]
+    fn value_strings_end_where_a_byte_at_a_time_scan_ends_them() {
+        let texts = [
+            r#"abc", "x""#,
+            "a\\\"b\nc\\\n\nd\"e",
+            "no end \\",
+            "\\",
+            "\\\n",
+            "\"",
+            "",
+            "x\ny\n\\\"\\\\\"tail",
+            NB,
+        ];
+        for t in texts {
+            let bytes = t.as_bytes();
+            for from in 0..=bytes.len() {
+                assert_eq!(
+                    value_string_end(bytes, from),
+                    value_string_end_bytewise(bytes, from),
+                    "{t:?} from {from}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn cells_magics_and_lines() {
