@@ -8,9 +8,11 @@
 //! while smaller files remain; the other threads take the smaller files meanwhile, so no thread
 //! waits. Once the smaller files are all taken, every thread takes large files.
 //!
-//! Each queue is taken in its given order, the smaller files a folder at a time (what the files
-//! of a folder share is then worked out by one thread, not by all at once). Results come back
-//! with the index given with their file, in no particular order: the caller sorts them.
+//! Each queue is taken largest first (the large files by size, the smaller files a folder at a
+//! time by the bytes of the folder's run), so that the last work taken is small and no thread
+//! waits long for another at the end; what the files of a folder share is then worked out by
+//! one thread, not by all at once. Results come back with the index given with their file, in
+//! no particular order: the caller sorts them.
 
 use super::Candidate;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -48,24 +50,43 @@ where
                 .collect()
         });
     }
-    let (large, small): (Vec<I>, Vec<I>) = {
+    // Each item with its size, looked at once.
+    type WithSizes<T> = Vec<(T, u64)>;
+    let (mut large, small): (WithSizes<I>, WithSizes<I>) = {
         use rayon::prelude::*;
-        pool.install(|| items.par_iter().partition(|&&item| size(item) >= LARGE))
+        pool.install(|| {
+            items
+                .par_iter()
+                .map(|&item| (item, size(item)))
+                .partition(|&(_, bytes)| bytes >= LARGE)
+        })
     };
     let lanes = threads.div_ceil(2);
+    // The largest work first (large items and runs of small ones by their bytes, the order
+    // given between equals): the run ends on small work, not with one thread still on a long
+    // run while the others have nothing left to take.
+    large.sort_by_key(|&(_, bytes)| std::cmp::Reverse(bytes));
     let next_large = AtomicUsize::new(0);
     // The small items in runs of the same group (files of one folder), each taken whole by
     // one thread: what the files of a folder share is then worked out once, not by every
-    // thread at the same time. Run `g` is `small[starts[g]..starts[g + 1]]`.
-    let mut starts: Vec<usize> = (0..small.len())
-        .filter(|&k| k == 0 || !same_group(small[k - 1], small[k]))
-        .collect();
-    starts.push(small.len());
-    let groups = starts.len() - 1;
+    // thread at the same time.
+    let mut runs: Vec<(usize, usize, u64)> = Vec::new();
+    for (k, &(item, bytes)) in small.iter().enumerate() {
+        match runs.last_mut() {
+            Some(run) if same_group(small[k - 1].0, item) => {
+                run.1 = k + 1;
+                run.2 += bytes;
+            }
+            _ => runs.push((k, k + 1, bytes)),
+        }
+    }
+    runs.sort_by_key(|&(_, _, bytes)| std::cmp::Reverse(bytes));
+    let small: Vec<I> = small.into_iter().map(|(item, _)| item).collect();
+    let large: Vec<I> = large.into_iter().map(|(item, _)| item).collect();
     let next_group = AtomicUsize::new(0);
     let take_group = || {
         let g = next_group.fetch_add(1, Ordering::Relaxed);
-        (g < groups).then(|| &small[starts[g]..starts[g + 1]])
+        runs.get(g).map(|&(start, end, _)| &small[start..end])
     };
     let large_in_flight = AtomicUsize::new(0);
     // One large item, as a run of one.
@@ -210,5 +231,45 @@ mod tests {
                 .windows(2)
                 .all(|w| w[0].1 == w[1].1 && w[0].0 < w[1].0));
         }
+    }
+
+    #[test]
+    fn the_largest_work_is_taken_first() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        // (group, size): three large items first, smallest first; then 40 runs of 3 small
+        // items, the last run much larger than the others.
+        let mut items: Vec<(usize, u64)> = vec![(100, LARGE), (101, 3 * LARGE), (102, 2 * LARGE)];
+        for g in 0..40 {
+            let size = if g == 39 { 5_000 } else { 10 };
+            items.extend(std::iter::repeat_n((g, size), 3));
+        }
+        let started = AtomicUsize::new(0);
+        let out = spread(
+            &pool,
+            &items,
+            |(_, size)| size,
+            |a, b| a.0 == b.0,
+            |item| {
+                let at = started.fetch_add(1, Ordering::SeqCst);
+                let micros = if item.1 >= LARGE { 2_000 } else { 300 };
+                std::thread::sleep(std::time::Duration::from_micros(micros));
+                Some((item, at))
+            },
+        );
+        assert_eq!(out.len(), items.len());
+        let first_start = |group: usize| {
+            out.iter()
+                .filter(|(_, ((g, _), _))| *g == group)
+                .map(|(_, (_, at))| *at)
+                .min()
+                .unwrap()
+        };
+        // The large items one at a time while small ones remain: largest first.
+        assert!(first_start(101) < first_start(102) && first_start(102) < first_start(100));
+        // The largest run of small items before the first run given.
+        assert!(first_start(39) < first_start(0), "{out:?}");
     }
 }
