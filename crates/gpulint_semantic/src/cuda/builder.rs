@@ -170,6 +170,14 @@ impl<'t> CudaBuilder<'t> {
                 pushed += 1;
             }
         }
+        if pushed == 0 && !call_arg && gpulint_syntax::is_plain_token(node) {
+            // Punctuation and keywords (about two fifths of the nodes) open no frame and are
+            // recorded as nothing; a kernel only counts them among its nodes.
+            if let (Some(k), false) = (self.current_kernel, self.glue_only) {
+                self.kernels[k].count_token();
+            }
+            return;
+        }
         let kind = self.frame_kind(node);
         if pushed > 0 || kind.is_some() {
             self.frames.push(Frame {
