@@ -95,13 +95,13 @@ impl<'t> KernelBuild<'t> {
         }
     }
 
-    /// Records definitions and accesses; `guard` is the innermost guard holding at `node`.
     /// A punctuation or keyword token of the kernel: counted among its nodes, nothing else
     /// (what [`KernelBuild::record`] does with one).
     pub(in crate::cuda) fn count_token(&mut self) {
         self.recorded += 1;
     }
 
+    /// Records definitions and accesses; `guard` is the innermost guard holding at `node`.
     pub(in crate::cuda) fn record(&mut self, node: Node<'t>, guard: Option<u32>, call_arg: bool) {
         let field = |f: &str| node.field(f);
         self.recorded += 1;
