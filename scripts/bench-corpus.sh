@@ -11,6 +11,10 @@
 #     ast-grep with three rules of the same kind as gpulint's;
 #   - CUDA files (.cu, .cuh): gpulint check, --parse-only, ast-grep with three rules;
 #   - the whole corpus: gpulint check and --parse-only.
+# `check` reads every file but parses only those an enabled rule could match, and also checks
+# the C++/CUDA sources that the Python files build: the Python and CUDA groups also time
+# --parse-only on just the files `check` parses (from what `check --verbose` names), the
+# baseline of the analysis' own cost.
 # Ruff and ast-grep are taken from PATH (`pip install ruff ast-grep-cli`); a missing one is
 # reported and left out. Caches are off everywhere (--no-cache). Needs python3.
 set -euo pipefail
@@ -70,16 +74,36 @@ def files(kind):
 
 py, cu = files("python"), files("cuda")
 common = [bin, "--isolated", "--no-cache", "--exit-zero", "-q", "--threads", threads]
+
+def parsed(names):
+    """The files `check` parses when given `names`: those of `names` and the extension sources
+    they build that `check --verbose` does not say it left unparsed."""
+    out = subprocess.run([bin, "--isolated", "--no-cache", "--exit-zero", "--verbose",
+                          "-o", os.devnull, "--threads", threads, "--"] + names,
+                         cwd=corpus, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    lines = out.stderr.decode(errors="replace").splitlines()
+    added = [l[len("also checked: "):].rsplit(" (", 1)[0] for l in lines if l.startswith("also checked: ")]
+    skipped = {os.path.normpath(l[len("not parsed: "):]) for l in lines if l.startswith("not parsed: ")}
+    every = names + added
+    kept = [n for n in every if os.path.normpath(n) not in skipped]
+    if len(every) - len(kept) != len(skipped):
+        sys.exit(f"check --verbose named {len(skipped)} files not parsed, of which only "
+                 f"{len(every) - len(kept)} are known: cannot tell which files it parses")
+    return kept
+
+py_parsed, cu_parsed = parsed(py), parsed(cu)
 ruff = shutil.which("ruff")
 sg = shutil.which("ast-grep")
 groups = {
     "python": {
         "gpulint check": common + ["--"] + py,
         "gpulint --parse-only": common + ["--parse-only", "--"] + py,
+        "--parse-only, parsed files": common + ["--parse-only", "--"] + py_parsed,
     },
     "cuda": {
         "gpulint check": common + ["--"] + cu,
         "gpulint --parse-only": common + ["--parse-only", "--"] + cu,
+        "--parse-only, parsed files": common + ["--parse-only", "--"] + cu_parsed,
     },
     "whole corpus": {
         "gpulint check": common + ["."],
@@ -105,6 +129,8 @@ def once(cmd):
     return float(wall), int(rss) / 1024
 
 print(f"corpus: {corpus}: {len(py)} Python files, {len(cu)} CUDA files; --threads {threads}; median of {runs}")
+print(f"check parses {len(py_parsed)} files for the Python list (extension sources they build included) "
+      f"and {len(cu_parsed)} for the CUDA list")
 for group, cmds in groups.items():
     for cmd in cmds.values():
         once(cmd)  # warm-up
@@ -118,11 +144,11 @@ for group, cmds in groups.items():
         wall = statistics.median(w for w, _ in s)
         rss = statistics.median(r for _, r in s)
         med[name] = wall
-        print(f"{name:24} {wall:7.3f} s  (min {min(w for w, _ in s):.3f}, max {max(w for w, _ in s):.3f})  peak RSS {rss:6.1f} MiB")
+        print(f"{name:26} {wall:7.3f} s  (min {min(w for w, _ in s):.3f}, max {max(w for w, _ in s):.3f})  peak RSS {rss:6.1f} MiB")
     base = med["gpulint check"]
     for name, wall in med.items():
         if name != "gpulint check":
             # /usr/bin/time counts in hundredths: a tiny corpus can take "0.00 s".
             ratio = f"{base / wall:5.2f}" if wall > 0 else "  n/a (too fast to time)"
-            print(f"gpulint check / {name:24} = {ratio}")
+            print(f"gpulint check / {name:26} = {ratio}")
 PY

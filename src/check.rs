@@ -20,7 +20,7 @@ use std::time::Instant;
 
 mod report;
 
-use report::{statistics, summary, ProgressBar};
+use report::{statistics, summary, Named, ProgressBar};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FailOn {
@@ -89,7 +89,8 @@ pub struct CheckArgs {
     /// Print findings only: no summary.
     #[arg(short, long, conflicts_with = "verbose")]
     quiet: bool,
-    /// Show parse-error notes (GL003), the files not parsed, and more detail in the summary.
+    /// Show parse-error notes (GL003), the files not parsed, the extension sources checked
+    /// beyond the paths given, and more detail in the summary.
     #[arg(short, long)]
     verbose: bool,
     /// Benchmark baseline: read and parse every file, run no rule, report nothing.
@@ -304,6 +305,7 @@ pub fn check(args: CheckArgs) -> ExitCode {
     };
     // Files without anything to show are only counted by the run.
     let mut clean = run::Clean::default();
+    let mut named = Named::default();
     let mut done: Vec<Done> = match &args.stdin_filename {
         Some(path) => {
             let Some(lang) = gpulint_syntax::Lang::of_path(path) else {
@@ -331,12 +333,11 @@ pub fn check(args: CheckArgs) -> ExitCode {
                     gpulint_source::format_size(limit)
                 ));
             }
-            vec![finish(engine.check_bytes(
-                path,
-                discover::display_path(path, &cwd),
-                bytes,
-                lang,
-            ))]
+            let result = engine.check_bytes(path, discover::display_path(path, &cwd), bytes, lang);
+            if args.verbose && result.status == Status::Prefiltered {
+                named.not_parsed.push(result.report.display_path.clone());
+            }
+            vec![finish(result)]
         }
         None => {
             // The cache goes in the project's folder: that of the configuration file of the
@@ -370,7 +371,10 @@ pub fn check(args: CheckArgs) -> ExitCode {
                 }
             };
             let files = plan.as_ref().map_or(&discovery.files, |p| &p.files);
-            let bar = ProgressBar::new(!args.quiet, files.len());
+            let bar = ProgressBar::new(!args.quiet, files.len(), args.verbose);
+            let excluded = |p: &Path| {
+                resolver.excludes_file(p) || plan.as_ref().is_some_and(|plan| !plan.owns(p))
+            };
             let run = run::run_files_with(
                 resolver.as_ref(),
                 files,
@@ -380,9 +384,7 @@ pub fn check(args: CheckArgs) -> ExitCode {
                 &bar,
                 // Extension sources outside the checked paths are added, unless the
                 // configuration excludes them (or another shard checks them).
-                &|p: &Path| {
-                    resolver.excludes_file(p) || plan.as_ref().is_some_and(|plan| !plan.owns(p))
-                },
+                &excluded,
                 &finish,
             );
             // An extension source outside the checked paths may be under a broken
@@ -400,6 +402,18 @@ pub fn check(args: CheckArgs) -> ExitCode {
                 return code;
             }
             clean = run.clean;
+            named.not_parsed = bar.take_not_parsed();
+            if args.verbose {
+                named.added = run::extra_sources(
+                    run.links.iter().flat_map(|(_, links)| links),
+                    files,
+                    &cwd,
+                    &excluded,
+                )
+                .iter()
+                .map(|c| c.display())
+                .collect();
+            }
             run.kept
         }
     };
@@ -510,7 +524,15 @@ pub fn check(args: CheckArgs) -> ExitCode {
 
     let internal = results.iter().any(|r| r.status == Status::InternalError);
     if !args.quiet {
-        summary(&results, clean, &discovery, &counts, started, args.verbose);
+        summary(
+            &results,
+            clean,
+            &discovery,
+            &counts,
+            &named,
+            started,
+            args.verbose,
+        );
     }
     if internal || !discovery.missing.is_empty() {
         return ExitCode::from(2);

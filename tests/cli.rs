@@ -605,6 +605,52 @@ fn select_gl003_reads_every_file() {
     assert!(!stdout(&o).contains("GL003"), "{}", stdout(&o));
 }
 
+/// `--verbose` names each file that was read but not parsed (no enabled rule could match it),
+/// in order, with 1 thread and with 2, from disk and from standard input; without
+/// `--verbose`, only the summary counts them.
+#[test]
+fn verbose_names_the_files_not_parsed() {
+    let tmp = project();
+    let d = tmp.path();
+    write(d, "util.cc", "int f(int a) { return a; }\n");
+    for threads in ["1", "2"] {
+        let o = gpulint(d, &["--no-cache", "--verbose", "--threads", threads, "."]);
+        let err = stderr(&o);
+        let named: Vec<&str> = err
+            .lines()
+            .filter_map(|l| l.strip_prefix("not parsed: "))
+            .collect();
+        // train.py, stale.py and ops/add.cu are parsed: they name what rules look for.
+        assert_eq!(named, ["clean.py", "util.cc"], "{err}");
+        assert!(
+            err.contains("(2 needed no parse: no enabled rule could match them)"),
+            "{err}"
+        );
+    }
+    let o = gpulint(d, &["--no-cache", "."]);
+    assert!(!stderr(&o).contains("not parsed:"), "{}", stderr(&o));
+    let mut child = command(
+        d,
+        &["--no-cache", "--verbose", "--stdin-filename", "clean.py"],
+    )
+    .stdin(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    {
+        use std::io::Write;
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(b"import os\n").unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        stderr(&o).contains("not parsed: clean.py\n"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// A rule's findings do not depend on which other rules run: PT004 alone follows a value
 /// through a class of another module of the project, as it does beside PT001.
 #[test]

@@ -268,6 +268,33 @@ fn verbose_lists_each_build_and_what_was_not_resolved() {
         .contains("linked jit/inline_ops.py:22 (load_inline \"square_ext\"): 0 sources, 2 inline"));
 }
 
+/// `--verbose` names the extension sources checked though not under the paths given, in order,
+/// and none when the paths given hold them already.
+#[test]
+fn verbose_names_the_sources_checked_beyond_the_paths_given() {
+    let also = |path: &str| {
+        let o = gpulint(
+            &fixtures(),
+            &["--isolated", "--no-cache", "--verbose", path],
+        );
+        stderr(&o)
+            .lines()
+            .filter_map(|l| l.strip_prefix("also checked: "))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let why = " (an extension source that a checked file builds)";
+    assert_eq!(
+        also("jit/jit_ops.py"),
+        [
+            format!("jit/kernels/pw_add.cu{why}"),
+            format!("jit/kernels/pw_mul.cu{why}"),
+            format!("jit/kernels/scale.cu{why}"),
+        ]
+    );
+    assert_eq!(also("jit"), Vec::<String>::new());
+}
+
 #[test]
 fn inline_findings_honour_both_kinds_of_suppression() {
     let tmp = tempfile::tempdir().unwrap();

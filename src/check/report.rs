@@ -8,45 +8,72 @@ use gpulint_linter::run;
 use gpulint_workspace::discover;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
 use std::time::Instant;
 
-/// The progress bar of a long check on a terminal (more than 200 files), cleared at the end.
-pub struct ProgressBar(Option<indicatif::ProgressBar>);
+/// The progress bar of a long check on a terminal (more than 200 files), cleared at the end;
+/// with `--verbose`, it also keeps the names of the files that were not parsed.
+pub struct ProgressBar {
+    bar: Option<indicatif::ProgressBar>,
+    not_parsed: Option<Mutex<Vec<String>>>,
+}
 
 impl ProgressBar {
-    pub fn new(show: bool, files: usize) -> ProgressBar {
-        ProgressBar(
-            (show && files > 200 && std::io::stderr().is_terminal()).then(|| {
-                let bar = indicatif::ProgressBar::new(files as u64);
-                bar.set_style(
-                    indicatif::ProgressStyle::with_template(
-                        "{spinner} checking {pos}/{len} files {wide_bar} {elapsed}",
-                    )
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-                );
-                bar
-            }),
-        )
+    pub fn new(show: bool, files: usize, verbose: bool) -> ProgressBar {
+        let bar = (show && files > 200 && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(files as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} checking {pos}/{len} files {wide_bar} {elapsed}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        ProgressBar {
+            bar,
+            not_parsed: verbose.then(Mutex::default),
+        }
+    }
+
+    /// The files that were read but not parsed, as shown, in order (empty unless verbose).
+    pub fn take_not_parsed(&self) -> Vec<String> {
+        let mut names = self
+            .not_parsed
+            .as_ref()
+            .map(|m| std::mem::take(&mut *m.lock().unwrap_or_else(|e| e.into_inner())))
+            .unwrap_or_default();
+        names.sort_unstable();
+        names
     }
 }
 
 impl run::Progress for ProgressBar {
     fn inc(&self) {
-        if let Some(b) = &self.0 {
+        if let Some(b) = &self.bar {
             b.inc(1);
         }
     }
 
     fn add(&self, n: u64) {
-        if let Some(b) = &self.0 {
+        if let Some(b) = &self.bar {
             b.inc_length(n);
+        }
+    }
+
+    fn not_parsed(&self, display: &str) {
+        if let Some(names) = &self.not_parsed {
+            names
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(display.to_owned());
         }
     }
 }
 
 impl Drop for ProgressBar {
     fn drop(&mut self) {
-        if let Some(b) = &self.0 {
+        if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
     }
@@ -78,11 +105,21 @@ pub fn statistics(reports: &[&FileReport], format: Format) -> String {
     s
 }
 
+/// The files `--verbose` names besides the findings, each list in order.
+#[derive(Default)]
+pub struct Named {
+    /// The extension sources checked though not under the paths given.
+    pub added: Vec<String>,
+    /// The files read but not parsed: no enabled rule could match them.
+    pub not_parsed: Vec<String>,
+}
+
 pub fn summary(
     results: &[FileResult],
     clean: run::Clean,
     discovery: &discover::Discovery,
     counts: &BTreeMap<Severity, usize>,
+    named: &Named,
     started: Instant,
     verbose: bool,
 ) {
@@ -161,6 +198,15 @@ pub fn summary(
         }
         for r in results.iter().filter(|r| r.partial) {
             let _ = writeln!(err, "partly parsed: {}", r.report.display_path);
+        }
+        for path in &named.added {
+            let _ = writeln!(
+                err,
+                "also checked: {path} (an extension source that a checked file builds)"
+            );
+        }
+        for path in &named.not_parsed {
+            let _ = writeln!(err, "not parsed: {path}");
         }
     }
 }

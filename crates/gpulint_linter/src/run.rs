@@ -33,6 +33,9 @@ pub trait Progress: Sync {
     fn inc(&self) {}
     /// `n` more files are to be checked.
     fn add(&self, _n: u64) {}
+    /// The file shown as `display` was read but not parsed: no enabled rule could match it.
+    /// Called from the workers, in no particular order.
+    fn not_parsed(&self, _display: &str) {}
 }
 
 /// No progress shown.
@@ -194,6 +197,9 @@ pub fn run_files_with<T: Send>(
             pending::done(&c.path()); // Its turn is over: no tree of it is kept any longer.
         }
         let (mut result, entry) = out?;
+        if result.status == Status::Prefiltered {
+            progress.not_parsed(&result.report.display_path);
+        }
         if let Some(built) = built {
             result
                 .calls
