@@ -95,6 +95,9 @@ const NOT_EXTENSIONS: &[&str] = &[
 /// The calls into native extensions in `m`, in document order.
 pub fn collect(m: &PythonModel<'_>) -> Vec<ExtCall> {
     let mut out = Vec::new();
+    // `ext.fn` is looked up as a module built by a call of `torch.utils.cpp_extension.load`
+    // only in a file that makes such a call (asked once, when a callee first needs it).
+    let mut loads: Option<bool> = None;
     for &(call, _) in &m.calls {
         let Some(func) = call.field("function") else {
             continue;
@@ -102,7 +105,14 @@ pub fn collect(m: &PythonModel<'_>) -> Vec<ExtCall> {
         if !matches!(func.kind_name(), "attribute" | "identifier") {
             continue;
         }
-        let Some(qualified) = m.qualified_name(func).or_else(|| loaded(m, func)) else {
+        let Some(qualified) = m.qualified_name(func).or_else(|| {
+            let loads = *loads.get_or_insert_with(|| {
+                m.calls
+                    .iter()
+                    .any(|&(c, _)| m.call_name(c).is_some_and(|n| is_loader(&n)))
+            });
+            loads.then(|| loaded(m, func)).flatten()
+        }) else {
             continue;
         };
         let Some((module, function)) = qualified.rsplit_once('.') else {
@@ -148,6 +158,11 @@ fn is_candidate(module: &str) -> bool {
     root != "torch" && !root.is_empty() && !root.starts_with('_') && !NOT_EXTENSIONS.contains(&root)
 }
 
+/// Does a call of `qualified` build an extension module from sources (`load`, `load_inline`)?
+fn is_loader(qualified: &str) -> bool {
+    qualified.starts_with("torch.utils.cpp_extension.load")
+}
+
 /// `ext.fn` where `ext = load(name="ext", …)` (`torch.utils.cpp_extension.load`): `ext.fn`.
 fn loaded(m: &PythonModel<'_>, func: Node<'_>) -> Option<String> {
     let object = func.field("object")?;
@@ -158,8 +173,7 @@ fn loaded(m: &PythonModel<'_>, func: Node<'_>) -> Option<String> {
     if value.kind_name() != "call" {
         return None;
     }
-    let builder = m.call_name(value)?;
-    if !builder.starts_with("torch.utils.cpp_extension.load") {
+    if !m.call_name(value).is_some_and(|b| is_loader(&b)) {
         return None;
     }
     let name = named_children(value.field("arguments")?).find_map(|a| {

@@ -80,3 +80,23 @@ fn modules_recorded() {
         ]
     );
 }
+
+#[test]
+fn a_module_built_inline_is_known_by_its_name_and_nothing_else_is() {
+    let names = |src: &str| -> Vec<String> {
+        calls(src)
+            .into_iter()
+            .map(|c| format!("{}.{}", c.module, c.function))
+            .collect()
+    };
+    // Built by a spelled-out `load_inline`, the call after the use of the module.
+    let src = "import torch\n\ndef f(x):\n    return ext.go(x)\n\next = torch.utils.cpp_extension.load_inline(name='inl', cpp_sources='')\nf(1)\n";
+    assert_eq!(names(src), ["inl.go"]);
+    // A module-like object made by another call, in a file that builds nothing: not a module.
+    let src =
+        "import torch\nimport helpers\next = helpers.load(name='fused')\next.go(torch.ones(2))\n";
+    assert_eq!(names(src), ["helpers.load"]);
+    // A file that builds one module: its other objects are still not modules.
+    let src = "from torch.utils.cpp_extension import load\nimport helpers\next = load(name='fused', sources=['f.cu'])\nobj = helpers.make(name='x')\nobj.go(1)\next.go(2)\n";
+    assert_eq!(names(src), ["helpers.make", "fused.go"]);
+}
