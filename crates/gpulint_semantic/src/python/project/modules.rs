@@ -21,7 +21,7 @@ static MODULES: LazyLock<Mutex<HashMap<PathBuf, Option<Arc<ModuleFacts>>>>> =
     LazyLock::new(Default::default);
 
 /// What a local module does that matters to the modules importing it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct ModuleFacts {
     /// Configures TensorFlow GPU memory growth or a limit when imported.
     pub tf_memory_at_import: bool,
@@ -170,70 +170,96 @@ fn find_local_module(file: &Path, root: &Path, dotted: &str) -> Option<(PathBuf,
 /// What `read` makes of the model of the project module at `path`: `None` when the module is
 /// not a regular file of at most [`MAX_MODULE_SIZE`] bytes, or cannot be decoded or parsed.
 fn with_module<R>(path: &Path, read: impl FnOnce(&PythonModel<'_>) -> Option<R>) -> Option<R> {
-    let text = gpulint_source::decode(read_small(path, MAX_MODULE_SIZE)?).ok()?;
-    let tree = parse(Lang::Python, &text)?;
-    read(&crate::python::build(&tree, &text))
+    model_of(&module_text(path)?, read)
 }
+
+/// The text of the project module at `path`: `None` when it is not a regular file of at most
+/// [`MAX_MODULE_SIZE`] bytes, or cannot be decoded.
+fn module_text(path: &Path) -> Option<String> {
+    gpulint_source::decode(read_small(path, MAX_MODULE_SIZE)?).ok()
+}
+
+/// What `read` makes of the model of the module of text `text`: `None` when it cannot be
+/// parsed.
+fn model_of<R>(text: &str, read: impl FnOnce(&PythonModel<'_>) -> Option<R>) -> Option<R> {
+    let tree = parse(Lang::Python, text)?;
+    read(&crate::python::build(&tree, text))
+}
+
+/// A module has [`ModuleFacts`] only if its text spells one of these: each fact needs
+/// TensorFlow or Keras imported (`tensorflow`, `keras`, `tf_keras`) or the `mixed_float16`
+/// policy named.
+const MODULE_FACT_WORDS: &[&str] = &["tensorflow", "keras", "mixed_float16"];
 
 fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
     if let Some(f) = MODULES.lock().ok().and_then(|m| m.get(path).cloned()) {
         return f;
     }
-    let facts = with_module(path, |m| {
-        let tf = m.tf();
-        // A call at module level (not under `if __name__ == "__main__":`) that initializes the
-        // runtime.
-        let tf_init_at_import = if m.imports_tensorflow() {
-            m.order()
-                .module()
-                .iter()
-                .find(|e| {
-                    tf.init_kind(e.node).is_some()
-                        && m.enclosing_function(e.node).is_none()
-                        && !under_main_guard(m, e.node)
-                })
-                .map(|e| e.node)
-                // `def call(self, x, n=tf.constant(1)):` in a class of the module: a default
-                // value is evaluated when the `def` runs, at import.
-                .or_else(|| {
-                    m.calls
-                        .iter()
-                        .map(|&(c, _)| c)
-                        .find(|&c| tf.init_kind(c).is_some() && default_evaluated_at_import(m, c))
-                })
-                .and_then(|c| c.field("function"))
-                .map(|f| m.text(f).to_string())
-        } else {
-            None
-        };
-        let mut float16_policy_at_import = false;
-        let mut float16_policy_functions: Vec<String> = Vec::new();
-        for call in crate::python::mixed_precision::float16_policy_calls(m) {
-            match m.enclosing_function(call) {
-                None => float16_policy_at_import |= !under_main_guard(m, call),
-                Some(f) => {
-                    let f = &m.functions[f];
-                    if f.parent.is_none()
-                        && f.class.is_none()
-                        && !float16_policy_functions.contains(&f.name)
-                    {
-                        float16_policy_functions.push(f.name.clone());
-                    }
-                }
-            }
+    let text = module_text(path);
+    let facts = text.as_deref().and_then(|text| {
+        if !gpulint_source::contains_any(text.as_bytes(), MODULE_FACT_WORDS) {
+            // None to find: not parsed.
+            return Some(Arc::new(ModuleFacts::default()));
         }
-        Some(Arc::new(ModuleFacts {
-            tf_memory_at_import: tf.memory_configured_at_import(m),
-            tf_memory_functions: tf.memory_config_functions(m),
-            tf_init_at_import,
-            float16_policy_at_import,
-            float16_policy_functions,
-        }))
+        model_of(text, facts_of_model)
     });
     if let Ok(mut m) = MODULES.lock() {
         m.insert(path.to_path_buf(), facts.clone());
     }
     facts
+}
+
+/// The facts of the model `m` of a project module.
+fn facts_of_model(m: &PythonModel<'_>) -> Option<Arc<ModuleFacts>> {
+    let tf = m.tf();
+    // A call at module level (not under `if __name__ == "__main__":`) that initializes the
+    // runtime.
+    let tf_init_at_import = if m.imports_tensorflow() {
+        m.order()
+            .module()
+            .iter()
+            .find(|e| {
+                tf.init_kind(e.node).is_some()
+                    && m.enclosing_function(e.node).is_none()
+                    && !under_main_guard(m, e.node)
+            })
+            .map(|e| e.node)
+            // `def call(self, x, n=tf.constant(1)):` in a class of the module: a default
+            // value is evaluated when the `def` runs, at import.
+            .or_else(|| {
+                m.calls
+                    .iter()
+                    .map(|&(c, _)| c)
+                    .find(|&c| tf.init_kind(c).is_some() && default_evaluated_at_import(m, c))
+            })
+            .and_then(|c| c.field("function"))
+            .map(|f| m.text(f).to_string())
+    } else {
+        None
+    };
+    let mut float16_policy_at_import = false;
+    let mut float16_policy_functions: Vec<String> = Vec::new();
+    for call in crate::python::mixed_precision::float16_policy_calls(m) {
+        match m.enclosing_function(call) {
+            None => float16_policy_at_import |= !under_main_guard(m, call),
+            Some(f) => {
+                let f = &m.functions[f];
+                if f.parent.is_none()
+                    && f.class.is_none()
+                    && !float16_policy_functions.contains(&f.name)
+                {
+                    float16_policy_functions.push(f.name.clone());
+                }
+            }
+        }
+    }
+    Some(Arc::new(ModuleFacts {
+        tf_memory_at_import: tf.memory_configured_at_import(m),
+        tf_memory_functions: tf.memory_config_functions(m),
+        tf_init_at_import,
+        float16_policy_at_import,
+        float16_policy_functions,
+    }))
 }
 
 /// Does a local module imported by `m` (the module at `file`) configure TensorFlow GPU memory,
@@ -660,5 +686,59 @@ mod tests {
             .map(|(c, _)| default_evaluated_at_import(&m, *c))
             .collect();
         assert_eq!(at_import, vec![true, false, false]);
+    }
+
+    /// A module without [`MODULE_FACT_WORDS`] is not parsed for its facts: on every Python
+    /// fixture, a module with facts spells one of them, and some fixtures have facts.
+    #[test]
+    fn a_module_has_facts_only_where_its_text_spells_a_fact_word() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+        let (mut with_facts, mut stack) = (0, vec![root]);
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().map(Result::unwrap) {
+                let path = e.path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                if path.extension().and_then(|x| x.to_str()) != Some("py") {
+                    continue;
+                }
+                let Ok(text) = std::fs::read_to_string(&path) else {
+                    continue;
+                };
+                let facts = model_of(&text, facts_of_model).unwrap();
+                if *facts != ModuleFacts::default() {
+                    with_facts += 1;
+                    assert!(
+                        gpulint_source::contains_any(text.as_bytes(), MODULE_FACT_WORDS),
+                        "{}: {facts:?}",
+                        path.display()
+                    );
+                }
+            }
+        }
+        assert!(with_facts >= 5, "{with_facts} fixtures with module facts");
+        // Modules that reach TensorFlow only through Keras have facts too.
+        for text in [
+            "import keras\nkeras.mixed_precision.set_global_policy('mixed_float16')\n",
+            "from keras import mixed_precision\n\ndef enable():\n    mixed_precision.set_global_policy('mixed_float16')\n",
+            "import tf_keras\nlayer = tf_keras.layers.Dense(4)\n",
+        ] {
+            let facts = model_of(text, facts_of_model).unwrap();
+            assert_ne!(*facts, ModuleFacts::default(), "{text}");
+            assert!(
+                gpulint_source::contains_any(text.as_bytes(), MODULE_FACT_WORDS),
+                "{text}"
+            );
+        }
+        // The environment variable configures TensorFlow only in a module that imports it.
+        let env = "import os\nos.environ['TF_FORCE_GPU_ALLOW_GROWTH'] = 'true'\n";
+        assert_eq!(
+            *model_of(env, facts_of_model).unwrap(),
+            ModuleFacts::default()
+        );
+        let tf = format!("import tensorflow as tf\n{env}");
+        assert!(model_of(&tf, facts_of_model).unwrap().tf_memory_at_import);
     }
 }
