@@ -10,6 +10,8 @@ pub mod alloc_conf;
 pub mod cuda;
 pub mod hash;
 pub mod python;
+#[cfg(test)]
+mod test_fixtures;
 
 use gpulint_syntax::Lang;
 use python::PythonModel;

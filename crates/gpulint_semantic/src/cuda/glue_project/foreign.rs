@@ -284,42 +284,22 @@ mod tests {
     /// parsing it: so it is on every C/C++/CUDA fixture without glue.
     #[test]
     fn a_text_without_glue_parses_to_no_facts() {
-        let root = format!("{}/../..", env!("CARGO_MANIFEST_DIR"));
         let mut seen = 0;
-        for dir in ["fixtures/cuda", "fixtures/link"] {
-            let mut stack = vec![PathBuf::from(&root).join(dir)];
-            while let Some(d) = stack.pop() {
-                for e in std::fs::read_dir(&d).unwrap().map(Result::unwrap) {
-                    let path = e.path();
-                    if path.is_dir() {
-                        stack.push(path);
-                        continue;
-                    }
-                    let Ok(text) = std::fs::read_to_string(&path) else {
-                        continue;
-                    };
-                    if !matches!(
-                        path.extension().and_then(|x| x.to_str()),
-                        Some("cu" | "cuh" | "cpp" | "cc" | "h" | "hpp")
-                    ) || crate::cuda::glue::is_glue_text(&text)
-                    {
-                        continue;
-                    }
-                    let tree = gpulint_syntax::parse(gpulint_syntax::Lang::Cuda, &text).unwrap();
-                    let facts = crate::cuda::builder::CudaBuilder::glue_facts_of(
-                        &text,
-                        &tree,
-                        &Options::default(),
-                    );
-                    assert_eq!(
-                        format!("{facts:?}"),
-                        format!("{:?}", FileFacts::default()),
-                        "{}",
-                        path.display()
-                    );
-                    seen += 1;
-                }
+        let exts = ["cu", "cuh", "cpp", "cc", "h", "hpp"];
+        for (path, text) in crate::test_fixtures::texts(&["cuda", "link"], &exts) {
+            if crate::cuda::glue::is_glue_text(&text) {
+                continue;
             }
+            let tree = gpulint_syntax::parse(gpulint_syntax::Lang::Cuda, &text).unwrap();
+            let facts =
+                crate::cuda::builder::CudaBuilder::glue_facts_of(&text, &tree, &Options::default());
+            assert_eq!(
+                format!("{facts:?}"),
+                format!("{:?}", FileFacts::default()),
+                "{}",
+                path.display()
+            );
+            seen += 1;
         }
         assert!(seen > 20, "only {seen} files without glue");
     }

@@ -5,36 +5,20 @@
 
 use super::{nearest, per_dir, read_small, MAX_DIR_ENTRIES};
 use crate::python::PythonModel;
-use gpulint_syntax::NodeExt;
-use gpulint_syntax::{parse, Lang};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
+mod facts;
 mod resolved;
+pub use facts::ModuleFacts;
+#[cfg(test)]
+use facts::{default_evaluated_at_import, facts_of_model, MODULE_FACT_WORDS};
+use facts::{model_of, module_facts};
 use resolved::ResolvedCache;
 
 /// Local modules larger than this are not read.
 const MAX_MODULE_SIZE: u64 = 1 << 20;
-
-static MODULES: LazyLock<Mutex<HashMap<PathBuf, Option<Arc<ModuleFacts>>>>> =
-    LazyLock::new(Default::default);
-
-/// What a local module does that matters to the modules importing it.
-#[derive(Debug, Default, PartialEq)]
-pub struct ModuleFacts {
-    /// Configures TensorFlow GPU memory growth or a limit when imported.
-    pub tf_memory_at_import: bool,
-    /// Its module-level functions that configure TensorFlow GPU memory growth or a limit.
-    pub tf_memory_functions: Vec<String>,
-    /// The module-level call that initializes the TensorFlow runtime when it is imported
-    /// (builds a layer or tensor, lists logical devices, ...): its callee's text.
-    pub tf_init_at_import: Option<String>,
-    /// Sets the `mixed_float16` global policy when imported.
-    pub float16_policy_at_import: bool,
-    /// Its module-level functions that set the `mixed_float16` global policy.
-    pub float16_policy_functions: Vec<String>,
-}
 
 /// Files that make a directory a distribution `pip install -e` can install.
 const DISTRIBUTION_FILES: &[&str] = &["setup.py", "pyproject.toml", "setup.cfg"];
@@ -175,91 +159,8 @@ fn with_module<R>(path: &Path, read: impl FnOnce(&PythonModel<'_>) -> Option<R>)
 
 /// The text of the project module at `path`: `None` when it is not a regular file of at most
 /// [`MAX_MODULE_SIZE`] bytes, or cannot be decoded.
-fn module_text(path: &Path) -> Option<String> {
+pub(super) fn module_text(path: &Path) -> Option<String> {
     gpulint_source::decode(read_small(path, MAX_MODULE_SIZE)?).ok()
-}
-
-/// What `read` makes of the model of the module of text `text`: `None` when it cannot be
-/// parsed.
-fn model_of<R>(text: &str, read: impl FnOnce(&PythonModel<'_>) -> Option<R>) -> Option<R> {
-    let tree = parse(Lang::Python, text)?;
-    read(&crate::python::build(&tree, text))
-}
-
-/// A module has [`ModuleFacts`] only if its text spells one of these: each fact needs
-/// TensorFlow or Keras imported (`tensorflow`, `keras`, `tf_keras`) or the `mixed_float16`
-/// policy named.
-const MODULE_FACT_WORDS: &[&str] = &["tensorflow", "keras", "mixed_float16"];
-
-fn module_facts(path: &Path) -> Option<Arc<ModuleFacts>> {
-    if let Some(f) = MODULES.lock().ok().and_then(|m| m.get(path).cloned()) {
-        return f;
-    }
-    let text = module_text(path);
-    let facts = text.as_deref().and_then(|text| {
-        if !gpulint_source::contains_any(text.as_bytes(), MODULE_FACT_WORDS) {
-            // None to find: not parsed.
-            return Some(Arc::new(ModuleFacts::default()));
-        }
-        model_of(text, facts_of_model)
-    });
-    if let Ok(mut m) = MODULES.lock() {
-        m.insert(path.to_path_buf(), facts.clone());
-    }
-    facts
-}
-
-/// The facts of the model `m` of a project module.
-fn facts_of_model(m: &PythonModel<'_>) -> Option<Arc<ModuleFacts>> {
-    let tf = m.tf();
-    // A call at module level (not under `if __name__ == "__main__":`) that initializes the
-    // runtime.
-    let tf_init_at_import = if m.imports_tensorflow() {
-        m.order()
-            .module()
-            .iter()
-            .find(|e| {
-                tf.init_kind(e.node).is_some()
-                    && m.enclosing_function(e.node).is_none()
-                    && !under_main_guard(m, e.node)
-            })
-            .map(|e| e.node)
-            // `def call(self, x, n=tf.constant(1)):` in a class of the module: a default
-            // value is evaluated when the `def` runs, at import.
-            .or_else(|| {
-                m.calls
-                    .iter()
-                    .map(|&(c, _)| c)
-                    .find(|&c| tf.init_kind(c).is_some() && default_evaluated_at_import(m, c))
-            })
-            .and_then(|c| c.field("function"))
-            .map(|f| m.text(f).to_string())
-    } else {
-        None
-    };
-    let mut float16_policy_at_import = false;
-    let mut float16_policy_functions: Vec<String> = Vec::new();
-    for call in crate::python::mixed_precision::float16_policy_calls(m) {
-        match m.enclosing_function(call) {
-            None => float16_policy_at_import |= !under_main_guard(m, call),
-            Some(f) => {
-                let f = &m.functions[f];
-                if f.parent.is_none()
-                    && f.class.is_none()
-                    && !float16_policy_functions.contains(&f.name)
-                {
-                    float16_policy_functions.push(f.name.clone());
-                }
-            }
-        }
-    }
-    Some(Arc::new(ModuleFacts {
-        tf_memory_at_import: tf.memory_configured_at_import(m),
-        tf_memory_functions: tf.memory_config_functions(m),
-        tf_init_at_import,
-        float16_policy_at_import,
-        float16_policy_functions,
-    }))
 }
 
 /// Does a local module imported by `m` (the module at `file`) configure TensorFlow GPU memory,
@@ -382,51 +283,6 @@ pub fn float16_policy_by_import<'t>(
         }
     }
     found
-}
-
-/// Is `node` inside the default value of a parameter of a `def` that runs when the module is
-/// imported (at module level or in the body of a class there, not in a function or under the
-/// `__main__` guard)?
-fn default_evaluated_at_import(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
-    // The ancestors found once, innermost first (climbing with `Node::parent` is quadratic in
-    // the depth).
-    let ancestors = m.ancestors(node);
-    let mut cur = node;
-    let mut def_at = None;
-    for (i, p) in ancestors.iter().enumerate() {
-        if matches!(
-            p.kind_name(),
-            "default_parameter" | "typed_default_parameter"
-        ) && p.field("value").is_some_and(|v| v.id() == cur.id())
-            && ancestors
-                .get(i + 1)
-                .is_some_and(|ps| ps.kind_name() == "parameters")
-        {
-            def_at = Some(i + 2);
-            break;
-        }
-        if matches!(
-            p.kind_name(),
-            "function_definition" | "lambda" | "class_definition"
-        ) {
-            return false;
-        }
-        cur = *p;
-    }
-    let Some(def_at) = def_at.filter(|&d| {
-        ancestors
-            .get(d)
-            .is_some_and(|d| d.kind_name() == "function_definition")
-    }) else {
-        return false;
-    };
-    !ancestors[def_at + 1..].iter().any(|p| match p.kind_name() {
-        "function_definition" | "lambda" => true,
-        "if_statement" => p
-            .field("condition")
-            .is_some_and(|c| crate::python::order::is_main_guard(c, m)),
-        _ => false,
-    })
 }
 
 /// The module file and class name that `qualified` (`trainer.Trainer`, `.models.Net`) names
@@ -564,15 +420,6 @@ pub fn self_calls_in_loops_of(file: &Path, root: &Path, qualified: &str) -> Vec<
         .unwrap_or_default()
 }
 
-fn under_main_guard(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
-    // The ancestors found once (climbing with `Node::parent` is quadratic in the depth).
-    m.ancestors(node).into_iter().any(|p| {
-        p.kind_name() == "if_statement"
-            && p.field("condition")
-                .is_some_and(|c| crate::python::order::is_main_guard(c, m))
-    })
-}
-
 /// A local module imported at module level before byte `before` of `m` (the module at `file`)
 /// whose own module-level code initializes the TensorFlow runtime when imported. Returns the
 /// import statement's byte range, the module's path and the initializing callee's text.
@@ -606,6 +453,7 @@ pub fn tf_initialized_by_import(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpulint_syntax::{parse, Lang};
 
     #[test]
     fn distributions_and_method_summaries() {
@@ -692,30 +540,16 @@ mod tests {
     /// fixture, a module with facts spells one of them, and some fixtures have facts.
     #[test]
     fn a_module_has_facts_only_where_its_text_spells_a_fact_word() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
-        let (mut with_facts, mut stack) = (0, vec![root]);
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).unwrap().map(Result::unwrap) {
-                let path = e.path();
-                if path.is_dir() {
-                    stack.push(path);
-                    continue;
-                }
-                if path.extension().and_then(|x| x.to_str()) != Some("py") {
-                    continue;
-                }
-                let Ok(text) = std::fs::read_to_string(&path) else {
-                    continue;
-                };
-                let facts = model_of(&text, facts_of_model).unwrap();
-                if *facts != ModuleFacts::default() {
-                    with_facts += 1;
-                    assert!(
-                        gpulint_source::contains_any(text.as_bytes(), MODULE_FACT_WORDS),
-                        "{}: {facts:?}",
-                        path.display()
-                    );
-                }
+        let mut with_facts = 0;
+        for (path, text) in crate::test_fixtures::texts(&["."], &["py"]) {
+            let facts = model_of(&text, facts_of_model).unwrap();
+            if *facts != ModuleFacts::default() {
+                with_facts += 1;
+                assert!(
+                    gpulint_source::contains_any(text.as_bytes(), MODULE_FACT_WORDS),
+                    "{}: {facts:?}",
+                    path.display()
+                );
             }
         }
         assert!(with_facts >= 5, "{with_facts} fixtures with module facts");
