@@ -404,15 +404,7 @@ pub fn check(args: CheckArgs) -> ExitCode {
             clean = run.clean;
             named.not_parsed = bar.take_not_parsed();
             if args.verbose {
-                named.added = run::extra_sources(
-                    run.links.iter().flat_map(|(_, links)| links),
-                    files,
-                    &cwd,
-                    &excluded,
-                )
-                .iter()
-                .map(|c| c.display())
-                .collect();
+                named.added = report::added_sources(&run.links, files, &cwd, &excluded);
             }
             run.kept
         }

@@ -8,6 +8,7 @@ use gpulint_linter::run;
 use gpulint_workspace::discover;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -112,6 +113,20 @@ pub struct Named {
     pub added: Vec<String>,
     /// The files read but not parsed: no enabled rule could match them.
     pub not_parsed: Vec<String>,
+}
+
+/// The extension sources that a run with these `links` checked beyond `files` (those that
+/// `excluded` leaves), as shown.
+pub fn added_sources(
+    links: &[(String, Vec<gpulint_linter::link::Link>)],
+    files: &[run::Candidate],
+    cwd: &Path,
+    excluded: &dyn Fn(&Path) -> bool,
+) -> Vec<String> {
+    run::extra_sources(links.iter().flat_map(|(_, l)| l), files, cwd, excluded)
+        .iter()
+        .map(|c| c.display())
+        .collect()
 }
 
 pub fn summary(
