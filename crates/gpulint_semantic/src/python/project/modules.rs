@@ -5,16 +5,17 @@
 
 use super::{nearest, per_dir, read_small, MAX_DIR_ENTRIES};
 use crate::python::PythonModel;
+use gpulint_syntax::{parse, Lang};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
 mod facts;
 mod resolved;
+use facts::module_facts;
 pub use facts::ModuleFacts;
 #[cfg(test)]
 use facts::{default_evaluated_at_import, facts_of_model, MODULE_FACT_WORDS};
-use facts::{model_of, module_facts};
 use resolved::ResolvedCache;
 
 /// Local modules larger than this are not read.
@@ -161,6 +162,13 @@ fn with_module<R>(path: &Path, read: impl FnOnce(&PythonModel<'_>) -> Option<R>)
 /// [`MAX_MODULE_SIZE`] bytes, or cannot be decoded.
 pub(super) fn module_text(path: &Path) -> Option<String> {
     gpulint_source::decode(read_small(path, MAX_MODULE_SIZE)?).ok()
+}
+
+/// What `read` makes of the model of the module of text `text`: `None` when it cannot be
+/// parsed.
+fn model_of<R>(text: &str, read: impl FnOnce(&PythonModel<'_>) -> Option<R>) -> Option<R> {
+    let tree = parse(Lang::Python, text)?;
+    read(&crate::python::build(&tree, text))
 }
 
 /// Does a local module imported by `m` (the module at `file`) configure TensorFlow GPU memory,
@@ -453,7 +461,6 @@ pub fn tf_initialized_by_import(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpulint_syntax::{parse, Lang};
 
     #[test]
     fn distributions_and_method_summaries() {
@@ -574,5 +581,20 @@ mod tests {
         );
         let tf = format!("import tensorflow as tf\n{env}");
         assert!(model_of(&tf, facts_of_model).unwrap().tf_memory_at_import);
+    }
+
+    /// Only the body of `if __name__ == "__main__":` is kept from an import: its `else:`
+    /// branch runs when the module is imported.
+    #[test]
+    fn the_else_branch_of_the_main_guard_runs_at_import() {
+        let facts = |body: &str| {
+            let text = format!(
+                "from keras import mixed_precision\n\nif __name__ == \"__main__\":\n{body}"
+            );
+            model_of(&text, facts_of_model).unwrap()
+        };
+        let set = "mixed_precision.set_global_policy('mixed_float16')";
+        assert!(!facts(&format!("    {set}\n")).float16_policy_at_import);
+        assert!(facts(&format!("    pass\nelse:\n    {set}\n")).float16_policy_at_import);
     }
 }

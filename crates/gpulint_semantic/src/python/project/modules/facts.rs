@@ -1,23 +1,13 @@
 //! What a module of the project does when imported, as the modules importing it see it:
 //! read once per run by path.
 
-use super::module_text;
+use super::{model_of, module_text};
+use crate::python::training::under_main_guard;
 use crate::python::PythonModel;
 use gpulint_syntax::NodeExt;
-use gpulint_syntax::{parse, Lang};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
-
-/// What `read` makes of the model of the module of text `text`: `None` when it cannot be
-/// parsed.
-pub(super) fn model_of<R>(
-    text: &str,
-    read: impl FnOnce(&PythonModel<'_>) -> Option<R>,
-) -> Option<R> {
-    let tree = parse(Lang::Python, text)?;
-    read(&crate::python::build(&tree, text))
-}
 
 /// The facts of each project module read in this run, by path (`None`: not read or not
 /// parsed).
@@ -162,14 +152,5 @@ pub(super) fn default_evaluated_at_import(
             .field("condition")
             .is_some_and(|c| crate::python::order::is_main_guard(c, m)),
         _ => false,
-    })
-}
-
-fn under_main_guard(m: &PythonModel<'_>, node: tree_sitter::Node<'_>) -> bool {
-    // The ancestors found once (climbing with `Node::parent` is quadratic in the depth).
-    m.ancestors(node).into_iter().any(|p| {
-        p.kind_name() == "if_statement"
-            && p.field("condition")
-                .is_some_and(|c| crate::python::order::is_main_guard(c, m))
     })
 }
