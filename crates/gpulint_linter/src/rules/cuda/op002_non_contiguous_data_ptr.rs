@@ -139,7 +139,7 @@ impl Rule for NonContiguousDataPtr {
                 continue;
             }
             let facts = &m.glue.facts.fns[gf.facts];
-            let spans = argument_spans(m, gf);
+            let spans = ArgumentSpans::of(m, gf);
             // One finding per tensor, at its first raw pointer that a kernel walks linearly:
             // each tensor needs its own fix there.
             let mut seen: Vec<usize> = Vec::new();
@@ -231,37 +231,71 @@ fn layout_aware(name: &str) -> bool {
     lower.contains("stride") || lower.contains("channels_last") || lower.contains("layout")
 }
 
-/// Per launch of `gf` (in its order): the bytes from its first argument's start to its last
-/// one's end, read once. A use outside them is in none of its arguments: a function of many
-/// launches, each with its own pointer, would otherwise ask every launch about every use.
-fn argument_spans(m: &CudaModel<'_>, gf: &GlueFn<'_>) -> Vec<Option<(usize, usize)>> {
-    gf.launches
-        .iter()
-        .map(|&li| {
-            let args = &m.launches.get(li)?.args;
-            let start = args.iter().map(|a| a.start_byte()).min()?;
-            let end = args.iter().map(|a| a.end_byte()).max()?;
-            Some((start, end))
-        })
-        .collect()
+/// The argument spans of the launches of `gf`: per launch, the bytes from its first
+/// argument's start to its last one's end, sorted by start, each with the launch's position in
+/// `gf.launches` and the largest end of the spans up to it. A use outside them is in none of
+/// the launches' arguments: a function of many launches, each with its own pointer, would
+/// otherwise ask every launch about every use (the square of the launches).
+struct ArgumentSpans {
+    /// `(start, end, position in gf.launches, largest end so far)`.
+    sorted: Vec<(usize, usize, usize, usize)>,
+}
+
+impl ArgumentSpans {
+    fn of(m: &CudaModel<'_>, gf: &GlueFn<'_>) -> Self {
+        let mut sorted: Vec<(usize, usize, usize, usize)> = gf
+            .launches
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &li)| {
+                let args = &m.launches.get(li)?.args;
+                let start = args.iter().map(|a| a.start_byte()).min()?;
+                let end = args.iter().map(|a| a.end_byte()).max()?;
+                Some((start, end, i, 0))
+            })
+            .collect();
+        sorted.sort_unstable();
+        let mut reach = 0;
+        for span in &mut sorted {
+            reach = reach.max(span.1);
+            span.3 = reach;
+        }
+        Self { sorted }
+    }
+
+    /// The positions in `gf.launches` of the launches whose arguments hold the bytes
+    /// `start..end`, in increasing order.
+    fn holding(&self, start: usize, end: usize) -> Vec<usize> {
+        let upto = self.sorted.partition_point(|s| s.0 <= start);
+        let mut found: Vec<usize> = self.sorted[..upto]
+            .iter()
+            .rev()
+            .take_while(|s| s.3 >= end)
+            .filter(|s| s.1 >= end)
+            .map(|s| s.2)
+            .collect();
+        found.sort_unstable();
+        found
+    }
 }
 
 /// The launch that takes this pointer and where its kernel (of this file, or of a project
 /// header) walks the matching parameter as contiguous, when the launch passes no strides.
-/// `spans`: [`argument_spans`] of `gf`.
+/// `spans`: the [`ArgumentSpans`] of `gf`.
 fn linear_access<'a, 't>(
     m: &'a CudaModel<'t>,
     gf: &GlueFn<'t>,
     u: &PtrUse<'t>,
-    spans: &[Option<(usize, usize)>],
+    spans: &ArgumentSpans,
 ) -> Option<Linear<'a, 't>> {
-    let (start, end) = (u.node.start_byte(), u.node.end_byte());
-    for (i, &li) in gf.launches.iter().enumerate() {
-        // A use not stored in a variable reaches a launch only inside one of its arguments.
-        let outside = spans
-            .get(i)
-            .is_some_and(|s| s.is_none_or(|(s, e)| start < s || end > e));
-        if (u.var.is_none() && outside) || !gf.use_reaches(m, u, li) {
+    // A use not stored in a variable reaches a launch only inside one of its arguments.
+    let candidates: Vec<usize> = if u.var.is_none() {
+        spans.holding(u.node.start_byte(), u.node.end_byte())
+    } else {
+        (0..gf.launches.len()).collect()
+    };
+    for li in candidates.into_iter().map(|i| gf.launches[i]) {
+        if !gf.use_reaches(m, u, li) {
             continue;
         }
         let l = &m.launches[li];
