@@ -168,6 +168,9 @@ pub struct CudaModel<'t> {
     parents: std::cell::OnceCell<gpulint_syntax::Parents<'t>>,
     /// The statement-by-statement walks of device functions (see [`steps`]), done on demand.
     steps: RefCell<steps::StepCache>,
+    /// The named children of blocks asked about, by the block's node id (see
+    /// [`CudaModel::statements`]).
+    statements: RefCell<HashMap<usize, std::rc::Rc<[Node<'t>]>>>,
 }
 
 /// Indexes of the model's lists by name and by function (built by [`CudaModel::index`]).
@@ -312,6 +315,18 @@ impl<'t> CudaModel<'t> {
     pub fn parents(&self) -> &gpulint_syntax::Parents<'t> {
         self.parents
             .get_or_init(|| gpulint_syntax::Parents::of([self.root]))
+    }
+
+    /// The named children of `block` (the statements of a `{ … }`), listed the first time
+    /// they are asked for: a question about the statements before one of them then costs a
+    /// binary search, not a walk of the block from its start (which, asked for every
+    /// statement of a long block, grows with the square of its length).
+    pub(crate) fn statements(&self, block: Node<'t>) -> std::rc::Rc<[Node<'t>]> {
+        self.statements
+            .borrow_mut()
+            .entry(block.id())
+            .or_insert_with(|| gpulint_syntax::named_children(block).collect())
+            .clone()
     }
 
     pub fn kernel_functions(&self) -> impl Iterator<Item = &Function<'t>> {

@@ -304,6 +304,7 @@ impl<'t> CudaBuilder<'t> {
             launch_spans: Default::default(),
             error_macros: Default::default(),
             steps: Default::default(),
+            statements: Default::default(),
         };
         model.index();
         if !self.glue_only {

@@ -332,9 +332,8 @@ fn block_decl_value<'t>(model: &CudaModel<'t>, id: Node<'_>) -> Option<Node<'t>>
         if cur.kind_name() != "compound_statement" {
             continue;
         }
-        let before: Vec<Node<'t>> = named_children(cur)
-            .take_while(|s| s.start_byte() <= child)
-            .collect();
+        let statements = model.statements(cur);
+        let before = &statements[..statements.partition_point(|s| s.start_byte() <= child)];
         for (at, stmt) in before.iter().enumerate().rev().take(256) {
             if stmt.kind_name() != "declaration" {
                 continue;
