@@ -1,7 +1,8 @@
 //! Time per file grows linearly: with the file's size (generated Python and CUDA files), with
 //! the number of functions (small PyTorch training functions, PT001/PT002/PT003; small CUDA
-//! helpers, kernels and launchers), with the number of kernel launches in one function, and
-//! with nesting depth (blocks in a kernel, brackets and blocks in Python).
+//! helpers, kernels and launchers), with the number of kernel launches in one function and of
+//! statements in one kernel, and with nesting depth (blocks in a kernel, brackets and blocks in
+//! Python).
 //!
 //! Each case checks a small and a large input (in-process, the best of 3 rounds in CPU time of
 //! the checking thread, so that other load on the machine does not count, one check at a
@@ -27,9 +28,9 @@
 //! `cargo test` runs small sizes (a few seconds; the generated files are copies of a 16 KB
 //! sample of the fixtures, so that both sizes hold the same mix of rules);
 //! `GPULINT_SCALING=large` runs the large sizes (copies of all the fixtures): 2/4/8 MB,
-//! 5,000/10,000/20,000 functions (training and CUDA), 1,000/2,000/4,000 launches and
-//! 8,000/16,000/100,000 nested blocks and brackets. Every figure is printed (run with
-//! `--nocapture` to quote them).
+//! 5,000/10,000/20,000 functions (training and CUDA), 1,000/2,000/4,000 launches,
+//! 500/1,000/2,000 statements of one kernel, and 8,000/16,000/100,000 nested blocks and
+//! brackets. Every figure is printed (run with `--nocapture` to quote them).
 
 use gpulint::settings::Settings;
 use std::collections::HashSet;
@@ -326,6 +327,23 @@ fn launches_in_a_row(n: usize) -> String {
     s
 }
 
+/// One kernel of `n` statements in a row, each a local index, a guarded access and a barrier:
+/// every access asks how its index derives from the thread coordinates, which looks back
+/// through the statements of its block for the local's declaration.
+fn kernel_statements(n: usize) -> String {
+    let mut s = String::from(
+        "__global__ void kern(float* x, const float* y, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  __shared__ float sh[256];\n",
+    );
+    for k in 0..n {
+        s.push_str(&format!(
+            "  int j{k} = i * {} + threadIdx.x;\n  if (j{k} < n) x[j{k}] += y[j{k}] * sh[threadIdx.x % 256];\n  __syncthreads();\n",
+            k + 1
+        ));
+    }
+    s.push_str("}\n");
+    s
+}
+
 /// `n` small CUDA units, each a `__device__` helper with a local array, a kernel that calls
 /// it, and a host function that launches the kernel with a narrowed count: every kernel,
 /// helper, call and array of the file is asked about by name or by function, and asking by a
@@ -412,6 +430,22 @@ fn time_is_linear_in_the_launches_of_one_function() {
         sizes,
         launches_in_a_row,
         3.0,
+    );
+}
+
+#[test]
+fn time_is_linear_in_the_statements_of_one_kernel() {
+    // Each access once listed the statements of its block from the first one to itself, to
+    // find its index's declaration: 7.8 times the instructions for 4 times the statements
+    // (250 to 1,000). Past about 2,000 statements the race analysis of the kernel gives up,
+    // and its questions with it: the sizes stay under that.
+    let sizes = sizes(&[100, 400], &[500, 1_000, 2_000]);
+    assert_scales(
+        "statements of one kernel in .cu",
+        "statements.cu",
+        sizes,
+        kernel_statements,
+        2.0,
     );
 }
 
