@@ -147,6 +147,13 @@ pub struct PythonModel<'t> {
     parents: OnceCell<gpulint_syntax::Parents<'t>>,
     /// [`PythonModel::statement_of`] of the nodes already climbed through.
     statements: RefCell<HashMap<usize, Option<Node<'t>>>>,
+    /// Every module the file imports, with each of its parent packages (`torch.nn.functional`
+    /// gives `torch`, `torch.nn` and itself): [`PythonModel::imports_module`] without a scan
+    /// of the imports (rules ask it for every call, and a file can import thousands of names).
+    imported_modules: OnceCell<HashSet<String>>,
+    /// The named children of the blocks asked about, by the block's node id (see
+    /// [`PythonModel::block_statements`]).
+    block_statements: RefCell<HashMap<usize, std::rc::Rc<[Node<'t>]>>>,
     /// [`PythonModel::qualified_name`] of each expression asked about (by [`NodeKey`]): many
     /// rules and facts ask about the same calls, and each answer costs field look-ups up the
     /// expression and a scope search.
@@ -291,6 +298,18 @@ impl<'t> PythonModel<'t> {
     pub fn parents(&self) -> &gpulint_syntax::Parents<'t> {
         self.parents
             .get_or_init(|| gpulint_syntax::Parents::of(self.roots.iter().copied()))
+    }
+
+    /// The named children of `block` (its statements and comments), listed the first time they
+    /// are asked for: the statements before one of them are then found by a binary search, not
+    /// by a walk of the block from its start (which, asked for every statement of a long
+    /// block, grows with the square of its length).
+    pub(crate) fn block_statements(&self, block: Node<'t>) -> std::rc::Rc<[Node<'t>]> {
+        self.block_statements
+            .borrow_mut()
+            .entry(block.id())
+            .or_insert_with(|| gpulint_syntax::named_children(block).collect())
+            .clone()
     }
 
     /// The innermost ancestor of `node` that is a statement, a clause, a block or a module

@@ -524,6 +524,8 @@ impl<'t> PythonBuilder<'t> {
             jax_on_cpu: OnceCell::new(),
             parents: OnceCell::from(self.parents),
             statements: Default::default(),
+            imported_modules: OnceCell::new(),
+            block_statements: Default::default(),
             qualified_names: Default::default(),
             local_callees: Default::default(),
         }

@@ -2,6 +2,7 @@
 //! local classes, methods and callees, and the module's local call graph.
 
 use super::{CallGraph, PythonModel, MAX_FOLD_DEPTH};
+use crate::hash::HashSet;
 use gpulint_syntax::NodeExt;
 use tree_sitter::Node;
 
@@ -199,12 +200,17 @@ impl<'t> PythonModel<'t> {
 
     /// Does any import bring in `module` (or one of its submodules)?
     pub fn imports_module(&self, module: &str) -> bool {
-        self.imports.iter().any(|i| {
-            i.qualified == module
-                || i.qualified
-                    .strip_prefix(module)
-                    .is_some_and(|rest| rest.starts_with('.'))
-        })
+        self.imported_modules
+            .get_or_init(|| {
+                let mut modules = HashSet::default();
+                for i in &self.imports {
+                    let q = i.qualified.as_str();
+                    modules.extend(q.match_indices('.').map(|(at, _)| q[..at].to_string()));
+                    modules.insert(q.to_string());
+                }
+                modules
+            })
+            .contains(module)
     }
 
     /// The qualified name of the function a call invokes.
@@ -383,6 +389,34 @@ mod tests {
                 m.callees(b).iter().map(|c| c.1).collect::<Vec<_>>(),
                 vec![h]
             );
+        });
+    }
+
+    #[test]
+    fn a_module_is_imported_with_its_parent_packages_and_nothing_else() {
+        let src = "import torch.nn.functional as F\nfrom tensorflow import keras\nimport jaxlib\ndef f():\n    import numpy.linalg\n";
+        model_of(src, |m, _| {
+            for module in [
+                "torch",
+                "torch.nn",
+                "torch.nn.functional",
+                "tensorflow",
+                "tensorflow.keras",
+                "jaxlib",
+                "numpy",
+            ] {
+                assert!(m.imports_module(module), "{module}");
+            }
+            for module in [
+                "torch.n",
+                "torch.nn.functional.relu",
+                "jax",
+                "keras",
+                "tensor",
+                "",
+            ] {
+                assert!(!m.imports_module(module), "{module}");
+            }
         });
     }
 }

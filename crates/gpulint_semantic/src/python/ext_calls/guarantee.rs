@@ -18,6 +18,10 @@ use tree_sitter::Node;
 /// How many bindings and calls are followed for one expression.
 const MAX_DEPTH: usize = 12;
 
+/// How many statements of one block are looked through, back from a use, for the binding or
+/// check of its name; past them nothing more is granted.
+const MAX_BEFORE: usize = 256;
+
 /// Methods that return the tensor itself or a view/copy that keeps its layout, dtype and device.
 const KEEPS: &[&str] = &[
     "clone",
@@ -251,13 +255,14 @@ fn of_name(m: &PythonModel<'_>, name: &str, at: Node<'_>, depth: usize) -> u8 {
             _ => {}
         }
         if parent.kind_name() == "block" {
-            // The statements before `cur` in this block, nearest first: the block's children
-            // are read once (stepping back sibling by sibling starts again from the block's
-            // first child at every step, quadratic in the block's length).
-            let before: Vec<Node<'_>> = named_children(parent)
-                .take_while(|s| s.id() != cur.id())
-                .collect();
-            for &s in before.iter().rev() {
+            // The statements before `cur` in this block, nearest first, up to MAX_BEFORE of
+            // them: the block's children are listed once per file (stepping back sibling by
+            // sibling starts again from the block's first child at every step), and a name
+            // used by every statement of a long block is not followed back to its start from
+            // each of them (both grow with the square of the block's length).
+            let statements = m.block_statements(parent);
+            let at = statements.partition_point(|s| s.start_byte() < cur.start_byte());
+            for &s in statements[..at].iter().rev().take(MAX_BEFORE) {
                 match statement(m, s, name, depth) {
                     Step::Checks(p) => facts |= p,
                     Step::Bound(p) => return facts | p,
