@@ -87,6 +87,9 @@ pub struct Training<'t> {
     project: std::cell::RefCell<Option<(std::path::PathBuf, std::path::PathBuf)>>,
     /// Per-step methods ([`Training::step_method`]), by function, filled on demand.
     step_methods: std::cell::RefCell<HashMap<usize, Option<StepMethod<'t>>>>,
+    /// Per loop (by node id), the targets bound afresh in its body ([`Training::rebound_in`]),
+    /// found in one pass over the body the first time a rule asks about the loop.
+    rebound: std::cell::RefCell<HashMap<usize, std::rc::Rc<crate::hash::HashSet<String>>>>,
 }
 
 /// Methods named for one training step (`trainer.train_step(batch)`): a loop calling one on

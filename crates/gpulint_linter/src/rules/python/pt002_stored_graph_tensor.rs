@@ -10,6 +10,7 @@ use gpulint_semantic::python::PythonModel;
 use gpulint_syntax::named_children;
 use gpulint_syntax::Lang;
 use gpulint_syntax::NodeExt;
+use std::collections::HashMap;
 use tree_sitter::Node;
 
 declare_rule! {
@@ -180,6 +181,11 @@ impl Rule for StoredGraphTensor {
             )));
         }
         stores.sort_by_key(|s| s.0.start_byte());
+        // Per container, the answers that do not depend on the stored value: a loop or a
+        // function stores into one list many times, and each question looks through all of
+        // its backward calls (the square of the stores).
+        let mut item_backward_of: HashMap<(usize, &str), Option<Node<'_>>> = HashMap::new();
+        let mut summed_later: HashMap<(Option<usize>, &str), bool> = HashMap::new();
         for (at, container, value) in stores {
             if !matches!(container.kind_name(), "identifier" | "attribute") {
                 continue;
@@ -224,13 +230,18 @@ impl Rule for StoredGraphTensor {
             let name = m.text(container);
             // `losses.append(...)` then `losses[-1].backward()`: what the list holds is what
             // the step backpropagates from, so every item carries its graph.
-            let item_backward = lp
-                .backward
-                .iter()
-                .find(|(_, loss)| loss.is_some_and(|l| single_item_of(m, l, name)));
+            let item_backward =
+                *item_backward_of
+                    .entry((lp.node.id(), name))
+                    .or_insert_with(|| {
+                        lp.backward
+                            .iter()
+                            .find(|(_, loss)| loss.is_some_and(|l| single_item_of(m, l, name)))
+                            .map(|&(b, _)| b)
+                    });
             let source = match (t.flow(m, value, &lp.backward), item_backward) {
                 (Flow::Attached(source), _) => source,
-                (Flow::Unknown, Some(&(b, _))) => b,
+                (Flow::Unknown, Some(b)) => b,
                 _ => continue,
             };
             if t.rebound_in(m, lp, name) {
@@ -239,12 +250,15 @@ impl Rule for StoredGraphTensor {
             // Stored to be backpropagated together later (`torch.stack(losses).sum().backward()`);
             // a backward from one item (`losses[-1]`) is not one over the whole container.
             let scope = m.enclosing_function(at);
-            if t.backward_in(scope).any(|(_, loss)| {
-                loss.is_some_and(|l| {
-                    gpulint_semantic::python::training::mentions(m, l, name)
-                        && !single_item_of(m, l, name)
+            let summed = *summed_later.entry((scope, name)).or_insert_with(|| {
+                t.backward_in(scope).any(|(_, loss)| {
+                    loss.is_some_and(|l| {
+                        gpulint_semantic::python::training::mentions(m, l, name)
+                            && !single_item_of(m, l, name)
+                    })
                 })
-            }) {
+            });
+            if summed {
                 continue;
             }
             let lived = (Span::of(&lp.header()), "the training loop".to_string());

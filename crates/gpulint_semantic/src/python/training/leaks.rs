@@ -3,6 +3,7 @@
 //! afresh in each one.
 
 use super::{Flow, Loop, Training};
+use crate::hash::HashSet;
 use crate::python::PythonModel;
 use gpulint_syntax::named_children;
 use gpulint_syntax::NodeExt;
@@ -98,42 +99,78 @@ impl<'t> Training<'t> {
     }
 
     /// Is `target` (its text) bound afresh inside the loop body (a plain assignment that does
-    /// not read it, a `for` target, or a `.clear()` / `del` of its contents)?
+    /// not read it, a `for` target, or a `.clear()` / `del` of its contents)? The targets of a
+    /// loop are found once, in one pass over its body: rules ask about every append and every
+    /// accumulation of a loop, and a pass per question grows with the square of the body.
     pub fn rebound_in(&self, m: &PythonModel<'_>, lp: &Loop<'_>, target: &str) -> bool {
-        let (s, e) = (lp.node.start_byte(), lp.node.end_byte());
-        let Some(body) = lp.node.field("body") else {
-            return false;
+        let known = self.rebound.borrow().get(&lp.node.id()).cloned();
+        let rebound = known.unwrap_or_else(|| {
+            let found = std::rc::Rc::new(rebound_targets(m, lp));
+            self.rebound
+                .borrow_mut()
+                .insert(lp.node.id(), std::rc::Rc::clone(&found));
+            found
+        });
+        rebound.contains(target)
+    }
+}
+
+/// The targets (their texts) bound afresh inside the body of `lp`: the target of a plain
+/// assignment (or a name of its tuple target) whose value does not read it, a `for` target, an
+/// object whose `.clear()` is called, and every name a `del` mentions.
+fn rebound_targets(m: &PythonModel<'_>, lp: &Loop<'_>) -> HashSet<String> {
+    let mut found = HashSet::default();
+    let (s, e) = (lp.node.start_byte(), lp.node.end_byte());
+    let Some(body) = lp.node.field("body") else {
+        return found;
+    };
+    let inside = |n: Node<'_>| body.start_byte() <= n.start_byte() && n.end_byte() <= e;
+    let lo = m.assignments.partition_point(|a| a.start_byte() < s);
+    for &a in &m.assignments[lo..] {
+        if a.start_byte() >= e {
+            break;
+        }
+        if a.kind_name() != "assignment" || !inside(a) {
+            continue;
+        }
+        let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
+            continue;
         };
-        let inside = |n: Node<'_>| body.start_byte() <= n.start_byte() && n.end_byte() <= e;
-        let lo = m.assignments.partition_point(|a| a.start_byte() < s);
-        for &a in &m.assignments[lo..] {
-            if a.start_byte() >= e {
-                break;
-            }
-            if a.kind_name() != "assignment" || !inside(a) {
-                continue;
-            }
-            let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
-                continue;
-            };
-            let binds = m.text(left) == target
-                || (left.kind_name() == "pattern_list" || left.kind_name() == "tuple_pattern")
-                    && named_children(left).any(|c| m.text(c) == target);
-            if binds && !mentions(m, right, target) {
-                return true;
+        let mut targets = vec![m.text(left)];
+        if left.kind_name() == "pattern_list" || left.kind_name() == "tuple_pattern" {
+            targets.extend(named_children(left).map(|c| m.text(c)));
+        }
+        for t in targets {
+            if !found.contains(t) && !mentions(m, right, t) {
+                found.insert(t.to_string());
             }
         }
-        gpulint_syntax::descendants(body).any(|n| match n.kind_name() {
-            "call" => n.field("function").is_some_and(|f| {
-                f.kind_name() == "attribute"
-                    && f.field("attribute").is_some_and(|a| m.text(a) == "clear")
-                    && f.field("object").is_some_and(|o| m.text(o) == target)
-            }),
-            "delete_statement" => mentions(m, n, target),
-            "for_statement" => n.field("left").is_some_and(|l| m.text(l) == target),
-            _ => false,
-        })
     }
+    for n in gpulint_syntax::descendants(body) {
+        match n.kind_name() {
+            "call" => {
+                let cleared = n.field("function").filter(|f| {
+                    f.kind_name() == "attribute"
+                        && f.field("attribute").is_some_and(|a| m.text(a) == "clear")
+                });
+                if let Some(o) = cleared.and_then(|f| f.field("object")) {
+                    found.insert(m.text(o).to_string());
+                }
+            }
+            "delete_statement" => found.extend(
+                gpulint_syntax::descendants(n)
+                    .filter(|d| matches!(d.kind_name(), "identifier" | "attribute"))
+                    .map(|d| m.text(d).to_string()),
+            ),
+            "for_statement" => {
+                if let Some(l) = n.field("left") {
+                    found.insert(m.text(l).to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    found
 }
 
 impl<'t> Training<'t> {
