@@ -170,7 +170,7 @@ pub struct CudaModel<'t> {
     steps: RefCell<steps::StepCache>,
     /// The named children of blocks asked about, by the block's node id (see
     /// [`CudaModel::statements`]).
-    statements: RefCell<HashMap<usize, std::rc::Rc<[Node<'t>]>>>,
+    statements: RefCell<gpulint_syntax::NamedSiblings<'t>>,
 }
 
 /// Indexes of the model's lists by name and by function (built by [`CudaModel::index`]).
@@ -322,11 +322,7 @@ impl<'t> CudaModel<'t> {
     /// binary search, not a walk of the block from its start (which, asked for every
     /// statement of a long block, grows with the square of its length).
     pub(crate) fn statements(&self, block: Node<'t>) -> std::rc::Rc<[Node<'t>]> {
-        self.statements
-            .borrow_mut()
-            .entry(block.id())
-            .or_insert_with(|| gpulint_syntax::named_children(block).collect())
-            .clone()
+        self.statements.borrow_mut().of(block)
     }
 
     pub fn kernel_functions(&self) -> impl Iterator<Item = &Function<'t>> {

@@ -153,7 +153,7 @@ pub struct PythonModel<'t> {
     imported_modules: OnceCell<HashSet<String>>,
     /// The named children of the blocks asked about, by the block's node id (see
     /// [`PythonModel::block_statements`]).
-    block_statements: RefCell<HashMap<usize, std::rc::Rc<[Node<'t>]>>>,
+    block_statements: RefCell<gpulint_syntax::NamedSiblings<'t>>,
     /// [`PythonModel::qualified_name`] of each expression asked about (by [`NodeKey`]): many
     /// rules and facts ask about the same calls, and each answer costs field look-ups up the
     /// expression and a scope search.
@@ -305,11 +305,7 @@ impl<'t> PythonModel<'t> {
     /// by a walk of the block from its start (which, asked for every statement of a long
     /// block, grows with the square of its length).
     pub(crate) fn block_statements(&self, block: Node<'t>) -> std::rc::Rc<[Node<'t>]> {
-        self.block_statements
-            .borrow_mut()
-            .entry(block.id())
-            .or_insert_with(|| gpulint_syntax::named_children(block).collect())
-            .clone()
+        self.block_statements.borrow_mut().of(block)
     }
 
     /// The innermost ancestor of `node` that is a statement, a clause, a block or a module

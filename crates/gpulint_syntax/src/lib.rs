@@ -12,7 +12,7 @@ mod tree;
 pub mod unclosed;
 
 pub use parents::Parents;
-pub use siblings::NamedSiblings;
+pub use siblings::{position, NamedSiblings};
 pub use tree::*;
 
 use std::path::Path;

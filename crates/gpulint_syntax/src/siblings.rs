@@ -9,34 +9,49 @@
 use crate::parents::IdHasher;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
+use std::rc::Rc;
 use tree_sitter::Node;
 
 /// Named children by parent (keyed by node id, hashed as [`crate::Parents`] hashes them), each
 /// list read once (see the module's documentation).
 #[derive(Default)]
 pub struct NamedSiblings<'t> {
-    lists: HashMap<usize, Vec<Node<'t>>, BuildHasherDefault<IdHasher>>,
+    lists: HashMap<usize, Rc<[Node<'t>]>, BuildHasherDefault<IdHasher>>,
 }
 
 impl<'t> NamedSiblings<'t> {
+    /// The named children of `parent`, in order, read the first time they are asked for (a
+    /// shared list: the caller may keep it while it asks about other parents).
+    pub fn of(&mut self, parent: Node<'t>) -> Rc<[Node<'t>]> {
+        Rc::clone(
+            self.lists
+                .entry(parent.id())
+                .or_insert_with(|| crate::named_children(parent).collect()),
+        )
+    }
+
     /// The named siblings after `node` in `parent`, in order: what repeated
     /// `next_named_sibling` calls give. `None` when `node` is not a named child of `parent`.
     pub fn after(&mut self, parent: Node<'t>, node: Node<'_>) -> Option<&[Node<'t>]> {
-        let list = self
-            .lists
-            .entry(parent.id())
-            .or_insert_with(|| crate::named_children(parent).collect());
-        // Children are in document order; zero-width ones (a missing node) can share a start.
-        let start = node.start_byte();
-        let mut i = list.partition_point(|c| c.start_byte() < start);
-        while i < list.len() && list[i].start_byte() == start {
-            if list[i].id() == node.id() {
-                return Some(&list[i + 1..]);
-            }
-            i += 1;
-        }
-        None
+        self.of(parent);
+        let list = &self.lists[&parent.id()];
+        position(list, node).map(|i| &list[i + 1..])
     }
+}
+
+/// The index of `node` among `children` (a parent's children, in document order), found by a
+/// binary search on its start; `None` when it is not one of them.
+pub fn position(children: &[Node<'_>], node: Node<'_>) -> Option<usize> {
+    // Children are in document order; zero-width ones (a missing node) can share a start.
+    let start = node.start_byte();
+    let mut i = children.partition_point(|c| c.start_byte() < start);
+    while i < children.len() && children[i].start_byte() == start {
+        if children[i].id() == node.id() {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
 }
 
 #[cfg(test)]

@@ -261,7 +261,7 @@ fn of_name(m: &PythonModel<'_>, name: &str, at: Node<'_>, depth: usize) -> u8 {
             // used by every statement of a long block is not followed back to its start from
             // each of them (both grow with the square of the block's length).
             let statements = m.block_statements(parent);
-            let at = statements.partition_point(|s| s.start_byte() < cur.start_byte());
+            let at = gpulint_syntax::position(&statements, cur).unwrap_or(statements.len());
             for &s in statements[..at].iter().rev().take(MAX_BEFORE) {
                 match statement(m, s, name, depth) {
                     Step::Checks(p) => facts |= p,
